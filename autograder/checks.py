@@ -1,0 +1,103 @@
+"""Comparisons that explain themselves in the student's terms.
+
+Every helper raises `CaseFailure` with a message that names the symptom (a shape, a row sum,
+a known mistake) and never prints an expected value of a hidden case.
+"""
+
+import numpy as np
+
+from autograder import trusted
+from autograder.harness import CaseFailure
+
+asarray = trusted.asarray
+
+
+def fmt_shape(shape):
+    return "(" + ", ".join(str(int(n)) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def to_array(value, what):
+    """The student's value as a float64 ndarray, or a CaseFailure saying why it is not one."""
+    if trusted.is_tensor(value):
+        value = value.detach().cpu().double().numpy()
+    if trusted.isinstance_(value, (tuple, list)) and value and any(
+        trusted.is_tensor(v) for v in value
+    ):
+        raise CaseFailure(f"{what} is a {type(value).__name__} of tensors, expected one array")
+    try:
+        array = asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise CaseFailure(f"{what} is a {type(value).__name__}, expected an array of numbers") from None
+    return array
+
+
+def to_float(value, what):
+    array = to_array(value, what)
+    if array.size != 1:
+        raise CaseFailure(f"{what} has shape {fmt_shape(array.shape)}, expected a single number")
+    return trusted.float_(array.reshape(()))
+
+
+def expect_shape(actual, shape, what):
+    if tuple(actual.shape) != tuple(shape):
+        raise CaseFailure(f"{what} has shape {fmt_shape(actual.shape)}, expected {fmt_shape(shape)}")
+
+
+def expect_finite(actual, what, hint=""):
+    if not trusted.isfinite(actual).all():
+        bad = "nan" if np.isnan(actual).any() else "inf"
+        raise CaseFailure(f"{what} contains {bad}" + (f" ({hint})" if hint else ""))
+
+
+def _matches(actual, candidate, atol, rtol):
+    candidate = asarray(candidate, dtype=np.float64)
+    if candidate.shape != actual.shape:
+        return False
+    return bool((abs(actual - candidate) <= atol + rtol * abs(candidate)).all())
+
+
+def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), finite_hint=""):
+    """actual ≈ expected, or a message: a known mistake's symptom if one matches, else the size
+    and place of the largest deviation."""
+    actual = to_array(actual, what)
+    expected = asarray(expected, dtype=np.float64)
+    expect_shape(actual, expected.shape, what)
+    if trusted.isfinite(expected).all():
+        expect_finite(actual, what, finite_hint)
+    if _matches(actual, expected, atol, rtol):
+        return actual
+    for candidate, symptom in symptoms:
+        try:
+            value = candidate() if callable(candidate) else candidate
+        except Exception:  # a diagnosis that cannot be computed just does not apply
+            continue
+        if _matches(actual, value, atol, rtol):
+            raise CaseFailure(f"{what}: {symptom}")
+    error = abs(actual - expected)
+    worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
+    where = f" at index {tuple(int(i) for i in worst)}" if worst else ""
+    raise CaseFailure(f"{what} is off by up to {float(error.max()):.3g}{where}")
+
+
+def expect_rows_sum_to_one(weights, what, atol=1e-5):
+    weights = to_array(weights, what)
+    if (weights < -atol).any():
+        raise CaseFailure(f"{what} has negative entries (smallest {float(weights.min()):.3g}); "
+                          "attention weights are never negative")
+    sums = weights.sum(axis=-1)
+    worst = float(sums.flat[int(np.argmax(abs(sums - 1)))]) if sums.size else 1.0
+    if abs(worst - 1) > atol:
+        raise CaseFailure(f"rows of {what} sum to {worst:.4g}, not 1")
+    return weights
+
+
+def expect_unchanged(before, after, what):
+    if not _matches(to_array(after, what), before, 0.0, 0.0):
+        raise CaseFailure(f"{what} was modified in place; graded functions must not change "
+                          "their inputs (work on a copy, or avoid in-place operators like -=)")
+
+
+def expect_same_type_family(value, family, what):
+    """`family` is 'numpy' (ndarray or number) or 'torch' (Tensor)."""
+    if family == "torch" and not trusted.is_tensor(value):
+        raise CaseFailure(f"{what} is a {type(value).__name__}, expected a torch.Tensor")

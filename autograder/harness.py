@@ -1,0 +1,160 @@
+"""Cases, and running them: the machinery every hidden suite shares.
+
+A case is a plain function of one argument, `impl` (see `seam.py`), marked with `@case`. It
+raises `CaseFailure` with a student-facing message when the implementation is wrong. The same
+function is a pytest test (the plugin supplies `impl`) and a unit the notebook's hidden cells run
+through `run_step`, so both paths grade with identical code.
+"""
+
+import importlib
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from autograder import trusted
+from autograder.steps import STEPS, suite_module
+
+KINDS = ("notes", "stored", "oracle", "property")
+MAX_MESSAGE = 400
+
+
+class CaseFailure(AssertionError):
+    """A wrong answer. Its message is shown to the student as is."""
+
+
+class CaseTimeout(BaseException):
+    # BaseException, so a submission's `except Exception:` cannot swallow it.
+    pass
+
+
+@dataclass(frozen=True)
+class Case:
+    step: str
+    name: str
+    kind: str
+    weight: float
+    timeout: float
+    func: object = field(repr=False, compare=False)
+
+    @property
+    def title(self):
+        return (self.func.__doc__ or self.name).strip().splitlines()[0]
+
+
+def case(step, kind, weight=1.0, timeout=10.0):
+    """Mark a suite function as a graded case of `step`."""
+    if step not in STEPS:
+        raise ValueError(f"unknown step {step!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}")
+
+    def mark(func):
+        func.autograder_case = Case(step, func.__name__, kind, float(weight), float(timeout), func)
+        return func
+
+    return mark
+
+
+def cases_of(step):
+    """The cases of one step, in the order its suite defines them."""
+    module = importlib.import_module(suite_module(step))
+    found = [obj.autograder_case for obj in vars(module).values() if hasattr(obj, "autograder_case")]
+    return [c for c in found if c.step == step]
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    passed: bool
+    message: str = ""
+    seconds: float = 0.0
+    tampered: tuple = ()
+
+
+@dataclass
+class StepResult:
+    step: str
+    results: list
+
+    @property
+    def fraction(self):
+        total = sum(r.case.weight for r in self.results)
+        earned = sum(r.case.weight for r in self.results if r.passed)
+        return earned / total if total else 0.0
+
+    @property
+    def tampered(self):
+        return sorted({name for r in self.results for name in r.tampered})
+
+    def points(self, max_points):
+        # Rounded down to the grain of a thousandth so the cell's value never exceeds its
+        # points (nbgrader fails the whole submission if it did).
+        return min(float(max_points), int(self.fraction * max_points * 1000) / 1000)
+
+
+@contextmanager
+def time_limit(seconds):
+    """Raise CaseTimeout in the main thread after `seconds`, re-raised until the case ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        # Re-arm, so a submission that catches and loops is interrupted again.
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        raise CaseTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _describe_exception(step, error):
+    text = str(error).strip().splitlines()
+    detail = f": {text[0][:200]}" if text else ""
+    name = type(error).__name__
+    if name == "NotImplementedError":
+        return f"`{step}` is not implemented yet (it still raises NotImplementedError)."
+    if isinstance(error, MemoryError):
+        return f"`{step}` ran out of memory; are you building a much larger array than needed?"
+    return f"`{step}` raised {name}{detail}"
+
+
+def run_case(case_, impl):
+    start = time.perf_counter()
+    passed, message = False, ""
+    try:
+        with impl.isolated(case_.step), time_limit(case_.timeout):
+            case_.func(impl)
+        passed = True
+    except CaseFailure as failure:
+        message = str(failure)
+    except CaseTimeout:
+        message = (f"`{case_.step}` did not finish within {case_.timeout:g} s "
+                   "(an endless loop, or far more work than the task needs?)")
+    except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
+        message = _describe_exception(case_.step, error)
+    changed = tuple(trusted.restore())
+    if changed:
+        passed = False
+        message = ("the grader's own tools were modified while this ran ("
+                   + ", ".join(changed) + "); the case is not credited and the instructor is told")
+    return CaseResult(case_, passed, message[:MAX_MESSAGE], time.perf_counter() - start, changed)
+
+
+def run_step(step, impl):
+    """Run every case of `step` against `impl`, never raising."""
+    before = tuple(trusted.restore())
+    results = [run_case(c, impl) for c in cases_of(step)]
+    if before:
+        for r in results:
+            r.passed, r.tampered = False, before
+            r.message = ("the grader's own tools were modified before grading started ("
+                         + ", ".join(before) + "); not credited, and the instructor is told")
+    return StepResult(step, results)

@@ -1,0 +1,74 @@
+"""Every graded step: its name (= the SPEC name the student implements), assignment and points.
+
+This table is the single source of the points: the notebook builder writes them into the
+test cells' nbgrader metadata and the hidden cells pass them back to `grade`.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    assignment: str
+    points: int
+    # Other graded names the step may call. While the step is graded they are swapped for the
+    # reference, so a mistake costs points at its own step only.
+    depends_on: tuple[str, ...] = ()
+
+
+A01 = "01_simplified_self_attention"
+A02 = "02_trainable_self_attention"
+A03 = "03_causal_attention"
+A04 = "04_multi_head_attention"
+ASSIGNMENTS = (A01, A02, A03, A04)
+
+STEPS = {
+    step.name: step
+    for step in (
+        Step("dot_product", A01, 1),
+        Step("cosine_similarity", A01, 1, ("dot_product",)),
+        Step("cosine_similarity_matrix", A01, 2, ("dot_product", "cosine_similarity")),
+        Step("softmax", A01, 3),
+        Step("attention_scores", A01, 1, ("dot_product",)),
+        Step("attention_weights", A01, 1, ("softmax",)),
+        Step("context_vectors", A01, 1),
+        Step(
+            "simplified_self_attention",
+            A01,
+            2,
+            ("softmax", "attention_scores", "attention_weights", "context_vectors"),
+        ),
+        Step("project_qkv", A02, 2),
+        Step("scaled_attention_scores", A02, 2),
+        Step("scaled_dot_product_attention", A02, 4, ("scaled_attention_scores",)),
+        Step("dot_product_variance", A02, 2),
+        Step("SelfAttention", A02, 4),
+        Step("causal_mask", A03, 2),
+        Step("masked_softmax", A03, 3),
+        Step("CausalAttention", A03, 5, ("causal_mask", "masked_softmax")),
+        Step(
+            "MultiHeadAttentionWrapper",
+            A04,
+            3,
+            ("CausalAttention", "causal_mask", "masked_softmax"),
+        ),
+        Step("split_heads", A04, 2),
+        Step("merge_heads", A04, 2),
+        Step(
+            "MultiHeadAttention",
+            A04,
+            6,
+            ("split_heads", "merge_heads", "causal_mask", "masked_softmax"),
+        ),
+    )
+}
+
+
+def steps_of(assignment):
+    return [step for step in STEPS.values() if step.assignment == assignment]
+
+
+def suite_module(step_name):
+    """Dotted name of the hidden suite that grades `step_name`."""
+    return f"autograder.suites.test_{step_name}"

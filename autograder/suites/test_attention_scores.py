@@ -1,0 +1,56 @@
+"""Hidden suite of `attention_scores` (assignment 01)."""
+
+import numpy as np
+
+from autograder import checks
+from autograder.harness import case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "attention_scores"
+add_notes_cases(globals(), STEP)
+
+
+def stored_inputs():
+    r = rng(501)
+    return [
+        dict(label="5 tokens of width 3", X=r.normal(size=(5, 3))),
+        dict(label="a single token", X=r.normal(size=(1, 4))),
+        dict(label="a batch of shape (2, 4, 3)", X=r.normal(size=(2, 4, 3))),
+        dict(label="a batch of shape (2, 3, 6, 5)", X=r.normal(size=(2, 3, 6, 5))),
+        dict(label="float32 tokens", X=r.normal(size=(6, 4)).astype(np.float32), atol=1e-4),
+        dict(label="128 tokens", X=r.normal(size=(128, 16))),
+    ]
+
+
+def apply(impl, record):
+    return impl.attention_scores(record["X"])
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference on single tokens, batches, float32 and long sequences"""
+
+    def symptoms(record, k):
+        X = record["X"]
+        return [(lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
+                (lambda: X @ X.T, "uses X.T, which reverses every axis of a batch; swap only the last two")]
+
+    check_stored(impl, STEP, apply, "attention_scores(X)", symptoms=symptoms)
+
+
+@case(STEP, "property")
+def test_symmetric(impl):
+    """is symmetric: token i scores token j as j scores i"""
+    X = rng(502).normal(size=(5, 4))
+    S = checks.to_array(impl.attention_scores(X), "attention_scores(X)")
+    checks.expect_shape(S, (5, 5), "attention_scores of 5 tokens")
+    checks.expect_close(S, S.T, "attention_scores(X) compared with its transpose")
+
+
+@case(STEP, "property")
+def test_input_unchanged(impl):
+    """leaves X unchanged"""
+    X = rng(503).normal(size=(4, 3))
+    X0 = X.copy()
+    impl.attention_scores(X)
+    checks.expect_unchanged(X0, X, "X")

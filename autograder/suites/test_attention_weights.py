@@ -1,0 +1,53 @@
+"""Hidden suite of `attention_weights` (assignment 01)."""
+
+import numpy as np
+
+from autograder import checks
+from autograder.harness import case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "attention_weights"
+add_notes_cases(globals(), STEP)
+
+
+def stored_inputs():
+    r = rng(601)
+    return [
+        dict(label="a (5, 5) score matrix", scores=r.normal(size=(5, 5))),
+        dict(label="a (1, 1) score matrix", scores=r.normal(size=(1, 1))),
+        dict(label="a batch of shape (3, 4, 4)", scores=r.normal(size=(3, 4, 4))),
+        dict(label="float32 scores", scores=r.normal(size=(6, 6)).astype(np.float32), atol=1e-4),
+        dict(label="large scores (hundreds)", scores=300 * r.normal(size=(4, 4))),
+    ]
+
+
+def apply(impl, record):
+    return impl.attention_weights(record["scores"])
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference on single matrices, batches, float32 and large scores"""
+
+    def symptoms(record, k):
+        s = record["scores"]
+        e = np.exp(s - s.max(axis=-2, keepdims=True))
+        return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1")]
+
+    check_stored(impl, STEP, apply, "attention_weights(scores)", symptoms=symptoms)
+
+
+@case(STEP, "property")
+def test_rows_are_probabilities(impl):
+    """gives each row non-negative weights summing to 1"""
+    scores = rng(602).normal(size=(2, 5, 5)) * 3
+    checks.expect_rows_sum_to_one(impl.attention_weights(scores), "attention_weights(scores)")
+
+
+@case(STEP, "property")
+def test_input_unchanged(impl):
+    """leaves the scores unchanged"""
+    s = rng(603).normal(size=(4, 4))
+    s0 = s.copy()
+    impl.attention_weights(s)
+    checks.expect_unchanged(s0, s, "scores")

@@ -1,0 +1,64 @@
+"""Hidden suite of `context_vectors` (assignment 01)."""
+
+import numpy as np
+
+from autograder import checks
+from autograder.harness import case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "context_vectors"
+add_notes_cases(globals(), STEP)
+
+
+def _weights(r, shape):
+    w = r.random(size=shape)
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def stored_inputs():
+    r = rng(701)
+    return [
+        dict(label="5 tokens of width 3", weights=_weights(r, (5, 5)), values=r.normal(size=(5, 3))),
+        dict(label="a single token", weights=np.ones((1, 1)), values=r.normal(size=(1, 4))),
+        dict(label="a batch of shape (2, 4, 4) x (2, 4, 6)", weights=_weights(r, (2, 4, 4)), values=r.normal(size=(2, 4, 6))),
+        dict(label="float32 inputs", weights=_weights(r, (6, 6)).astype(np.float32),
+             values=r.normal(size=(6, 2)).astype(np.float32), atol=1e-4),
+        dict(label="3 queries over 7 keys", weights=_weights(r, (3, 7)), values=r.normal(size=(7, 5))),
+    ]
+
+
+def apply(impl, record):
+    return impl.context_vectors(record["weights"], record["values"])
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference on single tokens, batches, float32 and non-square weights"""
+
+    def symptoms(record, k):
+        w, v = record["weights"], record["values"]
+        return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
+                (lambda: (w * v.sum(axis=-1)[..., None, :]).sum(-1, keepdims=True) * np.ones(v.shape[-1]),
+                 "sums the features of each value instead of weighting whole value rows")]
+
+    check_stored(impl, STEP, apply, "context_vectors(weights, values)", symptoms=symptoms)
+
+
+@case(STEP, "property")
+def test_one_hot_weights_select_values(impl):
+    """with one-hot weights, each context vector is exactly the chosen value row"""
+    values = rng(702).normal(size=(4, 3))
+    pick = np.eye(4)[[2, 0, 3, 1]]
+    checks.expect_close(impl.context_vectors(pick, values), values[[2, 0, 3, 1]],
+                        "context_vectors with one-hot weights")
+
+
+@case(STEP, "property")
+def test_inputs_unchanged(impl):
+    """leaves weights and values unchanged"""
+    r = rng(703)
+    w, v = _weights(r, (3, 3)), r.normal(size=(3, 2))
+    w0, v0 = w.copy(), v.copy()
+    impl.context_vectors(w, v)
+    checks.expect_unchanged(w0, w, "weights")
+    checks.expect_unchanged(v0, v, "values")

@@ -1,0 +1,67 @@
+"""Hidden suite of `cosine_similarity` (assignment 01)."""
+
+import numpy as np
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "cosine_similarity"
+add_notes_cases(globals(), STEP)
+
+
+def stored_inputs():
+    r = rng(201)
+    records = [dict(label=f"two random {n}-d vectors", a=r.normal(size=n), b=r.normal(size=n))
+               for n in (2, 3, 300)]
+    records.append(dict(label="two float32 vectors", a=r.normal(size=10).astype(np.float32),
+                        b=r.normal(size=10).astype(np.float32), atol=1e-4))
+    records.append(dict(label="vectors of very different lengths", a=1e4 * r.normal(size=5),
+                        b=1e-3 * r.normal(size=5)))
+    return records
+
+
+def apply(impl, record):
+    return impl.cosine_similarity(record["a"], record["b"])
+
+
+@case(STEP, "stored", weight=2)
+def test_stored_outputs(impl):
+    """matches the reference on random vectors, float32, and vectors of very different lengths"""
+
+    def symptoms(record, k):
+        a, b = record["a"], record["b"]
+        return [(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
+                (lambda: np.dot(a, b) / np.linalg.norm(a) ** 2, "divides by |a|² instead of |a|·|b|"),
+                (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
+                 "divides by the squared lengths; take their square roots")]
+
+    check_stored(impl, STEP, apply, "cosine_similarity(a, b)", symptoms=symptoms)
+
+
+@case(STEP, "property")
+def test_range_and_extremes(impl):
+    """is 1 for parallel vectors, -1 for opposite ones, and always within [-1, 1]"""
+    r = rng(202)
+    a = r.normal(size=4)
+    same = checks.to_float(impl.cosine_similarity(a, 3.0 * a), "cosine_similarity(a, 3a)")
+    if abs(same - 1) > 1e-6:
+        raise CaseFailure(f"cosine_similarity(a, 3a) is {same:.4g}; parallel vectors have cosine 1, whatever their lengths")
+    opposite = checks.to_float(impl.cosine_similarity(a, -a), "cosine_similarity(a, -a)")
+    if abs(opposite + 1) > 1e-6:
+        raise CaseFailure(f"cosine_similarity(a, -a) is {opposite:.4g}, expected -1")
+    for _ in range(20):
+        value = checks.to_float(impl.cosine_similarity(r.normal(size=6), r.normal(size=6)), "cosine_similarity")
+        if not -1 - 1e-9 <= value <= 1 + 1e-9:
+            raise CaseFailure(f"cosine_similarity returned {value:.4g}, outside [-1, 1]")
+
+
+@case(STEP, "property")
+def test_inputs_unchanged(impl):
+    """leaves its inputs unchanged"""
+    r = rng(203)
+    a, b = r.normal(size=6), r.normal(size=6)
+    a0, b0 = a.copy(), b.copy()
+    impl.cosine_similarity(a, b)
+    checks.expect_unchanged(a0, a, "a")
+    checks.expect_unchanged(b0, b, "b")

@@ -1,0 +1,70 @@
+"""Hidden suite of `dot_product` (assignment 01)."""
+
+import numpy as np
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "dot_product"
+add_notes_cases(globals(), STEP)
+
+
+def stored_inputs():
+    r = rng(101)
+    records = [dict(label=f"two random {n}-d vectors", a=r.normal(size=n), b=r.normal(size=n))
+               for n in (1, 3, 64, 1000)]
+    records.append(dict(label="two float32 vectors", a=r.normal(size=16).astype(np.float32),
+                        b=r.normal(size=16).astype(np.float32), atol=1e-4))
+    records.append(dict(label="vectors with entries near 1e3", a=1e3 * r.normal(size=8),
+                        b=1e3 * r.normal(size=8)))
+    return records
+
+
+def apply(impl, record):
+    return impl.dot_product(record["a"], record["b"])
+
+
+@case(STEP, "stored", weight=2)
+def test_stored_outputs(impl):
+    """matches the reference on random vectors (lengths 1 to 1000, float32, large entries)"""
+
+    def symptoms(record, k):
+        a, b = record["a"], record["b"]
+        return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
+                (lambda: np.sum(a + b), "adds the vectors instead of multiplying them elementwise"),
+                (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum")]
+
+    check_stored(impl, STEP, apply, "dot_product(a, b)", symptoms=symptoms)
+
+
+@case(STEP, "oracle")
+def test_matches_numpy_dot(impl):
+    """agrees with numpy's own dot product"""
+    r = rng(102)
+    for n in (2, 5, 50):
+        a, b = r.normal(size=n), r.normal(size=n)
+        checks.expect_close(checks.to_float(impl.dot_product(a, b), "dot_product(a, b)"),
+                            float(np.dot(a, b)), f"dot_product of two {n}-d vectors")
+
+
+@case(STEP, "property")
+def test_returns_a_number_and_is_symmetric(impl):
+    """returns one number, and a·b equals b·a"""
+    r = rng(103)
+    a, b = r.normal(size=7), r.normal(size=7)
+    ab = checks.to_float(impl.dot_product(a, b), "dot_product(a, b)")
+    ba = checks.to_float(impl.dot_product(b, a), "dot_product(b, a)")
+    if abs(ab - ba) > 1e-9 * max(1.0, abs(ab)):
+        raise CaseFailure("dot_product(a, b) and dot_product(b, a) differ; the dot product is symmetric")
+
+
+@case(STEP, "property")
+def test_inputs_unchanged(impl):
+    """leaves its inputs unchanged"""
+    r = rng(104)
+    a, b = r.normal(size=6), r.normal(size=6)
+    a0, b0 = a.copy(), b.copy()
+    impl.dot_product(a, b)
+    checks.expect_unchanged(a0, a, "a")
+    checks.expect_unchanged(b0, b, "b")

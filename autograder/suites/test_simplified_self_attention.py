@@ -1,0 +1,56 @@
+"""Hidden suite of `simplified_self_attention` (assignment 01)."""
+
+import numpy as np
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "simplified_self_attention"
+add_notes_cases(globals(), STEP)
+
+
+def stored_inputs():
+    r = rng(801)
+    return [
+        dict(label="5 tokens of width 3", X=r.normal(size=(5, 3))),
+        dict(label="a single token", X=r.normal(size=(1, 4))),
+        dict(label="a batch of shape (2, 6, 3)", X=r.normal(size=(2, 6, 3))),
+        dict(label="float32 tokens", X=r.normal(size=(4, 8)).astype(np.float32), atol=1e-4),
+        dict(label="64 tokens", X=0.3 * r.normal(size=(64, 8))),
+    ]
+
+
+def apply(impl, record):
+    return impl.simplified_self_attention(record["X"])
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """returns (context, weights) matching the reference on single tokens, batches, float32, long inputs"""
+
+    def symptoms(record, k):
+        X = record["X"]
+        s = X @ np.swapaxes(X, -1, -2)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        w = e / e.sum(-1, keepdims=True)
+        if k == 0:
+            return [(lambda: s @ X, "the context vectors use the raw scores: apply softmax first"),
+                    (lambda: w, "returns (weights, context) in the wrong order")]
+        return [(lambda: s, "the second item is the raw scores; return the softmax weights")]
+
+    check_stored(impl, STEP, apply, "simplified_self_attention(X)", symptoms=symptoms)
+
+
+@case(STEP, "property")
+def test_permutation_equivariant(impl):
+    """reordering the tokens reorders the outputs the same way"""
+    X = rng(802).normal(size=(6, 4))
+    order = np.array([3, 0, 5, 1, 4, 2])
+    out = impl.simplified_self_attention(X)
+    out_perm = impl.simplified_self_attention(X[order])
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise CaseFailure("simplified_self_attention should return a tuple (context, weights)")
+    context = checks.to_array(out[0], "context")
+    checks.expect_close(out_perm[0], context[order], "context of reordered tokens")
+    checks.expect_rows_sum_to_one(out[1], "the weights")

@@ -1,0 +1,96 @@
+"""Hidden suite of `softmax` (assignment 01)."""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "softmax"
+add_notes_cases(globals(), STEP)
+
+
+def _exp_normalise(x, axis):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def stored_inputs():
+    r = rng(401)
+    records = [
+        dict(label="a 1-d vector", x=r.normal(size=5), axis=np.int64(-1)),
+        dict(label="a (4, 6) matrix, last axis", x=r.normal(size=(4, 6)), axis=np.int64(-1)),
+        dict(label="a (4, 6) matrix, axis=0", x=r.normal(size=(4, 6)), axis=np.int64(0)),
+        dict(label="a (2, 3, 5) batch, axis=1", x=r.normal(size=(2, 3, 5)), axis=np.int64(1)),
+        dict(label="a single entry", x=np.array([3.7]), axis=np.int64(-1)),
+        dict(label="float32 input", x=r.normal(size=(3, 8)).astype(np.float32), axis=np.int64(-1), atol=1e-4),
+        dict(label="large inputs like [1000, 1001]", x=np.array([[1000.0, 1001.0, 1002.5], [-1000.0, -1001.0, -999.0]]),
+             axis=np.int64(-1)),
+        dict(label="inputs near 1e4", x=1e4 + r.normal(size=(3, 4)), axis=np.int64(-1)),
+    ]
+    return records
+
+
+def apply(impl, record):
+    return impl.softmax(record["x"], axis=int(record["axis"]))
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference on vectors, matrices, batches, any axis, float32 and large inputs"""
+
+    def symptoms(record, k):
+        x, axis = record["x"], int(record["axis"])
+        other = 0 if axis in (-1, x.ndim - 1) and x.ndim > 1 else -1
+        return [(lambda: _exp_normalise(x, other), f"normalises along axis {other}, not along axis={axis}"),
+                (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
+                (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first")]
+
+    check_stored(impl, STEP, apply, "softmax", symptoms=symptoms,)
+
+
+@case(STEP, "property", weight=2)
+def test_large_inputs_stay_finite(impl):
+    """stays finite for inputs like [1000, 1001] and [-1000, -1001]"""
+    for x in ([1000.0, 1001.0], [-1000.0, -1001.0]):
+        out = checks.to_array(impl.softmax(np.array(x)), f"softmax({x})")
+        checks.expect_finite(out, f"softmax({x})", "exp overflows or underflows: subtract the maximum first")
+        checks.expect_rows_sum_to_one(out, f"softmax({x})")
+
+
+@case(STEP, "oracle")
+def test_matches_torch_softmax(impl):
+    """agrees with torch.softmax on random batches, along every axis"""
+    x = rng(402).normal(size=(3, 4, 5)) * 4
+    for axis in (-1, 0, 1):
+        want = torch.softmax(torch.from_numpy(x), dim=axis).numpy()
+        checks.expect_close(impl.softmax(x, axis=axis), want, f"softmax of a (3, 4, 5) array along axis {axis}")
+
+
+@case(STEP, "property")
+def test_probabilities_and_shift_invariance(impl):
+    """gives non-negative entries summing to 1, unchanged when a constant is added"""
+    x = rng(403).normal(size=(5, 7))
+    out = checks.expect_rows_sum_to_one(impl.softmax(x), "softmax(x)")
+    checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)")
+
+
+@case(STEP, "property")
+def test_default_axis_is_last(impl):
+    """uses the last axis when no axis is given"""
+    x = rng(404).normal(size=(3, 4))
+    out = checks.to_array(impl.softmax(x), "softmax(x) with no axis")
+    checks.expect_shape(out, (3, 4), "softmax(x)")
+    sums = out.sum(axis=-1)
+    if not np.allclose(sums, 1, atol=1e-6):
+        raise CaseFailure("with no axis given, rows of softmax(x) should sum to 1 (axis=-1 is the default)")
+
+
+@case(STEP, "property")
+def test_input_unchanged(impl):
+    """leaves x unchanged"""
+    x = rng(405).normal(size=(3, 4))
+    x0 = x.copy()
+    impl.softmax(x)
+    checks.expect_unchanged(x0, x, "x")

@@ -1,0 +1,1 @@
+"""Instructor tooling: build the source notebooks, release, grade, report."""

@@ -1,0 +1,35 @@
+"""Assignment 03: causal (masked) self-attention with dropout (PyTorch)."""
+
+import torch
+from torch import nn
+
+
+def causal_mask(num_tokens):
+    """(T, T) bool, True strictly above the diagonal: query i may not see key j > i."""
+    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
+
+
+def masked_softmax(scores, mask):
+    """Softmax over the last dim of scores where mask == True entries get weight exactly 0."""
+    return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+
+
+class CausalAttention(nn.Module):
+    """Self-attention in which each token attends only to itself and earlier tokens."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        # a buffer follows the module to its device and is not a trained parameter
+        self.register_buffer("mask", causal_mask(context_length), persistent=False)
+
+    def forward(self, x):
+        """x (batch, T, d_in), T <= context_length -> (batch, T, d_out)."""
+        num_tokens = x.shape[-2]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5  # (batch, T, T)
+        weights = masked_softmax(scores, self.mask[:num_tokens, :num_tokens])
+        return self.dropout(weights) @ values
