@@ -45,14 +45,23 @@ def _quiet_stderr():
 def format_report(result, max_points):
     points = result.points(max_points)
     lines = [f"{result.step}: {points:g} / {max_points:g} points"]
+    failed = [r for r in result.results if not r.passed]
+    if failed and len(failed) == len(result.results) and len({r.message for r in failed}) == 1:
+        # One cause (not implemented, not defined, a crash on import) fails every case: say it once.
+        lines.append(f"  all {len(failed)} cases failed: {failed[0].message}")
+        return "\n".join(lines + _flag_lines(result))
     for r in result.results:
         mark = "passed" if r.passed else "FAILED"
         lines.append(f"  [{mark}] {r.case.title}")
         if not r.passed and r.message:
             lines.append(f"           {r.message}")
+    return "\n".join(lines + _flag_lines(result))
+
+
+def _flag_lines(result):
     if result.tampered:
-        lines.append(f"  {FLAG}: grading tools were modified: {', '.join(result.tampered)}")
-    return "\n".join(lines)
+        return [f"  {FLAG}: grading tools were modified: {', '.join(result.tampered)}"]
+    return []
 
 
 def grade(step, points, namespace=None):

@@ -38,6 +38,7 @@ def _implementation(config):
         if path is None:
             config._autograder_impl = Implementation.reference()
         else:
+            from autograder import guard  # noqa: F401 - the reference is out of the submission's reach
             from autograder.submission import load
 
             loaded = load(path)

@@ -6,16 +6,27 @@ attributes: `impl.softmax(x)`. While a step is graded, `isolated(step)` swaps th
 the step builds on for the reference's, so a mistake costs points at its own step only.
 """
 
+import sys
 from contextlib import contextmanager
 
 from autograder.harness import CaseFailure
 from autograder.steps import STEPS
 
 
-def _reference_namespace():
-    import solutions
+_REFERENCE = {}
 
-    return {name: getattr(solutions, name) for name in solutions.__all__}
+
+def _reference_namespace():
+    """The reference's graded names, imported once. Under the kernel guard the `solutions`
+    modules are then dropped from sys.modules, so student code cannot reach them by import."""
+    if not _REFERENCE:
+        import solutions
+
+        _REFERENCE.update({name: getattr(solutions, name) for name in solutions.__all__})
+        if any(type(f).__name__ == "ReferenceBlocker" for f in sys.meta_path):
+            for name in [m for m in sys.modules if m.split(".")[0] == "solutions"]:
+                del sys.modules[name]
+    return dict(_REFERENCE)
 
 
 class Implementation:

@@ -1,0 +1,174 @@
+"""The instructor's second opinion on each submission, outside the student's kernel.
+
+Grading inside the student's kernel is what nbgrader does, and a determined submission can
+fool code that shares its process. So every submission is also
+  1. scanned: code that rebinds numpy/torch/builtins, imports the grader or the reference,
+     reads grader files, exits the process, or reaches into the interpreter is named;
+  2. regraded: the hidden suites run again in a fresh, memory-capped process that imports the
+     grader first and blocks the reference, with the student's cells loaded after it;
+and any step where nbgrader's points differ from the regrade is flagged, as are failed runs.
+"""
+
+import ast
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.notebook import FLAG
+from autograder.steps import steps_of, suite_module
+
+REGRADE_TIMEOUT = 300
+MEMORY_LIMIT = 6 * 1024**3
+
+_GUARDED_MODULES = {"np", "numpy", "torch", "F", "nn", "math", "builtins", "functional", "testing", "sys", "os"}
+_EXITS = {("sys", "exit"), ("os", "_exit"), ("os", "kill"), ("os", "abort"), ("", "exit"), ("", "quit")}
+_INTROSPECTION = {("sys", "modules"), ("sys", "meta_path"), ("sys", "_getframe"), ("gc", "get_objects"),
+                  ("gc", "get_referrers"), ("inspect", "stack"), ("sys", "settrace"), ("sys", "setprofile")}
+_FORBIDDEN_IMPORTS = {"autograder", "solutions", "ctypes", "importlib"}
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def scan_source(source):
+    """Names of suspicious things one cell's code does (empty for ordinary code)."""
+    try:
+        tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                                   for line in source.splitlines()))
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                name = _dotted(target) if isinstance(target, ast.Attribute) else None
+                if name and name.split(".")[0] in _GUARDED_MODULES:
+                    found.append(f"rebinds {name}")
+        elif isinstance(node, ast.Call):
+            func = _dotted(node.func) or ""
+            owner, _, attr = func.rpartition(".")
+            if (owner.split(".")[-1] if owner else "", attr) in _EXITS:
+                found.append(f"calls {func}()")
+            if func in ("setattr", "delattr") and node.args and (_dotted(node.args[0]) or "").split(".")[0] in _GUARDED_MODULES:
+                found.append(f"{func}() on {_dotted(node.args[0])}")
+            if func in ("__import__", "importlib.import_module", "exec", "eval", "compile"):
+                found.append(f"calls {func}()")
+            if func in ("open", "np.load", "numpy.load", "torch.load") or func.endswith(".read_text"):
+                text = ast.unparse(node)
+                if any(word in text for word in ("autograder", "fixtures", "solutions", ".npz", "site-packages")):
+                    found.append(f"reads grader files: {text[:80]}")
+            if "stderr" in ast.unparse(node) and attr in ("write", "print", "warn"):
+                found.append("writes to stderr")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for module in modules:
+                if module.split(".")[0] in _FORBIDDEN_IMPORTS:
+                    found.append(f"imports {module}")
+        elif isinstance(node, ast.Attribute):
+            name = _dotted(node) or ""
+            owner, _, attr = name.rpartition(".")
+            if (owner, attr) in _INTROSPECTION:
+                found.append(f"uses {name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                "autograder" in node.value or "solutions" in node.value.split(".")[0:1]):
+            found.append(f"mentions {node.value[:40]!r}")
+    return sorted(set(found))
+
+
+def scan_notebook(path):
+    """[(cell index, finding)] for the submission's code cells, or a reason it cannot be read."""
+    try:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+        cells = nb["cells"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return [(-1, f"not a readable notebook ({type(error).__name__})")]
+    if nb.get("nbformat") != 4:
+        return [(-1, f"nbformat {nb.get('nbformat')!r}, not 4")]
+    findings = []
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        findings += [(index, f) for f in scan_source(source)]
+    return findings
+
+
+def regrade(path, assignment, timeout=REGRADE_TIMEOUT):
+    """{step: points} from the hidden suites run outside the kernel, or (None, why)."""
+
+    def limits():
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        modules = [suite_module(step.name) for step in steps_of(assignment)]
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header",
+                   "-o", "addopts=", "--submission", str(path), "--grade-report", str(report),
+                   "--pyargs", *modules]
+        env = dict(os.environ, PYTHONWARNINGS="ignore", MPLBACKEND="Agg")
+        process = subprocess.Popen(command, cwd=scratch, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, preexec_fn=limits)
+        try:
+            process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return None, f"regrade stopped after {timeout} s"
+        if not report.exists():
+            return None, f"regrade process died (exit {process.returncode}) before reporting"
+        data = json.loads(report.read_text())
+        points = {step: entry["points"] for step, entry in data["steps"].items()}
+        tampered = sorted({t for entry in data["steps"].values() for t in entry["tampered"]})
+        problems = ["tampered with " + ", ".join(tampered)] if tampered else []
+        # Ordinary errors (a stub that still raises) are the student's business; these are not.
+        problems += [f"code cell {i}: {m}" if i >= 0 else m for i, m in data["load_errors"]
+                     if any(word in m for word in ("did not finish", "SystemExit", "MemoryError",
+                                                   "KeyboardInterrupt", "not an nbformat", "JSON"))]
+        return points, "; ".join(problems)
+
+
+def kernel_flags(autograded_path):
+    """Lines the in-kernel grader marked for the instructor."""
+    try:
+        nb = json.loads(Path(autograded_path).read_text())
+    except (OSError, ValueError):
+        return []
+    found = []
+    for cell in nb.get("cells", []):
+        for output in cell.get("outputs", []):
+            text = output.get("text", "")
+            text = "".join(text) if isinstance(text, list) else text
+            found += [line.strip() for line in text.splitlines() if FLAG in line]
+    return found
+
+
+def audit(submitted, autograded, assignment, nbgrader_points):
+    """Flags for one submission: [str]. `nbgrader_points` is {step: points or None}, or None
+    when autograde produced nothing."""
+    flags = [f"code cell {i}: {f}" if i >= 0 else f for i, f in scan_notebook(submitted)]
+    flags += kernel_flags(autograded)
+    points, problem = regrade(submitted, assignment)
+    if problem:
+        flags.append(problem)
+    if points is not None and nbgrader_points is not None:
+        for step, honest in sorted(points.items()):
+            given = nbgrader_points.get(step)
+            if given is not None and abs(given - honest) > 1e-6:
+                flags.append(f"{step}: nbgrader gave {given:g}, the out-of-kernel regrade {honest:g}")
+    return flags

@@ -1,0 +1,98 @@
+"""Grade a set of submissions end to end: submit, autograde, read scores, audit, report.
+
+`grade_class` is what the main job and the catalogue tests call; it only composes the stages
+of `grading.py` and `audit.py`.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.steps import STEPS, steps_of
+from coursekit import audit, grading, samples
+
+
+@dataclass
+class StudentResult:
+    student: str
+    assignment: str
+    graded: bool
+    problem: str = ""
+    points: dict = field(default_factory=dict)  # step -> points (0 where autograde failed)
+    reports: dict = field(default_factory=dict)  # step -> the grader's report text
+    flags: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def total(self):
+        return sum(self.points.values())
+
+
+def build_submission(release_nb, variant=None):
+    """The notebook (or raw bytes) a student would hand in for `variant` (None: the reference)."""
+    if variant is None:
+        return samples.complete(release_nb)
+    nb = samples.complete(release_nb, variant.replace)
+    if variant.extra_cell:
+        import nbformat
+
+        cells = nb.cells
+        last_solution = max(i for i, c in enumerate(cells)
+                            if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+        cells.insert(last_solution + 1, nbformat.v4.new_code_cell(variant.extra_cell))
+    if variant.transform is not None:
+        nb = variant.transform(json.loads(json.dumps(nb)))
+    return nb
+
+
+def _grade_cell_reports(autograded_path):
+    try:
+        nb = json.loads(Path(autograded_path).read_text())
+    except (OSError, ValueError):
+        return {}
+    reports = {}
+    for cell in nb.get("cells", []):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        if grade_id.endswith("_grade"):
+            text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+            reports[grade_id[: -len("_grade")]] = text
+    return reports
+
+
+def grade_class(course_dir, assignment, submissions, workers=2, run_audit=True):
+    """Grade {student: notebook or bytes} for one released assignment -> {student: StudentResult}."""
+    course_dir = Path(course_dir)
+    for student, nb in submissions.items():
+        samples.write(nb, grading.submission_path(course_dir, assignment, student))
+    outcomes = {o.student: o for o in grading.autograde(course_dir, assignment, list(submissions), workers)}
+    scores = grading.step_scores(course_dir)
+    results = {}
+    for student in submissions:
+        outcome = outcomes[student]
+        row = scores.get((student, assignment))
+        graded = outcome.ok and row is not None
+        autograded = course_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
+        result = StudentResult(
+            student, assignment, graded, outcome.problem if not graded else "",
+            {s.name: float((row or {}).get(s.name) or 0.0) for s in steps_of(assignment)},
+            _grade_cell_reports(autograded) if graded else {}, seconds=outcome.seconds)
+        if not graded:
+            result.flags.append(f"autograde failed: {outcome.problem or 'no grades recorded'}")
+        if run_audit:
+            result.flags += audit.audit(grading.submission_path(course_dir, assignment, student),
+                                        autograded, assignment, row if graded else None)
+        results[student] = result
+    return results
+
+
+def table(results, assignment):
+    """A plain-text table: one row per student, one column per step of `assignment`."""
+    steps = [s.name for s in steps_of(assignment)]
+    width = max([len("student")] + [len(r.student) for r in results])
+    head = f"{'student':<{width}}  " + "  ".join(f"{s[:10]:>10}" for s in steps) + "       total  flags"
+    lines = [head, "-" * len(head)]
+    for r in results:
+        cells = "  ".join(f"{r.points.get(s, 0):>10g}" for s in steps)
+        total = f"{r.total:g}/{sum(STEPS[s].points for s in steps)}"
+        lines.append(f"{r.student:<{width}}  {cells}  {total:>10}  {len(r.flags) or ''}")
+    return "\n".join(lines)

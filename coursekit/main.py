@@ -1,0 +1,72 @@
+"""The main job: release every assignment, grade sample submissions end to end, report.
+
+    python -m coursekit.main [--course-dir work-run] [--assignments 01_... ...]
+
+On the embedded SQLite gradebook of a fresh course directory: generates the release with
+nbgrader (and says whether it matches the committed assignments/), builds sample submissions
+(reference-complete, the untouched release, typical mistakes from the catalogue), autogrades
+them with nbgrader, writes feedback, exports grades.csv and step_scores.csv, audits every
+submission, and prints a table of points per student and step.
+"""
+
+import argparse
+import filecmp
+import sys
+import time
+from pathlib import Path
+
+from autograder.steps import ASSIGNMENTS
+from coursekit import catalogue, classroom, grading, samples
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sample_submissions(release_nb, assignment):
+    subs = {"reference": classroom.build_submission(release_nb), "untouched": release_nb}
+    for variant in catalogue.by_assignment(catalogue.MISTAKES, assignment)[:2]:
+        subs[variant.id] = classroom.build_submission(release_nb, variant)
+    return subs
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--course-dir", default=str(ROOT / "work-run"))
+    parser.add_argument("--assignments", nargs="*", default=list(ASSIGNMENTS))
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    start = time.perf_counter()
+    course = grading.prepare(args.course_dir)
+    print(f"course directory: {course}")
+    all_results = {}
+    for assignment in args.assignments:
+        release_path = grading.release(course, assignment)
+        committed = ROOT / "assignments" / assignment / release_path.name
+        same = committed.exists() and filecmp.cmp(committed, release_path, shallow=False)
+        print(f"\n== {assignment}: released ({'identical to' if same else 'DIFFERS from'} the committed assignments/)")
+        subs = sample_submissions(samples.read(release_path), assignment)
+        results = classroom.grade_class(course, assignment, subs, workers=args.workers)
+        grading.feedback(course, assignment)
+        all_results[assignment] = results
+        print(classroom.table(list(results.values()), assignment))
+        for r in results.values():
+            for flag in r.flags:
+                print(f"  flag {r.student}: {flag}")
+
+    grades_csv = grading.export_grades(course)
+    flags = {(r.student, a): r.flags for a, rs in all_results.items() for r in rs.values()}
+    steps_csv = grading.export_step_scores(course, grading.step_scores(course), flags)
+    print(f"\ngrades: {grades_csv}\nper-step scores: {steps_csv}\nfeedback: {course / 'feedback'}")
+    print(f"done in {time.perf_counter() - start:.0f} s")
+    # The job fails loudly if the two anchors of the scale are off.
+    wrong = [f"{a}: reference scored {rs['reference'].total:g}" for a, rs in all_results.items()
+             if any(p != grading.STEPS[s].points for s, p in rs["reference"].points.items())]
+    wrong += [f"{a}: untouched release scored {rs['untouched'].total:g}" for a, rs in all_results.items()
+              if rs["untouched"].total != 0]
+    for line in wrong:
+        print("ERROR:", line)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
