@@ -5,6 +5,7 @@ of `grading.py` and `audit.py`.
 """
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,7 @@ def grade_class(course_dir, assignment, submissions, workers=2, run_audit=True):
     outcomes = {o.student: o for o in grading.autograde(course_dir, assignment, list(submissions), workers)}
     scores = grading.step_scores(course_dir)
     results = {}
+    audits = {}
     for student in submissions:
         outcome = outcomes[student]
         row = scores.get((student, assignment))
@@ -79,9 +81,12 @@ def grade_class(course_dir, assignment, submissions, workers=2, run_audit=True):
         if not graded:
             result.flags.append(f"autograde failed: {outcome.problem or 'no grades recorded'}")
         if run_audit:
-            result.flags += audit.audit(grading.submission_path(course_dir, assignment, student),
-                                        autograded, assignment, row if graded else None)
+            audits[student] = (grading.submission_path(course_dir, assignment, student), autograded,
+                               assignment, row if graded else None)
         results[student] = result
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for student, flags in zip(audits, pool.map(lambda args: audit.audit(*args), audits.values())):
+            results[student].flags += flags
     return results
 
 
