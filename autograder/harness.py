@@ -7,7 +7,9 @@ through `run_step`, so both paths grade with identical code.
 """
 
 import importlib
+import os
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -17,6 +19,7 @@ from autograder import trusted
 from autograder.steps import STEPS, suite_module
 
 KINDS = ("notes", "stored", "oracle", "property")
+GRADER_ERROR = "GRADER ERROR"
 MAX_MESSAGE = 400
 
 
@@ -115,6 +118,24 @@ def time_limit(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
+_LIBRARY_DIRS = tuple(
+    os.path.join(os.path.realpath(p), "") for p in
+    {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+)
+
+
+def _raised_by_grader(error):
+    """True if no frame of the traceback is the submission's code: the grader (or the
+    reference it stands in) failed, not the student."""
+    tb = error.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith("<frozen") and not os.path.realpath(filename).startswith(_LIBRARY_DIRS):
+            return False
+        tb = tb.tb_next
+    return True
+
+
 def _describe_exception(step, error):
     text = str(error).strip().splitlines()
     detail = f": {text[0][:200]}" if text else ""
@@ -140,6 +161,9 @@ def run_case(case_, impl):
                    "(an endless loop, or far more work than the task needs?)")
     except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
         message = _describe_exception(case_.step, error)
+        if _raised_by_grader(error):
+            message = (f"{GRADER_ERROR}: this case could not run ({type(error).__name__}); it is not "
+                       "your fault and your instructor is told")
     changed = tuple(trusted.restore())
     if changed:
         passed = False

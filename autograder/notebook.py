@@ -12,7 +12,7 @@ import tempfile
 import warnings
 from contextlib import contextmanager, redirect_stderr
 
-from autograder.harness import run_step
+from autograder.harness import GRADER_ERROR, run_step
 from autograder.seam import Implementation
 
 FLAG = "FLAGGED FOR THE INSTRUCTOR"
@@ -59,9 +59,13 @@ def format_report(result, max_points):
 
 
 def _flag_lines(result):
+    lines = []
     if result.tampered:
-        return [f"  {FLAG}: grading tools were modified: {', '.join(result.tampered)}"]
-    return []
+        lines.append(f"  {FLAG}: grading tools were modified: {', '.join(result.tampered)}")
+    broken = [r.case.name for r in result.results if r.message.startswith(GRADER_ERROR)]
+    if broken:
+        lines.append(f"  {FLAG}: {GRADER_ERROR} in {', '.join(broken)}")
+    return lines
 
 
 def grade(step, points, namespace=None):
