@@ -167,7 +167,11 @@ def run_case(case_, impl, timeout=None):
                    "(an endless loop, or far more work than the task needs?)")
     except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
         message = _describe_exception(case_.step, error)
-        if _raised_by_grader(error):
+        wrong_signature = isinstance(error, TypeError) and "argument" in str(error)
+        if wrong_signature:
+            message = (f"`{case_.step}` could not be called as the assignment specifies "
+                       f"({str(error)[:160]}); keep the signature exactly as given")
+        elif _raised_by_grader(error):
             message = (f"{GRADER_ERROR}: this case could not run ({type(error).__name__}); it is not "
                        "your fault and your instructor is told")
     changed = tuple(trusted.restore())
