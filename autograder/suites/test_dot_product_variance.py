@@ -1,0 +1,183 @@
+"""Hidden suite of `dot_product_variance` (assignment 02).
+
+The student may draw the samples with any generator (NumPy's or torch's, any method), so the
+values are graded statistically. For `n` samples of `q·k` (d_k i.i.d. standard-normal pairs)
+the sample variance has relative standard error about sqrt((2 + 6/d_k) / n); every tolerance
+below is at least 5.5 of those, so a correct implementation fails by chance less than about one
+time in ten million per comparison. Only `var_scaled = var_unscaled / d_k` is checked tightly:
+both come from the same dot products.
+"""
+
+import math
+
+import numpy as np
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import check_stored
+
+STEP = "dot_product_variance"
+STORED_RTOL = 0.08  # the stored values are one sample too; see stored_inputs
+
+
+def stored_inputs():
+    # relative SE of the difference of two independent estimates: sqrt(2 (2 + 6/d_k) / n)
+    # d_k 3, n 60000: 0.0082; d_k 8, n 40000: 0.0117; d_k 24, n 30000: 0.0122 (all < 0.08 / 6.5)
+    return [dict(label=f"d_k={d}, num_samples={n}, seed={s}", d_k=np.int64(d), num_samples=np.int64(n),
+                 seed=np.int64(s))
+            for d, n, s in ((3, 60_000, 11), (8, 40_000, 12), (24, 30_000, 13))]
+
+
+def apply(impl, record):
+    return impl.dot_product_variance(int(record["d_k"]), num_samples=int(record["num_samples"]),
+                                     seed=int(record["seed"]))
+
+
+def _pair(impl, d_k, **kwargs):
+    """(var_unscaled, var_scaled) as two floats, or a CaseFailure saying what came back instead."""
+    call = f"dot_product_variance({d_k}" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
+    out = impl.dot_product_variance(d_k, **kwargs)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise CaseFailure(f"{call} should return a tuple (var_unscaled, var_scaled) of two numbers")
+    unscaled = checks.to_float(out[0], f"var_unscaled of {call}")
+    return unscaled, checks.to_float(out[1], f"var_scaled of {call}"), call
+
+
+def _near(value, target, rel):
+    return abs(value - target) <= rel * abs(target)
+
+
+def diagnose(unscaled, scaled, d_k, rel):
+    """A symptom naming the mistake that (unscaled, scaled) points to, or None."""
+    if _near(unscaled, d_k, rel):
+        if _near(scaled, 1 / d_k, rel) and d_k > 1:
+            return "var_scaled is near 1/d_k: the dot products were divided by d_k; divide by sqrt(d_k)"
+        if _near(scaled, d_k, rel) and d_k > 1:
+            return "var_scaled is near d_k: the dot products were not divided by sqrt(d_k)"
+        if _near(scaled, math.sqrt(d_k), rel) and d_k > 1:
+            return ("var_scaled is near sqrt(d_k): the variance was divided by sqrt(d_k); scale the dot "
+                    "products by 1/sqrt(d_k), which divides their variance by d_k")
+        return None
+    if _near(unscaled, 1, rel) and _near(scaled, d_k, rel) and d_k > 1:
+        return "returns (var_scaled, var_unscaled): return (var_unscaled, var_scaled) in that order"
+    if _near(unscaled, math.sqrt(d_k), rel) and d_k > 1:
+        return ("var_unscaled is near sqrt(d_k): that is the standard deviation; return the variance "
+                "(np.var), its square")
+    if _near(unscaled, 1, rel) and _near(scaled, 1 / d_k, rel) and d_k > 1:
+        return ("var_unscaled is near 1, not d_k: sum the d_k products of each pair q, k into one dot "
+                "product before taking the variance")
+    if _near(unscaled, 7 / 144 * d_k, rel):
+        return ("var_unscaled is far below d_k, as for uniform entries: draw q and k with standard-normal "
+                "entries (rng.standard_normal)")
+    return None
+
+
+@case(STEP, "stored", weight=2)
+def test_stored_outputs(impl):
+    """matches the reference's values within sampling error for d_k = 3, 8 and 24"""
+
+    def symptoms(record, k):
+        d, unscaled, scaled = int(record["d_k"]), float(record["expected_0"]), float(record["expected_1"])
+        if k == 0:
+            return [(scaled, "returns (var_scaled, var_unscaled): return (var_unscaled, var_scaled) "
+                             "in that order"),
+                    (math.sqrt(unscaled), "var_unscaled looks like the standard deviation; return the "
+                                          "variance"),
+                    (1.0, "var_unscaled is near 1, not d_k: sum the d_k products of each pair into one dot "
+                          "product before taking the variance")]
+        return [(unscaled / d, "var_scaled is near 1/d_k: the dot products were divided by d_k; divide by "
+                               "sqrt(d_k)"),
+                (unscaled, "var_scaled equals var_unscaled: the dot products were not divided by sqrt(d_k)"),
+                (unscaled / math.sqrt(d), "var_scaled is near sqrt(d_k): the variance was divided by "
+                                          "sqrt(d_k); scale the dot products by 1/sqrt(d_k)")]
+
+    def checked_apply(impl, record):
+        out = apply(impl, record)
+        if isinstance(out, (tuple, list)) and len(out) == 2:
+            d = int(record["d_k"])
+            unscaled = checks.to_float(out[0], f"var_unscaled on {record['label']}")
+            scaled = checks.to_float(out[1], f"var_scaled on {record['label']}")
+            if not (_near(unscaled, float(record["expected_0"]), STORED_RTOL)
+                    and _near(scaled, float(record["expected_1"]), STORED_RTOL)):
+                symptom = diagnose(unscaled, scaled, d, 0.1)
+                if symptom:
+                    raise CaseFailure(f"dot_product_variance on {record['label']}: {symptom}")
+        return out
+
+    check_stored(impl, STEP, checked_apply, "dot_product_variance", atol=0.0, rtol=STORED_RTOL,
+                 symptoms=symptoms)
+
+
+@case(STEP, "oracle", weight=2)
+def test_matches_theory(impl):
+    """gives var_unscaled near d_k and var_scaled near 1 (the notes' claim) for d_k = 4, 16 and 64"""
+    rel = 0.10  # relative SE with 10000 samples is at most 0.0187 here: 5.3 SE
+    for d_k in (4, 16, 64):
+        unscaled, scaled, call = _pair(impl, d_k, num_samples=10_000, seed=0)
+        if _near(unscaled, d_k, rel) and _near(scaled, 1.0, rel):
+            continue
+        symptom = diagnose(unscaled, scaled, d_k, rel)
+        if symptom:
+            raise CaseFailure(f"{call}: {symptom}")
+        if not _near(unscaled, d_k, rel):
+            raise CaseFailure(f"{call} gives var_unscaled = {unscaled:.4g}; for standard-normal q and k of "
+                              "width d_k the variance of q·k is about d_k")
+        raise CaseFailure(f"{call} gives var_scaled = {scaled:.4g}; the variance of q·k / sqrt(d_k) is "
+                          "about 1")
+
+
+@case(STEP, "property")
+def test_same_dot_products_scaled(impl):
+    """computes var_scaled from the same dot products, so var_scaled = var_unscaled / d_k"""
+    for d_k in (2, 9, 32):
+        unscaled, scaled, call = _pair(impl, d_k, num_samples=5_000, seed=3)
+        if abs(scaled * d_k - unscaled) <= 1e-4 * abs(unscaled):  # float32 rounding allowed
+            continue
+        ratio = scaled * d_k / unscaled if unscaled else float("nan")
+        if abs(ratio - 1 / d_k) < 1e-4 / d_k:
+            raise CaseFailure(f"{call}: var_scaled = var_unscaled / d_k², the dot products were divided by "
+                              "d_k; divide by sqrt(d_k)")
+        if abs(ratio - d_k) < 1e-4 * d_k:
+            raise CaseFailure(f"{call}: var_scaled equals var_unscaled; divide the dot products by sqrt(d_k)")
+        if abs(ratio - d_k ** 2) < 1e-4 * d_k ** 2:
+            raise CaseFailure(f"{call}: var_unscaled = var_scaled / d_k, the two are swapped; return "
+                              "(var_unscaled, var_scaled)")
+        if abs(ratio - d_k ** 0.5) < 1e-4 * d_k ** 0.5:
+            raise CaseFailure(f"{call}: the two values differ by a factor sqrt(d_k), as standard deviations "
+                              "do; return variances (np.var)")
+        raise CaseFailure(f"{call}: var_scaled is not var_unscaled / d_k; take both variances from the same "
+                          "dot products (scale those, do not draw new samples)")
+
+
+@case(STEP, "property")
+def test_seed_controls_the_samples(impl):
+    """the same seed gives the same result, a different seed a different one"""
+    first = _pair(impl, 8, num_samples=2_000, seed=5)
+    again = _pair(impl, 8, num_samples=2_000, seed=5)
+    other = _pair(impl, 8, num_samples=2_000, seed=6)
+    if first[:2] != again[:2]:
+        raise CaseFailure("two calls with seed=5 gave different results: make the generator from `seed` "
+                          "(np.random.default_rng(seed)) inside the function")
+    if first[:2] == other[:2]:
+        raise CaseFailure("seed=5 and seed=6 gave identical results: the function ignores `seed`")
+
+
+@case(STEP, "property")
+def test_num_samples_is_used(impl):
+    """uses num_samples: with 3 samples the variance scatters widely from seed to seed"""
+    values = [_pair(impl, 4, num_samples=3, seed=s)[0] for s in range(10)]
+    if all(_near(v, 4, 0.1) for v in values):
+        raise CaseFailure("with num_samples=3 every seed gave a variance close to d_k, as if far more "
+                          "samples were drawn: draw num_samples pairs q, k")
+
+
+@case(STEP, "property")
+def test_width_one(impl):
+    """handles d_k = 1, where scaling changes nothing: both variances near 1 and equal"""
+    unscaled, scaled, call = _pair(impl, 1, num_samples=40_000, seed=2)
+    # with d_k 1 the relative SE is sqrt(8 / 40000) = 0.014: 0.1 is 7 SE
+    if not _near(unscaled, 1.0, 0.1):
+        raise CaseFailure(f"{call} gives var_unscaled = {unscaled:.4g}; for d_k = 1 q·k is a product of two "
+                          "standard normals, with variance 1")
+    if abs(scaled - unscaled) > 1e-4 * abs(unscaled):
+        raise CaseFailure(f"{call}: var_scaled differs from var_unscaled, but sqrt(1) = 1 scales nothing")

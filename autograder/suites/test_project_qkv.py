@@ -1,0 +1,139 @@
+"""Hidden suite of `project_qkv` (assignment 02)."""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "project_qkv"
+# Six worked examples (the notes' Bank Q, K, V and the chapter's query_2 and its scores).
+add_notes_cases(globals(), STEP, weight=0.5)
+
+ROLES = ("Q", "K", "V")
+WEIGHTS = ("W_q", "W_k", "W_v")
+
+
+def stored_inputs():
+    r = rng(1101)
+
+    def record(label, n, d_in, d_out, batch=(), d_v=None, dtype=np.float64, **extra):
+        X = r.normal(size=(*batch, n, d_in))
+        Ws = [r.normal(size=(d_in, d_out)), r.normal(size=(d_in, d_out)), r.normal(size=(d_in, d_v or d_out))]
+        return dict(label=label, X=X.astype(dtype), W_q=Ws[0].astype(dtype), W_k=Ws[1].astype(dtype),
+                    W_v=Ws[2].astype(dtype), **extra)
+
+    return [
+        record("6 tokens of width 3 projected to width 2", 6, 3, 2),
+        record("5 tokens with square (4, 4) weights", 5, 4, 4),
+        record("a single token of width 5 projected to width 3", 1, 5, 3),
+        record("a batch of shape (2, 4, 3) projected to width 6", 4, 3, 6, batch=(2,)),
+        record("a batch of shape (2, 3, 5, 4) projected to width 2", 5, 4, 2, batch=(2, 3)),
+        record("values wider than queries and keys (W_v of shape (3, 5))", 4, 3, 2, d_v=5),
+        record("float32 tokens and weights", 7, 8, 4, dtype=np.float32, atol=1e-4),
+        record("128 tokens of width 16 projected to width 8", 128, 16, 8),
+    ]
+
+
+def apply(impl, record):
+    # copies: the stored records are cached, and a submission may write into its inputs
+    return impl.project_qkv(*(record[k].copy() for k in ("X", *WEIGHTS)))
+
+
+def _works(impl, *args):
+    try:
+        impl.project_qkv(*(a.copy() for a in args))
+    except Exception:  # noqa: BLE001 - only asks whether these inputs go through
+        return False
+    return True
+
+
+def _checked_call(impl, record):
+    """project_qkv on `record`, with known mistakes that break shapes named before comparing."""
+    X, Ws = record["X"], [record[w] for w in WEIGHTS]
+    label = record["label"]
+    try:
+        out = impl.project_qkv(X.copy(), *(W.copy() for W in Ws))
+    except (CaseFailure, NotImplementedError):
+        raise
+    except Exception as error:
+        if Ws[0].shape[0] != Ws[0].shape[1] and _works(impl, X, *(np.eye(X.shape[-1]),) * 3):
+            raise CaseFailure(
+                f"project_qkv raised {type(error).__name__} on {label} (each W of shape "
+                f"{checks.fmt_shape(Ws[0].shape)}), but not with square weights: tokens are the rows of X "
+                "and W is (d_in, d_out), so Q = X @ W_q, not W_q @ X or X @ W_q.T") from None
+        raise
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise CaseFailure(f"project_qkv should return a tuple (Q, K, V) of three arrays ({label})")
+    for k, (value, W) in enumerate(zip(out, Ws)):
+        want = (*X.shape[:-1], W.shape[-1])
+        got = tuple(checks.to_array(value, ROLES[k]).shape)
+        transposed = (*X.shape[:-2], W.shape[-1], X.shape[-2])
+        if got != want and got == transposed:
+            raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: one column per token, that "
+                              f"is {ROLES[k]}ᵀ (W·x per token); tokens are rows, so "
+                              f"{ROLES[k]} = X @ {WEIGHTS[k]} ({label})")
+        checks.expect_shape(checks.to_array(value, ROLES[k]), want, f"{ROLES[k]} on {label}")
+    return out
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference on non-square and square weights, batches, float32 and long inputs"""
+
+    def symptoms(record, k):
+        X, Ws = record["X"], [record[w] for w in WEIGHTS]
+        found = [(lambda: X @ Ws[k].T,
+                  f"{ROLES[k]} uses the transposed weights (W·x per token, or X @ {WEIGHTS[k]}.T): "
+                  f"tokens are rows, so {ROLES[k]} = X @ {WEIGHTS[k]}")]
+        for j, W in enumerate(Ws):
+            if j != k:
+                found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}: return "
+                                                 "(X @ W_q, X @ W_k, X @ W_v) in that order"))
+        return found
+
+    check_stored(impl, STEP, _checked_call, "project_qkv(X, W_q, W_k, W_v)", symptoms=symptoms)
+
+
+@case(STEP, "oracle", weight=2)
+def test_matches_torch_linear(impl):
+    """agrees with torch.nn.functional.linear (a layer with weight Wᵀ) on a batch"""
+    r = rng(1102)
+    X = r.normal(size=(3, 5, 4))
+    Ws = [r.normal(size=(4, 3)) for _ in range(3)]
+    out = _checked_call(impl, dict(label="a (3, 5, 4) batch projected to width 3", X=X, W_q=Ws[0],
+                                   W_k=Ws[1], W_v=Ws[2]))
+    x = torch.from_numpy(X)
+    for k, W in enumerate(Ws):
+        want = torch.nn.functional.linear(x, torch.from_numpy(W.T.copy())).numpy()
+        checks.expect_close(out[k], want,
+                            f"{ROLES[k]} of a (3, 5, 4) batch compared with torch's linear layer",
+                            symptoms=[(lambda W=W: X @ W.T, f"{ROLES[k]} uses the transposed weights")])
+
+
+@case(STEP, "property")
+def test_tokens_projected_independently(impl):
+    """reordering the tokens reorders Q, K and V the same way"""
+    r = rng(1103)
+    X = r.normal(size=(6, 3))
+    Ws = [r.normal(size=(3, 4)) for _ in range(3)]
+    order = np.array([4, 2, 0, 5, 1, 3])
+    out = _checked_call(impl, dict(label="6 tokens", X=X, W_q=Ws[0], W_k=Ws[1], W_v=Ws[2]))
+    out_perm = _checked_call(impl, dict(label="6 reordered tokens", X=X[order], W_q=Ws[0], W_k=Ws[1],
+                                        W_v=Ws[2]))
+    for k in range(3):
+        checks.expect_close(out_perm[k], checks.to_array(out[k], ROLES[k])[order],
+                            f"{ROLES[k]} of reordered tokens (each token is projected on its own)")
+
+
+@case(STEP, "property")
+def test_inputs_unchanged(impl):
+    """leaves X and the three weight matrices unchanged"""
+    r = rng(1104)
+    X = r.normal(size=(4, 3))
+    Ws = [r.normal(size=(3, 2)) for _ in range(3)]
+    saved = [X.copy()] + [W.copy() for W in Ws]
+    impl.project_qkv(X, *Ws)
+    for before, after, name in zip(saved, [X, *Ws], ("X", *WEIGHTS)):
+        checks.expect_unchanged(before, after, name)

@@ -1,0 +1,137 @@
+"""Hidden suite of `scaled_attention_scores` (assignment 02)."""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "scaled_attention_scores"
+add_notes_cases(globals(), STEP)
+
+
+def stored_inputs():
+    r = rng(1201)
+
+    def record(label, q_shape, k_shape, dtype=np.float64, **extra):
+        return dict(label=label, Q=r.normal(size=q_shape).astype(dtype),
+                    K=r.normal(size=k_shape).astype(dtype), **extra)
+
+    return [
+        record("3 queries over 5 keys of width 4", (3, 4), (5, 4)),
+        record("6 tokens of width 2 (self-attention, square scores)", (6, 2), (6, 2)),
+        record("a single query and key of width 9", (1, 9), (1, 9)),
+        record("a batch: (2, 4, 8) queries over (2, 7, 8) keys", (2, 4, 8), (2, 7, 8)),
+        record("a batch of shape (2, 3, 5, 4) over (2, 3, 6, 4)", (2, 3, 5, 4), (2, 3, 6, 4)),
+        record("keys of width 1", (4, 1), (3, 1)),
+        record("float32 queries and keys of width 16", (5, 16), (5, 16), dtype=np.float32, atol=1e-4),
+        record("128 tokens of width 32", (128, 32), (128, 32)),
+    ]
+
+
+def apply(impl, record):
+    # copies: the stored records are cached, and a submission may write into its inputs
+    return impl.scaled_attention_scores(record["Q"].copy(), record["K"].copy())
+
+
+def _works(impl, Q, K):
+    try:
+        impl.scaled_attention_scores(Q.copy(), K.copy())
+    except Exception:  # noqa: BLE001 - only asks whether these inputs go through
+        return False
+    return True
+
+
+def _checked_call(impl, record):
+    """scaled_attention_scores on `record`, naming mistakes that change the shape."""
+    Q, K, label = record["Q"], record["K"], record["label"]
+    try:
+        out = impl.scaled_attention_scores(Q.copy(), K.copy())
+    except (CaseFailure, NotImplementedError):
+        raise
+    except Exception as error:
+        if Q.ndim > 2 and _works(impl, Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]):
+            raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
+                              "one item of it: with a batch, transpose only the last two axes of K "
+                              "(np.swapaxes(K, -1, -2)); K.T reverses every axis") from None
+        raise
+    got = tuple(checks.to_array(out, "the scores").shape)
+    want = (*Q.shape[:-1], K.shape[-2])
+    if got != want and got == (*Q.shape[:-2], K.shape[-2], Q.shape[-2]):
+        raise CaseFailure(f"the scores have shape {checks.fmt_shape(got)}, keys by queries: that is K Qᵀ; "
+                          f"compute Q Kᵀ, one row per query ({label})")
+    checks.expect_shape(checks.to_array(out, "the scores"), want, f"the scores of {label}")
+    return out
+
+
+def mistakes(Q, K):
+    """(candidate, symptom) pairs of the known mistakes, for inputs Q and K."""
+    d_k, n_q, n_k = K.shape[-1], Q.shape[-2], K.shape[-2]
+    raw = Q @ np.swapaxes(K, -1, -2)
+    return [
+        (lambda: raw, "scores look unscaled: divide by sqrt(d_k)"),
+        (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead"),
+        (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),
+        (lambda: raw / np.sqrt(n_k), "divides by the square root of the number of keys; d_k is the width "
+                                      "of each key, K.shape[-1]"),
+        (lambda: raw / np.sqrt(n_q), "divides by the square root of the number of queries; d_k is the "
+                                      "width of each key, K.shape[-1]"),
+        (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
+                                                          "the scores are Q Kᵀ, one row per query"),
+    ]
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference with n_q != n_k, batches, width 1, float32 and long inputs"""
+    check_stored(impl, STEP, _checked_call, "scaled_attention_scores(Q, K)",
+                 symptoms=lambda record, k: mistakes(record["Q"], record["K"]))
+
+
+@case(STEP, "oracle", weight=2)
+def test_softmax_matches_torch_attention(impl):
+    """softmax of the scores equals the attention weights of torch's scaled_dot_product_attention"""
+    r = rng(1202)
+    for q_shape, k_shape in (((4, 6), (5, 6)), ((2, 3, 16), (2, 7, 16))):
+        Q, K = r.normal(size=q_shape), r.normal(size=k_shape)
+        label = f"{checks.fmt_shape(q_shape)} queries over {checks.fmt_shape(k_shape)} keys"
+        scores = checks.to_array(_checked_call(impl, dict(Q=Q, K=K, label=label)), "the scores")
+        checks.expect_shape(scores, (*q_shape[:-1], k_shape[-2]), f"the scores of {label}")
+        checks.expect_finite(scores, f"the scores of {label}")
+        q, k = torch.from_numpy(Q), torch.from_numpy(K)
+        eye = torch.eye(k_shape[-2], dtype=torch.float64).expand(*k_shape[:-1], k_shape[-2])
+        want = torch.nn.functional.scaled_dot_product_attention(q, k, eye).numpy()  # V = I gives the weights
+        got = torch.softmax(torch.from_numpy(scores), dim=-1).numpy()
+        weights_of = [(lambda f=f: torch.softmax(torch.from_numpy(np.asarray(f(), dtype=np.float64)), -1)
+                       .numpy(), s) for f, s in mistakes(Q, K)]
+        checks.expect_close(got, want,
+                            f"softmax of the scores of {label}, compared with torch's attention weights",
+                            symptoms=weights_of)
+
+
+@case(STEP, "property")
+def test_variance_near_one(impl):
+    """keeps the scores of standard-normal queries and keys near variance 1, even for width 256"""
+    r = rng(1203)
+    for d_k in (4, 256):
+        Q, K = r.normal(size=(64, d_k)), r.normal(size=(64, d_k))
+        scores = checks.to_array(_checked_call(impl, dict(Q=Q, K=K, label=f"64 tokens of width {d_k}")),
+                                 "the scores")
+        checks.expect_shape(scores, (64, 64), f"the scores of 64 tokens of width {d_k}")
+        var = float(np.var(scores))
+        if not 0.8 < var < 1.25:
+            raise CaseFailure(f"for standard-normal queries and keys of width {d_k} the scores have variance "
+                              f"{var:.3g}, not about 1 (the notes' reason for scaling): divide Q Kᵀ by "
+                              "sqrt(d_k)")
+
+
+@case(STEP, "property")
+def test_inputs_unchanged(impl):
+    """leaves Q and K unchanged"""
+    r = rng(1204)
+    Q, K = r.normal(size=(3, 4)), r.normal(size=(5, 4))
+    Q0, K0 = Q.copy(), K.copy()
+    impl.scaled_attention_scores(Q, K)
+    checks.expect_unchanged(Q0, Q, "Q")
+    checks.expect_unchanged(K0, K, "K")

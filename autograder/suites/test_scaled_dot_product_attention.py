@@ -1,0 +1,307 @@
+"""Hidden suite of `scaled_dot_product_attention` (assignment 02)."""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "scaled_dot_product_attention"
+add_notes_cases(globals(), STEP)
+
+BLOCKED_TOL = 1e-12
+FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
+
+
+def _causal(n):
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
+
+
+def _mixed_mask(r, n_q, n_k):
+    """A random mask in which every row blocks at least one key and leaves at least one open."""
+    mask = r.random((n_q, n_k)) < 0.5
+    for i in range(n_q):
+        keys = r.permutation(n_k)
+        mask[i, keys[0]], mask[i, keys[1]] = True, False
+    return mask
+
+
+def stored_inputs():
+    r = rng(1301)
+
+    def record(label, n_q, n_k, d_k, d_v, batch=(), mask=None, dtype=np.float64, **extra):
+        rec = dict(label=label, Q=r.normal(size=(*batch, n_q, d_k)).astype(dtype),
+                   K=r.normal(size=(*batch, n_k, d_k)).astype(dtype),
+                   V=r.normal(size=(*batch, n_k, d_v)).astype(dtype), **extra)
+        if mask is not None:
+            rec["mask"] = mask
+        return rec
+
+    padding = np.zeros((1, 6), dtype=bool)
+    padding[0, 4:] = True
+    some_rows = np.zeros((5, 5), dtype=bool)
+    some_rows[1, [0, 3]] = True
+    some_rows[3, 4] = True
+    return [
+        record("6 tokens, d_k 4, d_v 3, no mask", 6, 6, 4, 3),
+        record("3 queries over 5 keys, d_k 4, d_v 2, no mask", 3, 5, 4, 2),
+        record("a causal mask over 5 tokens", 5, 5, 3, 4, mask=_causal(5)),
+        record("4 queries over 6 keys with a mixed mask", 4, 6, 5, 3, mask=_mixed_mask(r, 4, 6)),
+        record("6 tokens with a mixed mask", 6, 6, 4, 4, mask=_mixed_mask(r, 6, 6)),
+        record("a mask that leaves rows 0, 2 and 4 fully open", 5, 5, 4, 3, mask=some_rows),
+        record("a (2, 4, 3) batch with one (4, 4) causal mask for all items", 4, 4, 3, 2, batch=(2,),
+               mask=_causal(4)),
+        record("a (3, 2, 4) batch over 6 keys with a (1, 6) padding mask", 2, 6, 4, 5, batch=(3,),
+               mask=padding),
+        record("a (2, 2, 5, 4) batch, no mask", 5, 5, 4, 3, batch=(2, 2)),
+        record("a single token", 1, 1, 3, 2),
+        record("float32 inputs with a causal mask", 6, 6, 8, 4, mask=_causal(6), dtype=np.float32, atol=1e-4),
+        record("128 tokens with a causal mask", 128, 128, 16, 8, mask=_causal(128)),
+    ]
+
+
+def apply(impl, record):
+    # copies: the stored records are cached, and a submission may write into its inputs
+    mask = record.get("mask")
+    return impl.scaled_dot_product_attention(record["Q"].copy(), record["K"].copy(), record["V"].copy(),
+                                             None if mask is None else mask.copy())
+
+
+def _softmax(s, axis=-1):
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = s - np.max(s, axis=axis, keepdims=True)
+        e = np.exp(s)
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _raw(Q, K):
+    return Q @ np.swapaxes(K, -1, -2)
+
+
+def _works(impl, Q, K, V, mask):
+    try:
+        impl.scaled_dot_product_attention(Q.copy(), K.copy(), V.copy(), None if mask is None else mask.copy())
+    except Exception:  # noqa: BLE001 - only asks whether these inputs go through
+        return False
+    return True
+
+
+def _call(impl, Q, K, V, mask, label):
+    """(context, weights) as float64 arrays, with mistakes that change shapes or give nan named."""
+    try:
+        out = impl.scaled_dot_product_attention(Q.copy(), K.copy(), V.copy(),
+                                                None if mask is None else mask.copy())
+    except (CaseFailure, NotImplementedError):
+        raise
+    except Exception as error:
+        detail = f"scaled_dot_product_attention raised {type(error).__name__} on {label}"
+        w_shape = (*Q.shape[:-1], K.shape[-2])
+        full_mask = None if mask is None else np.broadcast_to(mask, w_shape)
+        if mask is not None and np.shape(mask) != w_shape and _works(impl, Q, K, V, full_mask):
+            raise CaseFailure(f"{detail}, but not with the mask spelled out to the weights' full shape: the "
+                              f"mask of shape {checks.fmt_shape(np.shape(mask))} must broadcast; {FILL_HINT}"
+                              ) from None
+        if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None):
+            raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
+                              "weights are (n_q, n_k), from Q Kᵀ, and the context is weights @ V") from None
+        first = (0,) * (Q.ndim - 2)
+        if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None):
+            raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
+                              "two axes of K (np.swapaxes(K, -1, -2)); K.T reverses every axis") from None
+        raise
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise CaseFailure(f"scaled_dot_product_attention should return a tuple (context, weights) ({label})")
+    context, weights = checks.to_array(out[0], "the context"), checks.to_array(out[1], "the weights")
+    w_shape, c_shape = (*Q.shape[:-1], K.shape[-2]), (*Q.shape[:-1], V.shape[-1])
+    if context.shape == w_shape and weights.shape == c_shape and w_shape != c_shape:
+        raise CaseFailure(f"returns (weights, context); return (context, weights) in that order ({label})")
+    if weights.shape == (*Q.shape[:-2], K.shape[-2], Q.shape[-2]) and weights.shape != w_shape:
+        raise CaseFailure(f"the weights have shape {checks.fmt_shape(weights.shape)}, keys by queries: that "
+                          f"is K Qᵀ; compute Q Kᵀ, one row per query ({label})")
+    if weights.shape == w_shape and np.isnan(weights).any():
+        rows = np.isnan(weights).any(axis=-1)
+        if mask is not None:
+            open_rows = ~np.broadcast_to(mask, w_shape).any(axis=-1)
+            if (rows & open_rows).any():
+                raise CaseFailure(f"the weights are nan in rows where nothing is blocked: the mask looks "
+                                  "inverted; True means blocked (this query may NOT attend to that key) "
+                                  f"({label})")
+        if np.abs(_raw(Q, K)).max() > 50:
+            raise CaseFailure(f"the weights contain nan for large scores: exp overflows; subtract each row's "
+                              f"maximum score before exponentiating ({label})")
+    return context, weights
+
+
+def _checked_apply(impl, record):
+    return _call(impl, record["Q"], record["K"], record["V"], record.get("mask"), record["label"])
+
+
+def mistakes(Q, K, V, mask, k):
+    """(candidate, symptom) pairs for output k (0 context, 1 weights) of the known mistakes."""
+    d_k = K.shape[-1]
+    raw = _raw(Q, K)
+    scaled = raw / np.sqrt(d_k)
+
+    def fill(s, m, value):
+        return s if m is None else np.where(m, value, s)
+
+    weights = _softmax(fill(scaled, mask, -np.inf))
+    variants = [
+        (lambda: _softmax(fill(raw, mask, -np.inf)), "scores look unscaled: divide by sqrt(d_k)"),
+        (lambda: _softmax(fill(raw / d_k, mask, -np.inf)),
+         "the scores are divided by d_k: divide by sqrt(d_k)"),
+        (lambda: _softmax(fill(raw / np.sqrt(K.shape[-2]), mask, -np.inf)),
+         "divides by the square root of the number of keys; d_k is the width of each key, K.shape[-1]"),
+        (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
+         "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
+        (lambda: _softmax(fill(scaled, mask, -np.inf), axis=-2),
+         "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last "
+         "axis"),
+    ]
+    if mask is not None:
+        variants += [
+            (lambda: _softmax(np.where(mask, scaled, -np.inf)),
+             "mask semantics look inverted: True means blocked (this query may NOT attend to that key)"),
+            (lambda: _softmax(fill(scaled, mask, 0.0)),
+             f"the blocked scores are set to 0, which still gets weight: {FILL_HINT}"),
+            (lambda: np.where(mask, 0.0, _softmax(scaled)),
+             f"blocked weights are zeroed after the softmax, so rows no longer sum to 1: {FILL_HINT}"),
+            (lambda: _softmax(scaled), f"the mask is ignored: {FILL_HINT}"),
+        ]
+    if k == 1:
+        return variants
+    found = [(lambda f=f: f() @ V, s) for f, s in variants]
+    found += [(lambda: np.swapaxes(weights, -1, -2) @ V,
+               "the context uses weightsᵀ @ V: row i of the weights belongs to query i, so the context is "
+               "weights @ V"),
+              (lambda: weights @ K, "the context weights the keys: use the values, weights @ V"),
+              (lambda: weights @ Q, "the context weights the queries: use the values, weights @ V"),
+              (lambda: scaled @ V, "the context uses the raw scores: apply the softmax first")]
+    return found
+
+
+@case(STEP, "stored", weight=4)
+def test_stored_outputs(impl):
+    """matches the reference with and without masks (causal, mixed, broadcast), batches, float32, long"""
+    check_stored(impl, STEP, _checked_apply, "scaled_dot_product_attention(Q, K, V, mask)",
+                 symptoms=lambda rec, k: mistakes(rec["Q"], rec["K"], rec["V"], rec.get("mask"), k))
+
+
+@case(STEP, "oracle", weight=2)
+def test_matches_torch_sdpa(impl):
+    """agrees with torch.nn.functional.scaled_dot_product_attention, with and without masks"""
+    r = rng(1302)
+    settings = [
+        ("4 queries over 7 keys, no mask", (4,), 7, None),
+        ("a (2, 6, 5) batch with a causal mask", (2, 6), 6, _causal(6)),
+        ("a (3, 4, 5) batch over 5 keys with a mixed (4, 5) mask", (3, 4), 5, _mixed_mask(r, 4, 5)),
+    ]
+    for label, q_lead, n_k, mask in settings:
+        Q = r.normal(size=(*q_lead, 5))
+        K, V = r.normal(size=(*q_lead[:-1], n_k, 5)), r.normal(size=(*q_lead[:-1], n_k, 3))
+        context, weights = _call(impl, Q, K, V, mask, label)
+        q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
+        # torch's boolean attn_mask is True = ATTEND, the opposite of the SPEC's True = blocked.
+        allowed = None if mask is None else torch.from_numpy(~mask)
+        eye = torch.eye(n_k, dtype=torch.float64).expand(*q_lead[:-1], n_k, n_k)
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        checks.expect_close(context, sdpa(q, k, v, attn_mask=allowed).numpy(), f"the context of {label}",
+                            symptoms=mistakes(Q, K, V, mask, 0))
+        checks.expect_close(weights, sdpa(q, k, eye, attn_mask=allowed).numpy(), f"the weights of {label}",
+                            symptoms=mistakes(Q, K, V, mask, 1))
+
+
+@case(STEP, "property")
+def test_weights_are_probabilities(impl):
+    """gives non-negative weights, rows summing to 1, and weight exactly 0 on blocked keys"""
+    r = rng(1303)
+    for label, Q, K, mask in [
+        ("5 tokens, no mask", r.normal(size=(5, 4)), r.normal(size=(5, 4)), None),
+        ("a causal mask over 6 tokens", r.normal(size=(6, 4)), r.normal(size=(6, 4)), _causal(6)),
+        ("a (2, 3, 4) batch with a (1, 5) padding mask", r.normal(size=(2, 3, 4)), r.normal(size=(2, 5, 4)),
+         np.array([[False, False, True, False, True]])),
+    ]:
+        V = r.normal(size=(*K.shape[:-1], 2))
+        _, weights = _call(impl, Q, K, V, mask, label)
+        checks.expect_shape(weights, (*Q.shape[:-1], K.shape[-2]), f"the weights of {label}")
+        checks.expect_finite(weights, f"the weights of {label}")
+        checks.expect_rows_sum_to_one(weights, f"the weights of {label}")
+        if mask is not None:
+            blocked = np.abs(weights[np.broadcast_to(mask, weights.shape)])
+            if blocked.size and blocked.max() > BLOCKED_TOL:
+                raise CaseFailure(f"blocked keys get weight up to {blocked.max():.3g}, not exactly 0 "
+                                  f"({label}): {FILL_HINT}")
+
+
+@case(STEP, "property")
+def test_permutation_equivariant(impl):
+    """without a mask, reordering queries reorders the output; reordering keys with values changes nothing"""
+    r = rng(1304)
+    Q, K, V = r.normal(size=(5, 4)), r.normal(size=(6, 4)), r.normal(size=(6, 3))
+    context, weights = _call(impl, Q, K, V, None, "5 queries over 6 keys")
+    q_order, k_order = np.array([3, 0, 4, 1, 2]), np.array([5, 2, 0, 4, 1, 3])
+    c2, _ = _call(impl, Q[q_order], K, V, None, "reordered queries")
+    checks.expect_close(c2, context[q_order], "the context of reordered queries")
+    c3, w3 = _call(impl, Q, K[k_order], V[k_order], None, "keys and values reordered together")
+    checks.expect_close(c3, context, "the context after reordering keys and values together")
+    checks.expect_close(w3, weights[:, k_order], "the weights after reordering keys and values together")
+
+
+@case(STEP, "property")
+def test_batch_items_independent(impl):
+    """each item of a batch gets the same result as when called on its own"""
+    r = rng(1305)
+    Q, K, V = r.normal(size=(3, 4, 5)), r.normal(size=(3, 6, 5)), r.normal(size=(3, 6, 2))
+    mask = _mixed_mask(r, 4, 6)
+    context, weights = _call(impl, Q, K, V, mask, "a batch of 3")
+    checks.expect_shape(context, (3, 4, 2), "the context of a (3, 4, 5) batch over 6 keys with d_v 2")
+    for i in range(3):
+        c, w = _call(impl, Q[i], K[i], V[i], mask, f"item {i} alone")
+        checks.expect_close(context[i], c, f"item {i} of the batch's context compared with item {i} alone")
+        checks.expect_close(weights[i], w, f"item {i} of the batch's weights compared with item {i} alone")
+
+
+@case(STEP, "property")
+def test_edge_cases(impl):
+    """a single key gets all the weight; an all-False mask changes nothing; the last causal row is unmasked"""
+    r = rng(1306)
+    Q, K, V = r.normal(size=(3, 4)), r.normal(size=(1, 4)), r.normal(size=(1, 2))
+    context, weights = _call(impl, Q, K, V, None, "3 queries over a single key")
+    checks.expect_close(weights, np.ones((3, 1)), "the weights over a single key (it gets all the weight)")
+    checks.expect_close(context, np.repeat(V, 3, axis=0), "the context over a single key (its value)")
+    Q, K, V = r.normal(size=(5, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 3))
+    plain = _call(impl, Q, K, V, None, "5 tokens, no mask")
+    open_mask = _call(impl, Q, K, V, np.zeros((5, 5), dtype=bool), "5 tokens with an all-False mask")
+    checks.expect_close(open_mask[0], plain[0], "the context with an all-False mask compared with mask=None",
+                        symptoms=[(lambda: np.zeros_like(plain[0]),
+                                   "an all-False mask should block nothing")])
+    causal = _call(impl, Q, K, V, _causal(5), "5 tokens with a causal mask")
+    checks.expect_close(causal[0][-1], plain[0][-1],
+                        "the last token's causal context compared with its unmasked context (they are equal)")
+
+
+@case(STEP, "property")
+def test_large_scores_stay_finite(impl):
+    """stays finite and correct for scores in the thousands"""
+    r = rng(1307)
+    Q, K, V = 40 * r.normal(size=(6, 8)), 40 * r.normal(size=(6, 8)), r.normal(size=(6, 3))
+    context, weights = _call(impl, Q, K, V, None, "scores in the thousands")
+    hint = "exp overflows: subtract each row's maximum score before exponentiating"
+    checks.expect_finite(weights, "the weights for scores in the thousands", hint)
+    checks.expect_finite(context, "the context for scores in the thousands", hint)
+    q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v).numpy()
+    checks.expect_close(context, want, "the context for scores in the thousands, compared with torch")
+
+
+@case(STEP, "property")
+def test_inputs_unchanged(impl):
+    """leaves Q, K, V and the mask unchanged"""
+    r = rng(1308)
+    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
+    mask = _causal(4)
+    saved = [a.copy() for a in (Q, K, V, mask)]
+    impl.scaled_dot_product_attention(Q, K, V, mask)
+    for before, after, name in zip(saved, (Q, K, V, mask), ("Q", "K", "V", "mask")):
+        checks.expect_unchanged(before, after, name)
