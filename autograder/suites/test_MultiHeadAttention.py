@@ -1,0 +1,297 @@
+"""Hidden suite of `MultiHeadAttention` (assignment 04).
+
+While this step is graded, `split_heads`, `merge_heads` and the mask helpers are the
+reference's. Weights are copied into W_query, W_key, W_value and out_proj by attribute name.
+Several cases make head_dim differ from both d_in and d_out, so each wrong scale shows.
+"""
+
+
+import numpy as np
+import torch
+from torch import nn
+
+from autograder import checks
+from autograder.fixtures.notes_causal import build
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, rng
+from autograder.suites.test_CausalAttention import (
+    _BIAS,
+    _MASK_MISTAKES,
+    PROJECTIONS,
+    _check_batches,
+    _check_dropout,
+    _check_dropout_attribute,
+    _check_finite_and_causal,
+    _check_gradients,
+    _check_input_unchanged,
+    _check_last_token,
+    _check_short_input,
+    _check_stored,
+    _close,
+    _np_attention,
+    _random_linear,
+    _run,
+    _symptoms,
+    _tensor,
+)
+
+STEP = "MultiHeadAttention"
+add_notes_cases(globals(), STEP)
+
+LAYERS = PROJECTIONS + ("out_proj",)
+
+_MHA_MISTAKES = _MASK_MISTAKES + [
+    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_dim), "
+                         "head_dim = d_out // num_heads"),
+    (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
+                          "d_out // num_heads wide: divide by sqrt(head_dim)"),
+    (dict(scale="d_in"), "the scores are divided by sqrt(d_in); divide by sqrt(head_dim), "
+                         "head_dim = d_out // num_heads"),
+    (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)"),
+    (dict(scale="d_out_linear"), "the scores are divided by d_out; divide by sqrt(head_dim)"),
+    (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
+                                 "without a transpose, which mixes tokens across heads: view as (batch, T, "
+                                 "num_heads, head_dim), then transpose(1, 2)"),
+    (dict(split="no_transpose", merge="no_transpose"), "the heads are split and merged with view/reshape "
+                                                       "but no transpose, which mixes tokens across heads"),
+    (dict(merge="no_transpose"), "the heads are merged with view/reshape but without transposing the head "
+                                 "and token dimensions back first"),
+    (dict(split="interleaved"), "head i gets every num_heads-th feature; it must get the block "
+                                "[i*head_dim, (i+1)*head_dim)"),
+    (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first"),
+]
+
+
+def _mistakes(x, linears, num_heads):
+    def compute(**kw):
+        return _np_attention(x, *(linears[n] for n in PROJECTIONS), num_heads, linears["out_proj"], **kw)
+
+    def no_out_proj():
+        return _np_attention(x, *(linears[n] for n in PROJECTIONS), num_heads)
+
+    return _symptoms(compute, _MHA_MISTAKES) + [
+        (no_out_proj, "out_proj is not applied: the merged heads go through out_proj "
+                      "(an nn.Linear(d_out, d_out)) at the end")]
+
+
+def _random_layers(r, d_in, d_out, bias):
+    layers = {name: _random_linear(r, d_out, d_in, bias) for name in PROJECTIONS}
+    layers["out_proj"] = _random_linear(r, d_out, d_out, True)
+    return layers
+
+
+def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bias=False):
+    return build(impl.MultiHeadAttention, (d_in, d_out, context_length, dropout, num_heads, bias),
+                 linears=[(name, *linears[name]) for name in LAYERS],
+                 what=f"MultiHeadAttention({d_in}, {d_out}, {context_length}, {dropout}, "
+                      f"num_heads={num_heads}, qkv_bias={bias})")
+
+
+def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
+    record = dict(label=label, x=r.normal(size=(batch, num_tokens, d_in)).astype(np.float32),
+                  d_in=np.int64(d_in), d_out=np.int64(d_out), context_length=np.int64(num_tokens),
+                  num_heads=np.int64(num_heads), qkv_bias=np.int64(bias))
+    for name, (weight, b) in _random_layers(r, d_in, d_out, bias).items():
+        record[name] = weight
+        record[_BIAS.get(name, "b_out")] = b if b is not None else np.zeros(d_out, dtype=np.float32)
+    return record
+
+
+def _record_linears(record):
+    bias = bool(record["qkv_bias"])
+    linears = {name: (record[name], record[_BIAS[name]] if bias else None) for name in PROJECTIONS}
+    linears["out_proj"] = (record["out_proj"], record["b_out"])
+    return linears
+
+
+def stored_inputs():
+    r = rng(1801)
+    return [
+        _record(r, "d_in=5, d_out=6, 3 heads (head_dim 2), 4 tokens, batch of 2", 2, 4, 5, 6, 3, False),
+        _record(r, "d_in=3, d_out=8, 2 heads (head_dim 4), 5 tokens, batch of 1, qkv_bias=True",
+                1, 5, 3, 8, 2, True),
+        _record(r, "d_in=4, d_out=4, 1 head, 3 tokens, batch of 3", 3, 3, 4, 4, 1, False),
+        _record(r, "d_in=6, d_out=6, 6 heads (head_dim 1), 6 tokens, batch of 2", 2, 6, 6, 6, 6, False),
+        _record(r, "a single token (d_in=3, d_out=2, 2 heads), batch of 2", 2, 1, 3, 2, 2, False),
+    ]
+
+
+def apply(impl, record):
+    module = _mha(impl, int(record["d_in"]), int(record["d_out"]), int(record["context_length"]),
+                  int(record["num_heads"]), _record_linears(record), bias=bool(record["qkv_bias"]))
+    return _run(module, torch.tensor(record["x"]))
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference for 1 to 6 heads, head_dim unlike d_in and d_out, several batch sizes"""
+
+    def symptoms(record, k):
+        return _mistakes(record["x"], _record_linears(record), int(record["num_heads"]))
+
+    _check_stored(impl, STEP, apply, "MultiHeadAttention", symptoms)
+
+
+@case(STEP, "property")
+def test_rejects_indivisible_d_out(impl):
+    """raises AssertionError or ValueError when d_out is not divisible by num_heads"""
+    for d_out, num_heads in ((5, 2), (4, 3)):
+        what = f"MultiHeadAttention(3, {d_out}, 4, 0.0, num_heads={num_heads})"
+        try:
+            with torch.random.fork_rng(devices=[]):
+                impl.MultiHeadAttention(3, d_out, 4, 0.0, num_heads)
+        except (AssertionError, ValueError):
+            continue
+        except Exception as error:  # noqa: BLE001
+            raise CaseFailure(f"{what} raised {type(error).__name__}; raise AssertionError or ValueError "
+                              "(e.g. assert d_out % num_heads == 0, \"...\")") from None
+        raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
+                          "(raise AssertionError or ValueError)")
+
+
+@case(STEP, "property", weight=0.5)
+def test_attributes(impl):
+    """has W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), out_proj and dropout"""
+    r = rng(1802)
+    for bias in (False, True):
+        module = _mha(impl, 3, 4, 5, 2, _random_layers(r, 3, 4, bias), dropout=0.25, bias=bias)
+        _check_dropout_attribute("MultiHeadAttention(3, 4, 5, dropout=0.25, num_heads=2)", module, 0.25)
+
+
+@case(STEP, "oracle")
+def test_matches_torch(impl):
+    """agrees with torch.nn.MultiheadAttention (causal attn_mask) and with scaled_dot_product_attention"""
+    r = rng(1803)
+    for d, num_heads, num_tokens, bias in ((6, 2, 5, True), (4, 4, 4, False)):
+        linears = _random_layers(r, d, d, bias)
+        x = _tensor(r.normal(size=(2, num_tokens, d)))
+        with torch.random.fork_rng(devices=[]):
+            torch_mha = nn.MultiheadAttention(d, num_heads, bias=True, batch_first=True).eval()
+        with torch.no_grad():
+            torch_mha.in_proj_weight.copy_(torch.cat([torch.as_tensor(linears[n][0]) for n in PROJECTIONS]))
+            if bias:
+                torch_mha.in_proj_bias.copy_(torch.cat([torch.as_tensor(linears[n][1]) for n in PROJECTIONS]))
+            else:
+                torch_mha.in_proj_bias.zero_()
+            torch_mha.out_proj.weight.copy_(torch.as_tensor(linears["out_proj"][0]))
+            torch_mha.out_proj.bias.copy_(torch.as_tensor(linears["out_proj"][1]))
+            blocked = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
+            want = torch_mha(x, x, x, attn_mask=blocked, need_weights=False)[0]
+        module = _mha(impl, d, d, num_tokens, num_heads, linears, bias=bias)
+        checks.expect_close(_run(module, x), want.numpy(),
+                            f"MultiHeadAttention({d}, {d}, {num_tokens}, 0.0, num_heads={num_heads}, "
+                            f"qkv_bias={bias}) "
+                            "compared with torch.nn.MultiheadAttention (same weights, causal attn_mask)",
+                            symptoms=_mistakes(x.numpy(), linears, num_heads))
+    # d_in != d_out, which nn.MultiheadAttention cannot express: per-head F.scaled_dot_product_attention
+    d_in, d_out, num_heads, num_tokens = 3, 8, 2, 6
+    linears = _random_layers(r, d_in, d_out, False)
+    x = _tensor(r.normal(size=(2, num_tokens, d_in)))
+    q, k, v = ((x @ torch.as_tensor(linears[n][0]).T).view(2, num_tokens, num_heads, d_out // num_heads)
+               .transpose(1, 2) for n in PROJECTIONS)
+    context = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    want = context.transpose(1, 2).reshape(2, num_tokens, d_out) @ torch.as_tensor(linears["out_proj"][0]).T \
+        + torch.as_tensor(linears["out_proj"][1])
+    module = _mha(impl, d_in, d_out, num_tokens, num_heads, linears)
+    checks.expect_close(_run(module, x), want.numpy(),
+                        "MultiHeadAttention(3, 8, 6, 0.0, num_heads=2) compared with "
+                        "F.scaled_dot_product_attention(is_causal=True) per head, merged, then out_proj",
+                        symptoms=_mistakes(x.numpy(), linears, num_heads))
+
+
+@case(STEP, "property", weight=0.5)
+def test_out_proj_applied_once_at_the_end(impl):
+    """out_proj is applied once, to the merged heads: the output is linear in out_proj's weight and bias"""
+    r = rng(1804)
+    linears = _random_layers(r, 3, 4, False)
+    x = _tensor(r.normal(size=(2, 5, 3)))
+    identity = dict(linears, out_proj=(np.eye(4, dtype=np.float32), np.zeros(4, dtype=np.float32)))
+    merged = checks.to_array(_run(_mha(impl, 3, 4, 5, 2, identity), x), "MultiHeadAttention(x)")
+    checks.expect_shape(merged, (2, 5, 4), "MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x)")
+    out = _run(_mha(impl, 3, 4, 5, 2, linears), x)
+    weight, bias = linears["out_proj"]
+    if not _close(out, merged @ weight.T.astype(np.float64) + bias):
+        raise CaseFailure("with out_proj set to the identity the output is M; with out_proj = (W, b) it "
+                          "should be M @ W.T + b, and it is not: apply self.out_proj once, to the merged "
+                          "heads (batch, T, d_out), as the last step")
+
+
+@case(STEP, "property", weight=0.5)
+def test_causal(impl):
+    """is causal: changing later tokens never changes the outputs of earlier ones; outputs are finite"""
+    module = _mha(impl, 4, 6, 7, 3, _random_layers(rng(1805), 4, 6, False))
+    _check_finite_and_causal("MultiHeadAttention", module, 4, 7, 1806)
+
+
+@case(STEP, "property", weight=0.5)
+def test_last_token_is_self_attention(impl):
+    """the last token's output equals its unmasked multi-head self-attention output (notes 003)"""
+    r = rng(1807)
+    linears = _random_layers(r, 3, 4, True)
+    x = _tensor(r.normal(size=(2, 5, 3)))
+    unmasked = _np_attention(x.numpy(), *(linears[n] for n in PROJECTIONS), 2, linears["out_proj"],
+                             mask="none")
+    _check_last_token("MultiHeadAttention", _mha(impl, 3, 4, 5, 2, linears, bias=True), x, unmasked)
+
+
+@case(STEP, "property")
+def test_shorter_than_context_length(impl):
+    """accepts inputs shorter than context_length (the mask is sliced to T x T)"""
+    linears = _random_layers(rng(1808), 3, 4, False)
+    _check_short_input("MultiHeadAttention", lambda ctx: _mha(impl, 3, 4, ctx, 2, linears),
+                       3, 8, (5, 1), 1809)
+
+
+@case(STEP, "property", weight=0.5)
+def test_dropout_off_in_eval_mode(impl):
+    """no dropout happens in eval mode"""
+    r = rng(1810)
+    linears = _random_layers(r, 3, 4, False)
+    module = _mha(impl, 3, 4, 5, 2, linears, dropout=0.5)
+    x = _tensor(r.normal(size=(2, 5, 3)))
+    if not _close(_run(module, x), _run(module, x), 0, 0) or not _close(
+            _run(module, x), _run(_mha(impl, 3, 4, 5, 2, linears), x)):
+        raise CaseFailure("MultiHeadAttention in eval mode (after .eval()) gives other outputs with "
+                          "dropout=0.5 than with dropout=0.0: dropout must be off in eval mode "
+                          "(use nn.Dropout)")
+
+
+def _dropout_probe(impl, num_tokens, p):
+    """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see _check_dropout."""
+    d_out = 4 * num_tokens
+    linears = _random_layers(rng(1811), num_tokens, d_out, False)
+    eye = np.eye(num_tokens, dtype=np.float32)
+    linears["W_value"] = (np.vstack([eye, 2 * eye, eye, 2 * eye]), None)
+    linears["out_proj"] = (np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32))
+    return _mha(impl, num_tokens, d_out, num_tokens, 2, linears, dropout=p)
+
+
+@case(STEP, "property")
+def test_dropout_on_attention_weights(impl):
+    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
+    _check_dropout("MultiHeadAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2)
+
+
+@case(STEP, "property", weight=0.5)
+def test_batch_sizes(impl):
+    """works for any batch size, each item independent of the others"""
+    module = _mha(impl, 3, 4, 5, 2, _random_layers(rng(1812), 3, 4, True), bias=True)
+    _check_batches("MultiHeadAttention", module, 3, 5, 1813)
+
+
+@case(STEP, "property", weight=0.5)
+def test_input_unchanged(impl):
+    """leaves its input x unchanged"""
+    r = rng(1814)
+    module = _mha(impl, 3, 4, 5, 2, _random_layers(r, 3, 4, False))
+    _check_input_unchanged("MultiHeadAttention", module, _tensor(r.normal(size=(2, 5, 3))))
+
+
+@case(STEP, "property", weight=0.5)
+def test_gradients_reach_every_layer(impl):
+    """gradients flow back to W_query, W_key, W_value and out_proj"""
+    r = rng(1815)
+    module = _mha(impl, 3, 4, 5, 2, _random_layers(r, 3, 4, False))
+    _check_gradients("MultiHeadAttention", module, _tensor(r.normal(size=(2, 5, 3))), LAYERS)
+
+

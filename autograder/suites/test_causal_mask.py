@@ -1,0 +1,96 @@
+"""Hidden suite of `causal_mask` (assignment 03)."""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "causal_mask"
+add_notes_cases(globals(), STEP)
+
+_SIZES = (1, 2, 3, 6, 10)
+
+
+def stored_inputs():
+    return [dict(label=f"num_tokens={n}", num_tokens=np.int64(n)) for n in _SIZES]
+
+
+def apply(impl, record):
+    return impl.causal_mask(int(record["num_tokens"]))
+
+
+def _mistakes(n):
+    ones = np.ones((n, n))
+    return [(np.triu(ones, 0), "the diagonal is True as well: a token must be allowed to attend to "
+                               "itself, so only entries strictly above the diagonal are True (diagonal=1)"),
+            (np.tril(ones, -1), "True below the diagonal blocks the EARLIER tokens; True belongs strictly "
+                                "above the diagonal (key j > query i)"),
+            (np.tril(ones, 0), "True marks the allowed entries (the convention of "
+                               "F.scaled_dot_product_attention); here True means blocked: invert it"),
+            (0 * ones, "no entry is True: the entries strictly above the diagonal must be True"),
+            (ones, "every entry is True: only the entries strictly above the diagonal must be")]
+
+
+@case(STEP, "stored", weight=2)
+def test_stored_outputs(impl):
+    """is True exactly strictly above the diagonal, for 1 to 10 tokens"""
+
+    def symptoms(record, k):
+        return _mistakes(int(record["num_tokens"]))
+
+    check_stored(impl, STEP, apply, "causal_mask", atol=0, rtol=0, symptoms=symptoms)
+
+
+@case(STEP, "property")
+def test_bool_tensor(impl):
+    """returns a torch.bool tensor of shape (T, T)"""
+    for n in (4, 1):
+        out = impl.causal_mask(n)
+        if not torch.is_tensor(out):
+            raise CaseFailure(f"causal_mask({n}) returned a {type(out).__name__}; return a torch tensor")
+        if out.dtype != torch.bool:
+            raise CaseFailure(f"causal_mask({n}) has dtype {out.dtype}; return a torch.bool tensor "
+                              "(e.g. build it with dtype=torch.bool, or compare with == 1)")
+        checks.expect_shape(out, (n, n), f"causal_mask({n})")
+
+
+@case(STEP, "oracle")
+def test_matches_torch_causal_attention(impl):
+    """blocks what is_causal=True blocks (F.scaled_dot_product_attention, nn.MultiheadAttention)"""
+    r = rng(1201)
+    n, d = 7, 4
+    q, k, v = (torch.tensor(r.normal(size=(2, n, d)), dtype=torch.float32) for _ in range(3))
+    mask = impl.causal_mask(n)
+    if not torch.is_tensor(mask):
+        mask = torch.as_tensor(np.asarray(mask))
+    checks.expect_shape(mask, (n, n), f"causal_mask({n})")
+    blocked = mask != 0
+    if bool(blocked.all(dim=-1).any()):
+        raise CaseFailure(f"causal_mask({n}) blocks every key of some query; a token must always be "
+                          "allowed to attend to itself")
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    # scaled_dot_product_attention's boolean attn_mask is True where attending is ALLOWED
+    got = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~blocked)
+    checks.expect_close(got, want, f"F.scaled_dot_product_attention(q, k, v, attn_mask=~causal_mask({n})) "
+                        "compared with is_causal=True")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        mha = torch.nn.MultiheadAttention(d, 2, batch_first=True).eval()
+    with torch.no_grad():
+        got = mha(q, k, v, attn_mask=blocked, need_weights=False)[0]
+        want = mha(q, k, v, attn_mask=blocked.new_ones(n, n).triu(1), need_weights=False)[0]
+    checks.expect_close(got, want, f"nn.MultiheadAttention with attn_mask=causal_mask({n}) compared with "
+                        "its own causal mask")
+
+
+@case(STEP, "property", weight=0.5)
+def test_long_sequence(impl):
+    """works for long sequences: T = 256 has T(T-1)/2 True entries, all above the diagonal"""
+    n = 256
+    out = checks.to_array(impl.causal_mask(n), f"causal_mask({n})")
+    checks.expect_shape(out, (n, n), f"causal_mask({n})")
+    rows, cols = np.nonzero(out)
+    if len(rows) != n * (n - 1) // 2 or bool((cols <= rows).any()):
+        raise CaseFailure(f"causal_mask({n}) should be True exactly where column > row")

@@ -1,0 +1,133 @@
+"""Hidden suite of `masked_softmax` (assignment 03)."""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "masked_softmax"
+add_notes_cases(globals(), STEP)
+
+
+def _causal(n):
+    return np.triu(np.ones((n, n), dtype=bool), 1)
+
+
+def _random_mask(r, shape):
+    """Random blocked entries, but never a whole row (its softmax would be 0/0)."""
+    mask = r.random(size=shape) < 0.4
+    first = r.integers(0, shape[-1], size=shape[:-1])
+    np.put_along_axis(mask, first[..., None], False, axis=-1)
+    return mask
+
+
+def stored_inputs():
+    r = rng(1401)
+    return [
+        dict(label="(6, 6) scores with a causal mask", scores=r.normal(size=(6, 6)).astype(np.float32),
+             mask=_causal(6)),
+        dict(label="(2, 3, 5, 5) scores with one (5, 5) causal mask for every batch item and head",
+             scores=(2 * r.normal(size=(2, 3, 5, 5))).astype(np.float32), mask=_causal(5)),
+        dict(label="(4, 7) scores with a random mask", scores=r.normal(size=(4, 7)).astype(np.float32),
+             mask=_random_mask(r, (4, 7))),
+        dict(label="(2, 4, 4) scores with a (2, 4, 4) random mask",
+             scores=r.normal(size=(2, 4, 4)).astype(np.float32), mask=_random_mask(r, (2, 4, 4))),
+        dict(label="float64 scores with a causal mask", scores=r.normal(size=(5, 5)), mask=_causal(5)),
+        dict(label="large scores (rows near +1000 and -1000) with a causal mask",
+             scores=(np.array([[1000.0], [1000.0], [-1000.0], [-1000.0]]) + 3 * r.normal(size=(4, 4)))
+             .astype(np.float32), mask=_causal(4)),
+        dict(label="a mask that blocks nothing", scores=r.normal(size=(3, 3)).astype(np.float32),
+             mask=np.zeros((3, 3), dtype=bool)),
+        dict(label="a single entry", scores=np.array([[0.7]], dtype=np.float32), mask=np.zeros((1, 1), bool)),
+    ]
+
+
+def apply(impl, record):
+    return impl.masked_softmax(torch.tensor(record["scores"]), torch.tensor(record["mask"]))
+
+
+def _softmax(s, axis=-1):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference for causal, random and broadcast masks, float64 and large scores"""
+
+    def symptoms(record, k):
+        s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
+        return [(lambda: _softmax(np.where(m, 0.0, s)), "blocked scores are filled with a finite value (0?) "
+                 "instead of -inf, so blocked entries still get weight"),
+                (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
+                 "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
+                (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
+                (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
+                 "(the convention of masked_fill and nn.MultiheadAttention)"),
+                (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
+                 "dimension: normalise over the last one (the keys)")]
+
+    try:
+        check_stored(impl, STEP, apply, "masked_softmax(scores, mask)", symptoms=symptoms)
+    except CaseFailure as failure:
+        if str(failure).endswith("contains nan"):
+            raise CaseFailure(f"{failure}: {_NAN_HINT}") from None
+        raise
+
+
+_NAN_HINT = ("nan means a row had every entry blocked (0/0; is the mask inverted? True means BLOCKED) "
+             "or exp overflowed (use torch.softmax, or subtract the row maximum)")
+
+
+@case(STEP, "property")
+def test_blocked_entries_exactly_zero(impl):
+    """blocked entries get weight exactly 0 and rows sum to 1, also for very large or very negative scores"""
+    r = rng(1402)
+    mask = torch.tensor(_causal(5))
+    for shift, label in ((0.0, "scores near 0"), (-500.0, "scores near -500"), (1e4, "scores near 1e4")):
+        scores = torch.tensor(shift + r.normal(size=(2, 5, 5)), dtype=torch.float32)
+        what = f"masked_softmax of {label}"
+        out = impl.masked_softmax(scores, mask)
+        out = checks.to_array(out, what)
+        checks.expect_shape(out, (2, 5, 5), what)
+        checks.expect_finite(out, what, _NAN_HINT)
+        if bool((out[..., _causal(5)] != 0).any()):
+            largest = float(abs(out[..., _causal(5)]).max())
+            raise CaseFailure(f"{what}: blocked entries get weight {largest:.3g}, "
+                              "not exactly 0; fill them with float('-inf') (a finite fill value like "
+                              "-1e3 fails when the scores are that small too)")
+        checks.expect_rows_sum_to_one(out, what)
+
+
+@case(STEP, "oracle")
+def test_matches_scaled_dot_product_attention(impl):
+    """weights @ V agrees with F.scaled_dot_product_attention (attn_mask = ~mask: its True means attend)"""
+    r = rng(1403)
+    q, k, v = (torch.tensor(r.normal(size=(2, 3, 6, 4)), dtype=torch.float32) for _ in range(3))
+    mask = torch.tensor(_random_mask(r, (6, 6)))
+    weights = impl.masked_softmax(q @ k.transpose(-2, -1) / 2.0, mask)
+    if not torch.is_tensor(weights):
+        raise CaseFailure(f"masked_softmax returned a {type(weights).__name__}; return a torch tensor")
+    checks.expect_shape(weights, (2, 3, 6, 6), "masked_softmax of (2, 3, 6, 6) scores with a (6, 6) mask")
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
+    checks.expect_close(weights @ v, want, "masked_softmax(q kᵀ / 2, mask) @ v compared with "
+                        "F.scaled_dot_product_attention(q, k, v, attn_mask=~mask)")
+    scores = q @ k.transpose(-2, -1)
+    got = impl.masked_softmax(scores, torch.zeros(6, 6, dtype=torch.bool))
+    checks.expect_close(got, torch.softmax(scores, dim=-1),
+                        "masked_softmax with nothing blocked compared with torch.softmax")
+
+
+@case(STEP, "property")
+def test_inputs_unchanged(impl):
+    """leaves scores and mask unchanged (no in-place masked_fill_)"""
+    r = rng(1404)
+    scores = torch.tensor(r.normal(size=(5, 5)), dtype=torch.float32)
+    mask = torch.tensor(_causal(5))
+    s0, m0 = scores.clone(), mask.clone()
+    impl.masked_softmax(scores, mask)
+    checks.expect_unchanged(s0.numpy(), scores, "scores (use masked_fill, not the in-place masked_fill_)")
+    checks.expect_unchanged(m0.numpy(), mask, "mask")

@@ -1,0 +1,99 @@
+"""Hidden suite of `merge_heads` (assignment 04)."""
+
+import numpy as np
+import torch
+from torch import nn
+
+from autograder import checks
+from autograder.harness import CaseFailure, case
+from autograder.suites._shared import add_notes_cases, check_stored, rng
+
+STEP = "merge_heads"
+add_notes_cases(globals(), STEP)
+
+
+def stored_inputs():
+    r = rng(1701)
+    shapes = [((2, 2, 3, 3), "2 heads of width 3, 3 tokens, batch of 2"),
+              ((1, 3, 4, 2), "3 heads of width 2, 4 tokens, batch of 1"),
+              ((3, 4, 5, 2), "4 heads of width 2, 5 tokens, batch of 3"),
+              ((2, 1, 3, 4), "a single head"),
+              ((2, 4, 3, 1), "4 heads of width 1")]
+    records = [dict(label=label, x=r.normal(size=shape).astype(np.float32)) for shape, label in shapes]
+    records.append(dict(label="float64, 3 heads of width 2", x=r.normal(size=(2, 3, 2, 2))))
+    return records
+
+
+def apply(impl, record):
+    return impl.merge_heads(torch.tensor(record["x"]))
+
+
+def _mistakes(x):
+    b, h, t, hd = x.shape
+    return [(lambda: x.reshape(b, t, h * hd),
+             "reshaped to (batch, T, D) without first transposing the head and token dimensions back, "
+             "which mixes tokens: transpose(1, 2), then reshape"),
+            (lambda: x.transpose(0, 2, 3, 1).reshape(b, t, hd * h),
+             "the heads' features are interleaved; head i's features must form the block "
+             "[i*head_dim, (i+1)*head_dim)"),
+            (lambda: x[:, ::-1].transpose(0, 2, 1, 3).reshape(b, t, h * hd),
+             "the heads are merged in reverse order: head 0's features come first")]
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference for several batch sizes, lengths, numbers and widths of heads"""
+
+    def symptoms(record, k):
+        return _mistakes(np.asarray(record["x"], dtype=np.float64))
+
+    check_stored(impl, STEP, apply, "merge_heads(x)", symptoms=symptoms)
+
+
+@case(STEP, "property")
+def test_inverts_split_heads(impl):
+    """merge_heads undoes the split into heads, also on the non-contiguous tensor the split produces"""
+    r = rng(1702)
+    for b, t, d, h in ((2, 3, 6, 2), (1, 5, 8, 4), (3, 2, 4, 1)):
+        x = torch.tensor(r.normal(size=(b, t, d)), dtype=torch.float32)
+        heads = x.view(b, t, h, d // h).transpose(1, 2)  # a view: not contiguous
+        checks.expect_close(impl.merge_heads(heads), x.numpy(),
+                            f"merge_heads of a ({b}, {t}, {d}) tensor split into {h} heads",
+                            symptoms=_mistakes(heads.numpy().astype(np.float64)))
+
+
+@case(STEP, "oracle")
+def test_matches_torch_multihead_attention(impl):
+    """merging per-head attention reproduces torch.nn.MultiheadAttention (identity projections)"""
+    b, t, d, h = 2, 5, 6, 3
+    x = torch.tensor(rng(1703).normal(size=(b, t, d)), dtype=torch.float32)
+    mha = nn.MultiheadAttention(d, h, bias=False, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([torch.eye(d)] * 3))
+        mha.out_proj.weight.copy_(torch.eye(d))
+        want = mha.eval()(x, x, x, need_weights=False)[0]
+    heads = x.view(b, t, h, d // h).transpose(1, 2)
+    context = torch.nn.functional.scaled_dot_product_attention(heads, heads, heads)
+    checks.expect_close(impl.merge_heads(context), want,
+                        "merge_heads of attention run per head, compared with nn.MultiheadAttention(6, 3) "
+                        "with identity projections", symptoms=_mistakes(context.numpy().astype(np.float64)))
+
+
+@case(STEP, "property", weight=0.5)
+def test_input_unchanged(impl):
+    """leaves x unchanged"""
+    x = torch.tensor(rng(1704).normal(size=(2, 3, 4, 2)), dtype=torch.float32)
+    x0 = x.clone()
+    impl.merge_heads(x)
+    checks.expect_unchanged(x0.numpy(), x, "x")
+
+
+@case(STEP, "property", weight=0.5)
+def test_not_a_fixed_shape(impl):
+    """returns (batch, T, num_heads * head_dim) for a shape it was never shown"""
+    x = torch.zeros(5, 7, 2, 3)
+    out = impl.merge_heads(x)
+    checks.expect_shape(checks.to_array(out, "merge_heads of a (5, 7, 2, 3) tensor"), (5, 2, 21),
+                        "merge_heads of a (5, 7, 2, 3) tensor")
+    if not isinstance(out, torch.Tensor):
+        raise CaseFailure("merge_heads should return a torch tensor")
