@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from autograder.harness import CaseFailure
 from autograder.steps import STEPS
 
-
 _REFERENCE = {}
 
 

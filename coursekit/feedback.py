@@ -1,7 +1,6 @@
 """Feedback sanitising: what a student may see of a graded test cell."""
 
 from nbconvert.preprocessors import Preprocessor
-
 from nbgrader import utils
 
 

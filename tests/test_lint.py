@@ -1,0 +1,16 @@
+"""The code base passes the project's ruff configuration (pyproject.toml)."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ruff_is_clean():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    result = subprocess.run([ruff, "check", "--output-format", "concise",
+                             "autograder", "coursekit", "solutions", "tests", "benchmarks"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
