@@ -4,6 +4,13 @@ The notebook builder copies each body below into its assignment's solution regio
 these files are the only place the reference lives.
 """
 
+from solutions.causal_attention import CausalAttention, causal_mask, masked_softmax
+from solutions.multi_head_attention import (
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    merge_heads,
+    split_heads,
+)
 from solutions.simplified_self_attention import (
     attention_scores,
     attention_weights,
@@ -20,13 +27,6 @@ from solutions.trainable_self_attention import (
     project_qkv,
     scaled_attention_scores,
     scaled_dot_product_attention,
-)
-from solutions.causal_attention import CausalAttention, causal_mask, masked_softmax
-from solutions.multi_head_attention import (
-    MultiHeadAttention,
-    MultiHeadAttentionWrapper,
-    merge_heads,
-    split_heads,
 )
 
 __all__ = [
