@@ -10,8 +10,9 @@ c.CourseDirectory.release_directory = "assignments"
 c.CourseDirectory.db_url = f"sqlite:///{Path(__file__).resolve().parent / 'gradebook.db'}"
 
 # Each cell, the hidden grading cells included, gets this long; an endless loop costs its
-# author the cell, and the kernel is interrupted and graded on.
-c.Execute.timeout = 60
+# author the cell, and the kernel is interrupted and graded on. The hidden cells bound
+# themselves below this (autograder.harness.STEP_BUDGET).
+c.Execute.timeout = 30
 # Import the grader's snapshot of numpy/torch/builtins before any student cell runs, so a
 # submission that rebinds np.allclose or torch.softmax is caught and put right.
 c.Execute.extra_arguments = [

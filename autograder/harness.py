@@ -21,6 +21,9 @@ from autograder.steps import STEPS, suite_module
 KINDS = ("notes", "stored", "oracle", "property")
 GRADER_ERROR = "GRADER ERROR"
 ENDLESS_RETRY = 2.0  # seconds each remaining case gets after one case of a step timed out
+# All of a step's cases together; stays under nbgrader's cell timeout (nbgrader_config.py),
+# so the hidden cell always ends with its own report rather than being killed.
+STEP_BUDGET = 24.0
 MAX_MESSAGE = 400
 
 
@@ -162,6 +165,8 @@ def run_case(case_, impl, timeout=None):
         passed = True
     except CaseFailure as failure:
         message = str(failure)
+    except KeyboardInterrupt:
+        raise  # the kernel is being interrupted (nbgrader's cell timeout): let the cell end
     except CaseTimeout:
         message = (f"`{case_.step}` did not finish within {timeout:g} s "
                    "(an endless loop, or far more work than the task needs?)")
@@ -186,11 +191,17 @@ def run_step(step, impl):
     """Run every case of `step` against `impl`, never raising."""
     before = tuple(trusted.restore())
     results = []
+    started = time.perf_counter()
     for case_ in cases_of(step):
+        left = STEP_BUDGET - (time.perf_counter() - started)
+        if left <= 0:
+            results.append(CaseResult(case_, False, f"not run: `{step}` used up its {STEP_BUDGET:g} s"))
+            continue
         # Once a case has timed out the code is likely endless: the rest get a short leash, so
         # one endless function costs its own step and not the whole notebook's time.
         endless = any(r.message.startswith(f"`{step}` did not finish") for r in results)
-        results.append(run_case(case_, impl, min(case_.timeout, ENDLESS_RETRY) if endless else None))
+        limit = min(case_.timeout, ENDLESS_RETRY) if endless else case_.timeout
+        results.append(run_case(case_, impl, min(limit, left)))
     if before:
         for r in results:
             r.passed, r.tampered = False, before

@@ -4,15 +4,15 @@ Grading inside the student's kernel is what nbgrader does, and a determined subm
 fool code that shares its process. So every submission is also
   1. scanned: code that rebinds numpy/torch/builtins, imports the grader or the reference,
      reads grader files, exits the process, or reaches into the interpreter is named;
-  2. regraded: the hidden suites run again in a fresh, memory-capped process that imports the
-     grader first and blocks the reference, with the student's cells loaded after it;
+  2. regraded: the hidden suites run again outside the kernel (`autograder.regrade`): in a
+     memory-capped child forked from a process that imported the grader first and blocks the
+     reference, with the student's cells loaded after it;
 and any step where nbgrader's points differ from the regrade is flagged, as are failed runs.
 """
 
 import ast
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -20,10 +20,8 @@ import tempfile
 from pathlib import Path
 
 from autograder.notebook import FLAG
-from autograder.steps import steps_of, suite_module
 
 REGRADE_TIMEOUT = 300
-MEMORY_LIMIT = 6 * 1024**3
 
 _GUARDED_MODULES = {"np", "numpy", "torch", "F", "nn", "math", "builtins", "functional", "testing", "sys", "os"}
 _EXITS = {("sys", "exit"), ("os", "_exit"), ("os", "kill"), ("os", "abort"), ("", "exit"), ("", "quit")}
@@ -108,39 +106,43 @@ def scan_notebook(path):
     return findings
 
 
-def regrade(path, assignment, timeout=REGRADE_TIMEOUT):
-    """{step: points} from the hidden suites run outside the kernel, or (None, why)."""
-
-    def limits():
-        os.setsid()
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
+def regrade_many(items, workers=2):
+    """[(notebook, assignment)] -> [(points {step: points} or None, problem)], regraded outside
+    the kernel by `autograder.regrade` (one warmed-up process, a forked child per notebook)."""
+    if not items:
+        return []
     with tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "report.json"
-        modules = [suite_module(step.name) for step in steps_of(assignment)]
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header",
-                   "-o", "addopts=", "--submission", str(path), "--grade-report", str(report),
-                   "--pyargs", *modules]
+        out = Path(scratch) / "regrade.json"
+        command = [sys.executable, "-m", "autograder.regrade", "--out", str(out),
+                   "--workers", str(workers), *(f"{path}:{assignment}" for path, assignment in items)]
         env = dict(os.environ, PYTHONWARNINGS="ignore", MPLBACKEND="Agg")
-        process = subprocess.Popen(command, cwd=scratch, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, preexec_fn=limits)
+        process = subprocess.Popen(command, cwd=scratch, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
         try:
-            process.communicate(timeout=timeout)
+            process.wait(timeout=REGRADE_TIMEOUT * (1 + len(items) // workers))
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            return None, f"regrade stopped after {timeout} s"
-        if not report.exists():
-            return None, f"regrade process died (exit {process.returncode}) before reporting"
-        data = json.loads(report.read_text())
-        points = {step: entry["points"] for step, entry in data["steps"].items()}
-        tampered = sorted({t for entry in data["steps"].values() for t in entry["tampered"]})
-        problems = ["tampered with " + ", ".join(tampered)] if tampered else []
-        # Ordinary errors (a stub that still raises) are the student's business; these are not.
-        problems += [f"code cell {i}: {m}" if i >= 0 else m for i, m in data["load_errors"]
-                     if any(word in m for word in ("did not finish", "SystemExit", "MemoryError",
-                                                   "KeyboardInterrupt", "not an nbformat", "JSON"))]
-        return points, "; ".join(problems)
+            process.wait()
+        if not out.exists():
+            return [(None, f"regrade process failed (exit {process.returncode})")] * len(items)
+        return [_summarise(data) for data in json.loads(out.read_text())]
+
+
+def _summarise(data):
+    if "error" in data:
+        return None, data["error"]
+    points = {step: entry["points"] for step, entry in data["steps"].items()}
+    tampered = sorted({t for entry in data["steps"].values() for t in entry["tampered"]})
+    problems = ["tampered with " + ", ".join(tampered)] if tampered else []
+    # Ordinary errors (a stub that still raises) are the student's business; these are not.
+    problems += [f"code cell {i}: {m}" if i >= 0 else m for i, m in data["load_errors"]
+                 if any(word in m for word in ("did not finish", "SystemExit", "MemoryError",
+                                               "KeyboardInterrupt", "not an nbformat", "JSON"))]
+    return points, "; ".join(problems)
+
+
+def regrade(path, assignment):
+    return regrade_many([(path, assignment)])[0]
 
 
 def kernel_flags(autograded_path):
@@ -158,12 +160,22 @@ def kernel_flags(autograded_path):
     return found
 
 
+def audit_many(submissions, workers=2):
+    """Flags for each of [(submitted, autograded, assignment, nbgrader_points)], in order.
+    `nbgrader_points` is {step: points or None}, or None when autograde produced nothing."""
+    regrades = regrade_many([(s[0], s[2]) for s in submissions], workers)
+    return [_flags(*submission, regraded) for submission, regraded in zip(submissions, regrades)]
+
+
 def audit(submitted, autograded, assignment, nbgrader_points):
-    """Flags for one submission: [str]. `nbgrader_points` is {step: points or None}, or None
-    when autograde produced nothing."""
+    """Flags for one submission: [str]."""
+    return audit_many([(submitted, autograded, assignment, nbgrader_points)])[0]
+
+
+def _flags(submitted, autograded, assignment, nbgrader_points, regraded):
     flags = [f"code cell {i}: {f}" if i >= 0 else f for i, f in scan_notebook(submitted)]
     flags += kernel_flags(autograded)
-    points, problem = regrade(submitted, assignment)
+    points, problem = regraded
     if problem:
         flags.append(problem)
     if points is not None and nbgrader_points is not None:

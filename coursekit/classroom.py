@@ -5,7 +5,6 @@ of `grading.py` and `audit.py`.
 """
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,9 +83,8 @@ def grade_class(course_dir, assignment, submissions, workers=2, run_audit=True):
             audits[student] = (grading.submission_path(course_dir, assignment, student), autograded,
                                assignment, row if graded else None)
         results[student] = result
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for student, flags in zip(audits, pool.map(lambda args: audit.audit(*args), audits.values())):
-            results[student].flags += flags
+    for student, flags in zip(audits, audit.audit_many(list(audits.values()), workers)):
+        results[student].flags += flags
     return results
 
 

@@ -8,6 +8,7 @@ hostile submission costs its author points and never the run or another student'
 """
 
 import csv
+import json
 import os
 import resource
 import shutil
@@ -23,20 +24,21 @@ from autograder.steps import STEPS, steps_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSION_TIMEOUT = 300  # seconds for one student's notebook, all cells together
+BATCH_TIMEOUT_PER_STUDENT = 90  # a worker's deadline, per student in its share
 MEMORY_LIMIT = 6 * 1024**3  # address space of the grading process and its kernel
 
 
-def _nbgrader(course_dir, *args, timeout=None, limit_memory=False):
+def _run(command, cwd, timeout=None, limit_memory=False):
+    """Run `command` in its own process group; (exit code or None on timeout, output)."""
+
     def limits():
         os.setsid()  # own process group: a timeout kills the kernel too
         if limit_memory:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
     env = dict(os.environ, PYTHONWARNINGS="ignore", MPLBACKEND="Agg")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=limits,
-    )
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, preexec_fn=limits)
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -44,6 +46,10 @@ def _nbgrader(course_dir, *args, timeout=None, limit_memory=False):
         output, _ = process.communicate()
         return None, output
     return process.returncode, output
+
+
+def _nbgrader(course_dir, *args, timeout=None, limit_memory=False):
+    return _run([sys.executable, "-m", "nbgrader", *args], course_dir, timeout, limit_memory)
 
 
 def prepare(course_dir):
@@ -89,10 +95,38 @@ def autograde_one(course_dir, assignment, student, timeout=SUBMISSION_TIMEOUT):
     return AutogradeOutcome(student, True, seconds)
 
 
+def _autograde_batch(course_dir, assignment, students):
+    """One worker process for several students; {student: outcome} for those it reported."""
+    command = [sys.executable, "-m", "coursekit.autograde_worker", str(course_dir), assignment, *students]
+    code, output = _run(command, course_dir, timeout=BATCH_TIMEOUT_PER_STUDENT * len(students),
+                        limit_memory=True)
+    outcomes = {}
+    for line in output.splitlines():
+        if line.startswith('{"student"'):
+            data = json.loads(line)
+            outcomes[data["student"]] = AutogradeOutcome(data["student"], data["ok"], data["seconds"],
+                                                         data["problem"])
+    return outcomes
+
+
 def autograde(course_dir, assignment, students, workers=2):
-    """Autograde `students` in parallel (nbgrader alone grades one after another)."""
+    """Autograde `students`, `workers` at a time (nbgrader alone grades one after another).
+
+    Fast path: each worker process grades a share of the class, paying nbgrader's start-up
+    once. Anyone a worker did not report on (its deadline passed, it died with a kernel) or
+    whose autograde failed is graded again alone, in an isolated process with its own bound,
+    so the outcome and its reason belong to that student only.
+    """
+    students = list(students)
+    shares = [students[i::workers] for i in range(workers) if students[i::workers]]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda s: autograde_one(course_dir, assignment, s), students))
+        outcomes = {}
+        for batch in pool.map(lambda share: _autograde_batch(course_dir, assignment, share), shares):
+            outcomes.update(batch)
+        retry = [s for s in students if s not in outcomes or not outcomes[s].ok]
+        for outcome in pool.map(lambda s: autograde_one(course_dir, assignment, s), retry):
+            outcomes[outcome.student] = outcome
+    return [outcomes[s] for s in students]
 
 
 def feedback(course_dir, assignment):
