@@ -61,11 +61,12 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
     and place of the largest deviation."""
     actual = to_array(actual, what)
     expected = asarray(expected, dtype=np.float64)
-    expect_shape(actual, expected.shape, what)
-    if trusted.isfinite(expected).all():
-        expect_finite(actual, what, finite_hint)
-    if _matches(actual, expected, atol, rtol):
-        return actual
+    if tuple(actual.shape) == tuple(expected.shape):
+        if trusted.isfinite(expected).all():
+            expect_finite(actual, what, finite_hint)
+        if _matches(actual, expected, atol, rtol):
+            return actual
+    # A known mistake (some change the shape, like Xᵀ X) is named before the generic message.
     for candidate, symptom in symptoms:
         try:
             value = candidate() if callable(candidate) else candidate
@@ -73,6 +74,9 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
             continue
         if _matches(actual, value, atol, rtol):
             raise CaseFailure(f"{what}: {symptom}")
+    expect_shape(actual, expected.shape, what)
+    if trusted.isfinite(expected).all():
+        expect_finite(actual, what, finite_hint)
     error = abs(actual - expected)
     worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
     where = f" at index {tuple(int(i) for i in worst)}" if worst else ""

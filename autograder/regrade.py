@@ -21,7 +21,7 @@ import time
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from autograder import guard  # noqa: E402,F401 - snapshot and blocker before any submission
+from autograder import guard, trusted  # noqa: E402,F401 - snapshot and blocker before any submission
 from autograder.harness import cases_of, run_step  # noqa: E402
 from autograder.seam import Implementation, _reference_namespace  # noqa: E402
 from autograder.steps import STEPS, steps_of  # noqa: E402
@@ -34,6 +34,9 @@ MEMORY_LIMIT = 6 * 1024**3
 def grade_notebook(path, assignment):
     """{"steps": {step: {points, max_points, failed, tampered}}, "load_errors": [...]}"""
     loaded = load(path)
+    # Tools rebound by the notebook's top-level code are put back and reported once, so the
+    # first step graded is not the one blamed for them.
+    rebound = trusted.restore()
     impl = Implementation(loaded.namespace, f"submission {path}")
     steps = {}
     for step in steps_of(assignment):
@@ -42,7 +45,7 @@ def grade_notebook(path, assignment):
                             "failed": [f"{r.case.name}: {r.message}" for r in result.results if not r.passed],
                             "tampered": result.tampered}
     errors = [list(e) for e in loaded.errors] + ([[-1, loaded.fatal]] if loaded.fatal else [])
-    return {"steps": steps, "load_errors": errors}
+    return {"steps": steps, "load_errors": errors, "rebound_at_load": rebound}
 
 
 def _child(path, assignment, write_fd):
