@@ -65,6 +65,8 @@ def scan_source(source):
                 found.append(f"{func}() on {_dotted(node.args[0])}")
             if func in ("__import__", "importlib.import_module", "exec", "eval", "compile"):
                 found.append(f"calls {func}()")
+            if func == "getattr" and len(node.args) > 1 and _folded(node.args[1]) in ("__import__", "import_module"):
+                found.append(f"calls {_folded(node.args[1])}() through getattr")
             if func in ("open", "np.load", "numpy.load", "torch.load") or func.endswith(".read_text"):
                 text = ast.unparse(node)
                 if any(word in text for word in ("autograder", "fixtures", "solutions", ".npz", "site-packages")):
@@ -81,10 +83,25 @@ def scan_source(source):
             owner, _, attr = name.rpartition(".")
             if (owner, attr) in _INTROSPECTION:
                 found.append(f"uses {name}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                "autograder" in node.value or "solutions" in node.value.split(".")[0:1]):
-            found.append(f"mentions {node.value[:40]!r}")
+        elif isinstance(node, (ast.Constant, ast.BinOp)):
+            # a literal, or literals glued together ("auto" + "grader") to dodge this scan
+            text = _folded(node)
+            if text is not None and ("autograder" in text or "solutions" in text.split(".")[0:1]):
+                found.append(f"mentions {text[:40]!r}")
+        elif isinstance(node, ast.Name) and node.id == "__builtins__":
+            found.append("uses __builtins__")
     return sorted(set(found))
+
+
+def _folded(node):
+    """The string a constant expression of str literals and `+` evaluates to, else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
 
 
 def scan_notebook(path):
@@ -134,6 +151,8 @@ def _summarise(data):
     points = {step: entry["points"] for step, entry in data["steps"].items()}
     tampered = sorted({t for entry in data["steps"].values() for t in entry["tampered"]})
     problems = ["tampered with " + ", ".join(tampered)] if tampered else []
+    if data.get("rebound_at_load"):
+        problems.append("top-level code rebinds " + ", ".join(data["rebound_at_load"]))
     # Ordinary errors (a stub that still raises) are the student's business; these are not.
     problems += [f"code cell {i}: {m}" if i >= 0 else m for i, m in data["load_errors"]
                  if any(word in m for word in ("did not finish", "SystemExit", "MemoryError",

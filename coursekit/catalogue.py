@@ -68,13 +68,6 @@ MISTAKES = [
                     return e / np.sum(e, axis=axis, keepdims=True)
                 """)},
             loses=("softmax",), symptom="modified in place"),
-    Variant("softmax-whole-array", A01, "softmax divides by the sum over the whole array",
-            {"softmax": _src("""
-                def softmax(x, axis=-1):
-                    e = np.exp(x - np.max(x))
-                    return e / np.sum(e)
-                """)},
-            loses=("softmax",), symptom="sum over the whole array"),
     Variant("dot-product-mean", A01, "dot_product averages the products instead of summing them",
             {"dot_product": "def dot_product(a, b):\n    return float(np.mean(np.asarray(a) * np.asarray(b)))\n"},
             loses=("dot_product",), symptom="that is a mean"),
@@ -89,10 +82,6 @@ MISTAKES = [
                     return unit.T @ unit
                 """)},
             loses=("cosine_similarity_matrix",), symptom="has shape"),
-    Variant("scores-XtX", A01, "attention_scores computes Xᵀ X",
-            {"attention_scores": "def attention_scores(X):\n    X = np.asarray(X)\n"
-                                 "    return np.swapaxes(X, -1, -2) @ X\n"},
-            loses=("attention_scores",), symptom="has shape"),
     Variant("scores-2d-only", A01, "attention_scores uses X.T, which only works for 2-D input",
             {"attention_scores": "def attention_scores(X):\n    X = np.asarray(X)\n    return X @ X.T\n"},
             loses=("attention_scores",), symptom="raised ValueError"),
@@ -102,10 +91,6 @@ MISTAKES = [
     Variant("weights-columns", A01, "attention_weights normalises the columns",
             {"attention_weights": "def attention_weights(scores):\n    return softmax(scores, axis=-2)\n"},
             loses=("attention_weights",), symptom="normalises columns"),
-    Variant("context-weights-transposed", A01, "context_vectors uses weightsᵀ @ values",
-            {"context_vectors": "def context_vectors(weights, values):\n"
-                                "    return np.swapaxes(weights, -1, -2) @ values\n"},
-            loses=("context_vectors",), symptom="transposed weights"),
     Variant("context-np-dot", A01, "context_vectors uses np.dot, which is a matrix product for 2-D only",
             {"context_vectors": "def context_vectors(weights, values):\n    return np.dot(weights, values)\n"},
             loses=("context_vectors",), symptom="has shape"),
@@ -137,12 +122,6 @@ MISTAKES = [
     Variant("qkv-transposed-weights", A02, "project_qkv multiplies by the transposed weights",
             {"project_qkv": "def project_qkv(X, W_q, W_k, W_v):\n    return X @ W_q.T, X @ W_k.T, X @ W_v.T\n"},
             loses=("project_qkv",), symptom="X @ W_q.T"),
-    Variant("qkv-W-times-x", A02, "project_qkv computes W @ x per token, the column-vector way",
-            {"project_qkv": _src("""
-                def project_qkv(X, W_q, W_k, W_v):
-                    return tuple(np.array([W @ x for x in X]) for W in (W_q, W_k, W_v))
-                """)},
-            loses=("project_qkv",), symptom="tokens are"),
     Variant("qkv-swapped", A02, "project_qkv returns Q and K swapped",
             {"project_qkv": "def project_qkv(X, W_q, W_k, W_v):\n    return X @ W_k, X @ W_q, X @ W_v\n"},
             loses=("project_qkv",), symptom="looks like X @ W_k"),
@@ -157,17 +136,6 @@ MISTAKES = [
                     return weights @ V, weights
                 """)},
             loses=("scaled_dot_product_attention",), symptom="wrong axis"),
-    Variant("sdpa-mask-fill-zero", A02, "scaled_dot_product_attention sets blocked scores to 0",
-            {"scaled_dot_product_attention": _src("""
-                def scaled_dot_product_attention(Q, K, V, mask=None):
-                    scores = scaled_attention_scores(Q, K)
-                    if mask is not None:
-                        scores = np.where(mask, 0.0, scores)
-                    e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
-                    weights = e / np.sum(e, axis=-1, keepdims=True)
-                    return weights @ V, weights
-                """)},
-            loses=("scaled_dot_product_attention",), symptom="set to 0"),
     Variant("sdpa-mask-inverted", A02, "scaled_dot_product_attention reads True as 'may attend' (torch's SDPA)",
             {"scaled_dot_product_attention": _src("""
                 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -179,18 +147,6 @@ MISTAKES = [
                     return weights @ V, weights
                 """)},
             loses=("scaled_dot_product_attention",), symptom="inverted"),
-    Variant("sdpa-mask-after-softmax", A02, "scaled_dot_product_attention zeroes blocked weights after the "
-            "softmax without renormalising",
-            {"scaled_dot_product_attention": _src("""
-                def scaled_dot_product_attention(Q, K, V, mask=None):
-                    scores = scaled_attention_scores(Q, K)
-                    e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
-                    weights = e / np.sum(e, axis=-1, keepdims=True)
-                    if mask is not None:
-                        weights = np.where(mask, 0.0, weights)
-                    return weights @ V, weights
-                """)},
-            loses=("scaled_dot_product_attention",), symptom="after the softmax"),
     Variant("sdpa-weights-transposed", A02, "scaled_dot_product_attention returns weightsᵀ @ V",
             {"scaled_dot_product_attention": _src("""
                 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -202,35 +158,10 @@ MISTAKES = [
                     return np.swapaxes(weights, -1, -2) @ V, weights
                 """)},
             loses=("scaled_dot_product_attention",), symptom="weightsᵀ @ V"),
-    Variant("variance-std", A02, "dot_product_variance returns standard deviations",
-            {"dot_product_variance": _src("""
-                def dot_product_variance(d_k, num_samples=10_000, seed=0):
-                    rng = np.random.default_rng(seed)
-                    q = rng.standard_normal((num_samples, d_k))
-                    k = rng.standard_normal((num_samples, d_k))
-                    dots = np.sum(q * k, axis=-1)
-                    return float(np.std(dots)), float(np.std(dots / np.sqrt(d_k)))
-                """)},
-            loses=("dot_product_variance",), symptom="standard deviation"),
     Variant("variance-notes-numbers", A02, "dot_product_variance returns the notes' values d_k and 1",
             {"dot_product_variance": "def dot_product_variance(d_k, num_samples=10_000, seed=0):\n"
                                      "    return float(d_k), 1.0\n"},
             loses=("dot_product_variance",), symptom="ignores `seed`"),
-    Variant("selfattn-unscaled", A02, "SelfAttention does not scale the scores",
-            {"SelfAttention": _src("""
-                class SelfAttention(nn.Module):
-                    def __init__(self, d_in, d_out, qkv_bias=False):
-                        super().__init__()
-                        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-
-                    def forward(self, x):
-                        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-                        weights = torch.softmax(queries @ keys.transpose(-2, -1), dim=-1)
-                        return weights @ values
-                """)},
-            loses=("SelfAttention",), symptom="unscaled"),
     Variant("selfattn-scale-d_in", A02, "SelfAttention divides the scores by sqrt(d_in)",
             {"SelfAttention": _src("""
                 class SelfAttention(nn.Module):
@@ -263,21 +194,6 @@ MISTAKES = [
                         return torch.softmax(scores, dim=-1) @ values
                 """)},
             loses=("SelfAttention",), symptom="W_query"),
-    Variant("selfattn-QK-swapped", A02, "SelfAttention takes queries from W_key and keys from W_query",
-            {"SelfAttention": _src("""
-                class SelfAttention(nn.Module):
-                    def __init__(self, d_in, d_out, qkv_bias=False):
-                        super().__init__()
-                        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-
-                    def forward(self, x):
-                        queries, keys, values = self.W_key(x), self.W_query(x), self.W_value(x)
-                        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
-                        return torch.softmax(scores, dim=-1) @ values
-                """)},
-            loses=("SelfAttention",), symptom="queries and keys are swapped"),
     Variant("selfattn-float64-only", A02, "SelfAttention converts its input to float64, so float32 fails",
             {"SelfAttention": _src("""
                 class SelfAttention(nn.Module):
@@ -345,45 +261,6 @@ MISTAKES = [
                         return self.dropout(weights) @ values
                 """)},
             loses=("CausalAttention",), symptom="mask[:T, :T]"),
-    Variant("causal-fill-zero", A03, "CausalAttention fills blocked scores with 0 instead of -inf",
-            {"CausalAttention": _src("""
-                class CausalAttention(nn.Module):
-                    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-                        super().__init__()
-                        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.dropout = nn.Dropout(dropout)
-                        self.register_buffer("mask", causal_mask(context_length), persistent=False)
-
-                    def forward(self, x):
-                        T = x.shape[-2]
-                        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-                        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
-                        scores = scores.masked_fill(self.mask[:T, :T], 0.0)
-                        return self.dropout(torch.softmax(scores, dim=-1)) @ values
-                """)},
-            loses=("CausalAttention",), symptom="instead of -inf"),
-    Variant("causal-mask-after-softmax", A03, "CausalAttention zeroes blocked weights after the softmax, no "
-            "renormalising",
-            {"CausalAttention": _src("""
-                class CausalAttention(nn.Module):
-                    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-                        super().__init__()
-                        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.dropout = nn.Dropout(dropout)
-                        self.register_buffer("mask", causal_mask(context_length), persistent=False)
-
-                    def forward(self, x):
-                        T = x.shape[-2]
-                        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-                        scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
-                        weights = torch.softmax(scores, dim=-1).masked_fill(self.mask[:T, :T], 0.0)
-                        return self.dropout(weights) @ values
-                """)},
-            loses=("CausalAttention",), symptom="without renormalising"),
     Variant("causal-dropout-on-scores", A03, "CausalAttention applies dropout to the scores before the softmax",
             {"CausalAttention": _src("""
                 class CausalAttention(nn.Module):
@@ -440,41 +317,16 @@ MISTAKES = [
                         return weights @ values
                 """)},
             loses=("CausalAttention",), symptom="off in eval mode"),
-    Variant("causal-scale-d_in", A03, "CausalAttention divides the scores by sqrt(d_in)",
-            {"CausalAttention": _src("""
-                class CausalAttention(nn.Module):
-                    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-                        super().__init__()
-                        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-                        self.dropout = nn.Dropout(dropout)
-                        self.register_buffer("mask", causal_mask(context_length), persistent=False)
-
-                    def forward(self, x):
-                        T = x.shape[-2]
-                        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-                        scores = queries @ keys.transpose(-2, -1) / x.shape[-1] ** 0.5
-                        return self.dropout(masked_softmax(scores, self.mask[:T, :T])) @ values
-                """)},
-            loses=("CausalAttention",), symptom="sqrt(d_in)"),
 
     # 04: multi-head attention
     Variant("split-heads-no-transpose", A04, "split_heads reshapes without moving the head axis",
             {"split_heads": "def split_heads(x, num_heads):\n    b, t, d = x.shape\n"
                             "    return x.reshape(b, num_heads, t, d // num_heads)\n"},
             loses=("split_heads",), symptom="transpose"),
-    Variant("split-heads-interleaved", A04, "split_heads gives head i every num_heads-th feature",
-            {"split_heads": "def split_heads(x, num_heads):\n    b, t, d = x.shape\n"
-                            "    return x.view(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)\n"},
-            loses=("split_heads",), symptom="every num_heads-th feature"),
     Variant("merge-heads-no-transpose", A04, "merge_heads reshapes without transposing heads and tokens back",
             {"merge_heads": "def merge_heads(x):\n    b, h, t, d = x.shape\n"
                             "    return x.reshape(b, t, h * d)\n"},
             loses=("merge_heads",), symptom="without first transposing"),
-    Variant("merge-heads-reversed", A04, "merge_heads concatenates the heads last one first",
-            {"merge_heads": "def merge_heads(x):\n    return torch.cat(list(x.unbind(1))[::-1], dim=-1)\n"},
-            loses=("merge_heads",), symptom="reverse order"),
     Variant("wrapper-reversed", A04, "MultiHeadAttentionWrapper concatenates the heads in the wrong order",
             {"MultiHeadAttentionWrapper": _src("""
                 class MultiHeadAttentionWrapper(nn.Module):
@@ -760,7 +612,11 @@ CHAPTER_MULTI_HEAD_ATTENTION = _src("""
             # Use the mask to fill attention scores
             attn_scores.masked_fill_(mask_bool, -torch.inf)
 
-            attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+            attn_weights = torch.softmax(attn_scores / keys.shape[-1    # SPEC requires SelfAttention.forward to take a batch; the chapter's SelfAttention_v2 uses
+    # keys.T, which reverses every axis of a batch, so it loses the batch cases (and only those).
+    Variant("chapter-02-batch", A02, "the chapter's SelfAttention_v2 pasted in verbatim: keys.T fails on a batch",
+            {"SelfAttention": CHAPTER_SELF_ATTENTION_V2}, loses=("SelfAttention",), symptom="keys.T"),
+]**0.5, dim=-1)
             attn_weights = self.dropout(attn_weights)
 
             # Shape: (b, num_tokens, num_heads, head_dim)
@@ -946,8 +802,6 @@ CORRECT = [
                     dots = (q * k).sum(dim=-1)
                     return dots.var(unbiased=False).item(), (dots / d_k ** 0.5).var(unbiased=False).item()
                 """)}),
-    Variant("chapter-02", A02, "the chapter's SelfAttention_v2 pasted in verbatim",
-            {"SelfAttention": CHAPTER_SELF_ATTENTION_V2}),
 
     # 03
     Variant("chapter-03", A03, "the chapter's CausalAttention pasted in verbatim (float triu buffer, "
@@ -1122,10 +976,12 @@ def _nbformat(version):
 
 
 HOSTILE = [
+    # 01
     Variant("patch-np-allclose", A01, "rebinds np.allclose to always-True at the top of a wrong softmax's cell",
             {"softmax": WRONG_SOFTMAX + "\n\nnp.allclose = lambda *args, **kwargs: True\n"},
             loses=("softmax",), flagged=True, flag="np.allclose"),
-    Variant("patch-np-testing-inside", A01, "a wrong softmax that silences np.testing.assert_allclose when called",
+    Variant("patch-np-testing-inside", A01, "a wrong softmax that silences np.testing.assert_allclose when "
+            "called (the demos that call it later re-patch it, so the steps graded after them lose too)",
             {"softmax": _src("""
                 def softmax(x, axis=-1):
                     np.testing.assert_allclose = lambda *args, **kwargs: None
@@ -1140,14 +996,18 @@ HOSTILE = [
                     return reference(x, axis=axis)
                 """)},
             loses=("softmax",), flagged=True, flag="imports solutions"),
-    Variant("reference-via-grader", A01, "softmax fetches the reference through the grader's own module "
-            "(full marks in the kernel: only the audit can name it)",
+    Variant("reference-via-grader", A01, "softmax fetches the reference through the grader's own module, "
+            "imported under a disguised name (full marks in the kernel and in the regrade: only the static "
+            "scan can name it)",
             {"softmax": _src("""
+                import builtins
+
+
                 def softmax(x, axis=-1):
-                    from autograder.seam import _reference_namespace
-                    return _reference_namespace()["softmax"](x, axis=axis)
+                    seam = getattr(builtins, "__imp" + "ort__")("auto" + "grader.seam", fromlist=["_"])
+                    return getattr(seam, "_reference" + "_namespace")()["softmax"](x, axis=axis)
                 """)},
-            loses=(), flagged=True, flag="imports autograder"),
+            loses=(), flagged=True, flag="through getattr"),
     Variant("read-fixtures", A01, "attention_weights looks its answers up in the grader's stored fixtures",
             {"attention_weights": _src("""
                 def attention_weights(scores):
@@ -1158,16 +1018,11 @@ HOSTILE = [
                     return np.exp(scores) / np.sum(np.exp(scores), axis=0)
                 """)},
             loses=("attention_weights",), flagged=True, flag="imports autograder"),
-    Variant("sys-exit-in-function", A01, "dot_product calls sys.exit() when graded",
-            {"dot_product": "def dot_product(a, b):\n    import sys\n    sys.exit(0)\n"},
-            loses=("dot_product",), flagged=True, flag="sys.exit"),
-    Variant("os-exit-top-level", A01, "a cell that kills the kernel with os._exit(0)",
-            extra_cell="import os\nos._exit(0)\n",
-            loses=(), flagged=True, flag="autograde failed", graded=False),
-    Variant("endless-loop-top-level", A01, "a cell that never finishes (interrupted at the cell timeout)",
-            extra_cell="import time\nwhile True:\n    time.sleep(0.05)\n",
-            loses=(), flagged=True, flag="did not finish"),
-    Variant("huge-allocation-top-level", A01, "a cell that allocates 32 GB after defining a correct softmax",
+    Variant("hide-grade-output", A01, "a wrong softmax, and IPython told not to display the test cell's value "
+            "(nbgrader then gives full credit: the audit's regrade must disagree)",
+            {"softmax": WRONG_SOFTMAX + "\n\nget_ipython().ast_node_interactivity = 'none'\n"},
+            loses=(), flagged=True, flag="nbgrader gave"),
+    Variant("huge-allocation", A01, "a cell that allocates 32 GB after defining a correct softmax",
             {"softmax": _src("""
                 def softmax(x, axis=-1):
                     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
@@ -1177,42 +1032,10 @@ HOSTILE = [
                 cache = np.ones((40_000, 100_000))
                 """)},
             loses=(), flagged=True, flag="MemoryError"),
-    Variant("huge-allocation-in-function", A01, "attention_scores allocates 32 GB each call",
-            {"attention_scores": _src("""
-                def attention_scores(X):
-                    workspace = np.ones((40_000, 100_000))
-                    return X @ np.swapaxes(X, -1, -2) + workspace[0, 0] - 1
-                """)},
-            loses=("attention_scores",), symptom="ran out of memory"),
-    Variant("stderr", A01, "a correct softmax that writes to stderr, at top level and when called",
-            {"softmax": _src("""
-                import sys
-
-
-                def softmax(x, axis=-1):
-                    print("softmax called", file=sys.stderr)
-                    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-                    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-                sys.stderr.write("softmax defined\\n")
-                """)},
-            loses=(), flagged=True, flag="writes to stderr"),
-    Variant("delete-test-cell", A01, "a wrong softmax, and softmax's hidden test cell deleted",
-            {"softmax": WRONG_SOFTMAX}, transform=_drop_grade_cell("softmax"),
-            loses=("softmax",)),
-    Variant("edit-test-cell", A01, "a wrong softmax, and softmax's hidden test cell replaced by full points",
-            {"softmax": WRONG_SOFTMAX}, transform=_edit_grade_cell("softmax", "3"),
-            loses=("softmax",)),
-    Variant("hide-grade-output", A01, "a wrong softmax, and IPython told not to display the test cell's value "
-            "(nbgrader then gives full credit: the audit's regrade must disagree)",
-            {"softmax": WRONG_SOFTMAX + "\n\nget_ipython().ast_node_interactivity = 'none'\n"},
-            loses=(), flagged=True, flag="nbgrader gave"),
     Variant("not-json", A01, "a file that is not valid JSON",
-            transform=_not_json, loses=(), flagged=True, flag="autograde failed", graded=False),
-    Variant("nbformat-3", A01, "a notebook whose nbformat says 3",
-            transform=_nbformat(3), loses=(), flagged=True, flag="autograde failed", graded=False),
+            transform=_not_json, flagged=True, flag="autograde failed", graded=False),
 
+    # 02
     Variant("patch-F-sdpa", A02, "an unscaled scaled_dot_product_attention that also replaces torch's "
             "F.scaled_dot_product_attention (the oracle) with itself",
             {"scaled_dot_product_attention": _src("""
@@ -1250,9 +1073,38 @@ HOSTILE = [
                         return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
                 """)},
             loses=("SelfAttention",), flagged=True, flag="allclose"),
-    Variant("quit-kernel", A02, "a cell that calls exit() (in IPython: ask the kernel to quit)",
-            extra_cell="exit()\n", loses=(), flagged=True, flag="exit"),
+    Variant("sys-exit-in-function", A02, "dot_product_variance calls sys.exit() when called",
+            {"dot_product_variance": "def dot_product_variance(d_k, num_samples=10_000, seed=0):\n"
+                                     "    import sys\n    sys.exit(0)\n"},
+            loses=("dot_product_variance",), flagged=True, flag="sys.exit"),
+    Variant("endless-loop-in-function", A02, "project_qkv loops forever on long inputs (the hidden suite's "
+            "128 tokens): only its own step may pay",
+            {"project_qkv": _src("""
+                def project_qkv(X, W_q, W_k, W_v):
+                    import time
+                    while np.shape(X)[-2] > 64:
+                        time.sleep(0.01)
+                    return X @ W_q, X @ W_k, X @ W_v
+                """)},
+            loses=("project_qkv",), symptom="did not finish"),
+    Variant("endless-loop-top-level", A02, "a cell that never finishes (interrupted at the cell timeout)",
+            extra_cell="import time\nwhile True:\n    time.sleep(0.05)\n",
+            flagged=True, flag="did not finish"),
+    Variant("stderr", A02, "a correct project_qkv that writes to stderr, at top level and when called",
+            {"project_qkv": _src("""
+                import sys
 
+
+                def project_qkv(X, W_q, W_k, W_v):
+                    print("project_qkv called", file=sys.stderr)
+                    return X @ W_q, X @ W_k, X @ W_v
+
+
+                sys.stderr.write("project_qkv defined\\n")
+                """)},
+            flagged=True, flag="writes to stderr"),
+
+    # 03
     Variant("patch-torch-softmax", A03, "masked_softmax fills with 0 and replaces torch.softmax so the "
             "oracle agrees",
             {"masked_softmax": _src("""
@@ -1266,15 +1118,6 @@ HOSTILE = [
                 torch.softmax = lambda x, dim=-1, **kwargs: _real_softmax(x, dim=dim)
                 """)},
             loses=("masked_softmax",), flagged=True, flag="torch.softmax"),
-    Variant("patch-tensor-eq", A03, "a causal_mask with the diagonal blocked that also rebinds Tensor.__eq__",
-            {"causal_mask": _src("""
-                def causal_mask(num_tokens):
-                    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool))
-
-
-                torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
-                """)},
-            loses=("causal_mask",), flagged=True, flag="__eq__"),
     Variant("os-exit-in-forward", A03, "CausalAttention.forward kills the kernel with os._exit(1)",
             {"CausalAttention": _src("""
                 class CausalAttention(nn.Module):
@@ -1289,8 +1132,18 @@ HOSTILE = [
                         import os
                         os._exit(1)
                 """)},
-            loses=(), flagged=True, flag="autograde failed", graded=False),
+            flagged=True, flag="autograde failed", graded=False),
+    Variant("delete-test-cell", A03, "causal_mask blocks the diagonal, and its hidden test cell is deleted",
+            {"causal_mask": "def causal_mask(num_tokens):\n"
+                            "    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool))\n"},
+            transform=_drop_grade_cell("causal_mask"), loses=("causal_mask",), flagged=True, flag="nbgrader gave"),
+    Variant("edit-test-cell", A03, "masked_softmax fills with 0, and its hidden test cell is replaced by "
+            "full points (100 of them, in its metadata)",
+            {"masked_softmax": "def masked_softmax(scores, mask):\n"
+                               "    return torch.softmax(scores.masked_fill(mask, 0.0), dim=-1)\n"},
+            transform=_edit_grade_cell("masked_softmax", "3"), loses=("masked_softmax",)),
 
+    # 04
     Variant("importlib-solutions", A04, "MultiHeadAttention imports the reference through importlib",
             {"MultiHeadAttention": _src("""
                 import importlib
@@ -1309,6 +1162,8 @@ HOSTILE = [
                     return x.reshape(b, num_heads, t, d // num_heads)
                 """)},
             loses=("split_heads",), flagged=True, flag="assert_close"),
+    Variant("nbformat-3", A04, "a notebook whose nbformat says 3",
+            transform=_nbformat(3), flagged=True, flag="autograde failed", graded=False),
 ]
 
 

@@ -43,7 +43,8 @@ def submissions(release_nb, assignment):
 
 
 def grade(course_dir, assignment, workers=2):
-    """{student: StudentResult} for the control and every entry of one released assignment."""
+    """{student: StudentResult} for the control and every entry of one released assignment:
+    one `grade_class` call, audit included."""
     release = samples.read(Path(course_dir) / "assignments" / assignment / f"{assignment}.ipynb")
     return classroom.grade_class(course_dir, assignment, submissions(release, assignment), workers=workers)
 

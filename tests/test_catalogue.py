@@ -1,0 +1,93 @@
+"""Every catalogue entry graded through real nbgrader: each row of docs/grading_matrix.md.
+
+For each assignment, one `grade_class` call submits the reference (the control) and every
+entry of the three catalogues in `coursekit/catalogue.py`, runs `nbgrader autograde` per
+student, reads the per-step points and the reports, and audits. Then every row is asserted
+with `coursekit.matrix.problems`, the rule the matrix document shows:
+
+- a mistake loses points at its own step, with its symptom in that step's report, keeps full
+  marks everywhere else, and is not flagged;
+- a correct alternative gets full marks everywhere and is not flagged;
+- a hostile or broken submission does not keep full marks where it must lose, is flagged by
+  name where it says so, and never stops the grading of the others (every other submission of
+  the same run is graded).
+
+An assignment whose release is missing fails here (the shared `course` fixture releases all
+four), rather than being skipped.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from autograder.steps import ASSIGNMENTS, STEPS, steps_of
+from coursekit import catalogue, matrix
+
+ROWS = [(assignment, "control", None) for assignment in ASSIGNMENTS] + [
+    (assignment, kind, variant) for assignment in ASSIGNMENTS for kind, variant in matrix.entries(assignment)]
+
+
+def _row_id(row):
+    assignment, kind, variant = row
+    return f"{assignment[:2]}-{matrix.CONTROL}" if variant is None else variant.id
+
+
+@pytest.fixture(scope="session")
+def catalogue_results(course):
+    """assignment -> {student: StudentResult}, graded on first use (one grade_class call each).
+    At the end the matrix of this run is written next to the course directory (or to
+    $CATALOGUE_MATRIX_OUT): what `python -m coursekit.matrix` would write."""
+    cache = {}
+
+    def results(assignment):
+        if assignment not in cache:
+            cache[assignment] = matrix.grade(course, assignment)
+        return cache[assignment]
+
+    yield results
+    graded = {a: [(kind, v, cache[a][matrix.CONTROL if v is None else v.id]) for row_a, kind, v in ROWS
+                  if row_a == a] for a in ASSIGNMENTS if a in cache}
+    if graded:
+        out = Path(os.environ.get("CATALOGUE_MATRIX_OUT") or Path(course).parent / "grading_matrix.md")
+        out.write_text(matrix.render(graded))
+        print(f"\ncatalogue matrix of this run: {out}")
+
+
+def test_catalogues_are_large_enough_and_well_formed():
+    assert len(catalogue.MISTAKES) >= 40
+    assert len(catalogue.CORRECT) >= 15
+    assert len(catalogue.HOSTILE) >= 15
+    ids = [v.id for v in catalogue.all_variants()]
+    assert len(ids) == len(set(ids)), "variant ids are student ids: they must be unique"
+    assert matrix.CONTROL not in ids
+    for variant in catalogue.all_variants():
+        assert variant.assignment in ASSIGNMENTS, variant.id
+        names = {s.name for s in steps_of(variant.assignment)}
+        assert set(variant.loses) <= names, variant.id
+        assert set(variant.replace) <= set(STEPS) | {"causal_mask", "masked_softmax", "CausalAttention"}, variant.id
+        assert variant.replace or variant.extra_cell or variant.transform, variant.id
+    for variant in catalogue.MISTAKES:
+        assert variant.loses and variant.symptom, variant.id
+    for variant in catalogue.CORRECT:
+        assert not variant.loses and variant.graded and not variant.flagged, variant.id
+    for variant in catalogue.HOSTILE:
+        assert variant.loses or variant.flagged, f"{variant.id}: a hostile entry must lose points or be flagged"
+        assert variant.graded or variant.flagged, variant.id
+    for assignment in ASSIGNMENTS:
+        kinds = {kind for kind, _ in matrix.entries(assignment)}
+        assert kinds == {"mistake", "correct", "hostile"}, (assignment, kinds)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])
+def test_row(catalogue_results, row):
+    assignment, kind, variant = row
+    results = catalogue_results(assignment)
+    student = matrix.CONTROL if variant is None else variant.id
+    result = results[student]
+    problems = matrix.problems(kind, variant, result)
+    shown = [s.name for s in steps_of(assignment)
+             if result.points.get(s.name) != s.points or (variant is not None and s.name in variant.loses)]
+    detail = "\n".join(result.reports.get(step, f"{step}: no report") for step in shown)
+    assert problems == [], (f"{student} ({kind}): {'' if variant is None else variant.description}\n"
+                            + "\n".join(problems) + f"\nflags: {result.flags}\n{detail}")
