@@ -28,6 +28,13 @@ BATCH_TIMEOUT_PER_STUDENT = 90  # a worker's deadline, per student in its share
 MEMORY_LIMIT = 6 * 1024**3  # address space of the grading process and its kernel
 
 
+def _path_with_interpreter():
+    """PATH with this interpreter's bin directory first: nbgrader runs `alembic` by name when it
+    creates a gradebook, which fails from a virtual environment that was never activated."""
+    bindir = os.path.dirname(sys.executable)
+    return os.pathsep.join([bindir, os.environ.get("PATH", "")])
+
+
 def _run(command, cwd, timeout=None, limit_memory=False):
     """Run `command` in its own process group; (exit code or None on timeout, output)."""
 
@@ -36,7 +43,7 @@ def _run(command, cwd, timeout=None, limit_memory=False):
         if limit_memory:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
-    env = dict(os.environ, PYTHONWARNINGS="ignore", MPLBACKEND="Agg")
+    env = dict(os.environ, PYTHONWARNINGS="ignore", MPLBACKEND="Agg", PATH=_path_with_interpreter())
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, preexec_fn=limits)
     try:
