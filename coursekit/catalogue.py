@@ -612,11 +612,7 @@ CHAPTER_MULTI_HEAD_ATTENTION = _src("""
             # Use the mask to fill attention scores
             attn_scores.masked_fill_(mask_bool, -torch.inf)
 
-            attn_weights = torch.softmax(attn_scores / keys.shape[-1    # SPEC requires SelfAttention.forward to take a batch; the chapter's SelfAttention_v2 uses
-    # keys.T, which reverses every axis of a batch, so it loses the batch cases (and only those).
-    Variant("chapter-02-batch", A02, "the chapter's SelfAttention_v2 pasted in verbatim: keys.T fails on a batch",
-            {"SelfAttention": CHAPTER_SELF_ATTENTION_V2}, loses=("SelfAttention",), symptom="keys.T"),
-]**0.5, dim=-1)
+            attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
             attn_weights = self.dropout(attn_weights)
 
             # Shape: (b, num_tokens, num_heads, head_dim)
@@ -937,6 +933,13 @@ CORRECT = [
                         return self.out_proj(merge_heads(context))
                 """)}),
 ]
+
+# SPEC requires SelfAttention.forward to take a batch; the chapter's SelfAttention_v2 uses keys.T,
+# which reverses every axis of a batch, so it loses the batch cases, and only those. (Appended
+# here because the chapter's sources are defined above, after the other mistakes.)
+MISTAKES.append(
+    Variant("chapter-02-batch", A02, "the chapter's SelfAttention_v2 pasted in verbatim: keys.T fails on a batch",
+            {"SelfAttention": CHAPTER_SELF_ATTENTION_V2}, loses=("SelfAttention",), symptom="keys.T"))
 
 
 # --- HOSTILE --------------------------------------------------------------------------------
