@@ -74,8 +74,6 @@ def restore():
 # The objects the checks use, bound here so a later rebinding of np.* cannot reach them.
 asarray = np.asarray
 isfinite = np.isfinite
-nan_to_num = np.nan_to_num
 is_tensor = torch.is_tensor
-no_grad = torch.no_grad
 float_ = builtins.float
 isinstance_ = builtins.isinstance

@@ -160,10 +160,6 @@ def _summarise(data):
     return points, "; ".join(problems)
 
 
-def regrade(path, assignment):
-    return regrade_many([(path, assignment)])[0]
-
-
 def kernel_flags(autograded_path):
     """Lines the in-kernel grader marked for the instructor."""
     try:
@@ -184,11 +180,6 @@ def audit_many(submissions, workers=2):
     `nbgrader_points` is {step: points or None}, or None when autograde produced nothing."""
     regrades = regrade_many([(s[0], s[2]) for s in submissions], workers)
     return [_flags(*submission, regraded) for submission, regraded in zip(submissions, regrades)]
-
-
-def audit(submitted, autograded, assignment, nbgrader_points):
-    """Flags for one submission: [str]."""
-    return audit_many([(submitted, autograded, assignment, nbgrader_points)])[0]
 
 
 def _flags(submitted, autograded, assignment, nbgrader_points, regraded):
