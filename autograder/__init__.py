@@ -1,7 +1,5 @@
-"""Hidden suites, fixtures and grading harness of the self-attention course.
+"""The hidden suites, their fixtures, and the judge that runs them against a student's kernel.
 
-Import order matters for tamper resistance: `autograder.trusted` snapshots the genuine numpy,
-torch and builtins objects, so it is imported before anything a submission could touch.
+Nothing here is ever importable inside a student's kernel: the judge runs outside it and
+reaches the submission only through the data-only agent (`autograder.agent`).
 """
-
-from autograder import trusted  # noqa: F401

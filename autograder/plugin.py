@@ -1,23 +1,21 @@
 """pytest plugin: supplies `impl` to the hidden suites and turns results into points.
 
-    pytest --pyargs autograder.suites                    # the reference (what CI runs)
+    pytest --pyargs autograder.suites                    # the reference, in process (what CI runs)
     pytest --pyargs autograder.suites --submission nb.ipynb --grade-report scores.json
 
-Every suite function marked with `@case` runs through `harness.run_case`, the same path the
-notebook's hidden cells use, so timeouts, exception handling and messages are identical.
+With `--submission`, the notebook runs in a sandboxed kernel and the judge grades each step
+where its graded cell stands (`autograder.judge`), exactly as `nbgrader autograde` does; each
+pytest item then reports its case's verdict. Against the reference every case runs through
+`harness.run_case` and the same data-only channel the judge uses.
 """
 
 import json
-from collections import defaultdict
 
 import pytest
 
-from autograder import trusted  # noqa: F401 - snapshot the genuine tools before any submission runs
 from autograder.harness import StepResult, run_case
+from autograder.reference import reference_namespace
 from autograder.seam import Implementation
-from autograder.steps import STEPS
-
-_results = defaultdict(list)
 
 
 def pytest_addoption(parser):
@@ -28,28 +26,26 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "autograder_case: a weighted hidden-suite case")
-    config._autograder_impl = None
-    config._autograder_load_errors = []
+    config._autograder = {"impl": None, "judged": None, "results": {}}
 
 
-def _implementation(config):
-    if config._autograder_impl is None:
-        path = config.getoption("--submission")
-        if path is None:
-            config._autograder_impl = Implementation.reference()
-        else:
-            from autograder import guard  # noqa: F401 - the reference is out of the submission's reach
-            from autograder.submission import load
+def _state(config):
+    state = config._autograder
+    path = config.getoption("--submission")
+    if path is None and state["impl"] is None:
+        from autograder.channel import LocalChannel
 
-            loaded = load(path)
-            config._autograder_load_errors = loaded.errors + ([(-1, loaded.fatal)] if loaded.fatal else [])
-            config._autograder_impl = Implementation(loaded.namespace, f"submission {path}")
-    return config._autograder_impl
+        state["impl"] = Implementation(LocalChannel(reference_namespace()))
+    if path is not None and state["judged"] is None:
+        from autograder.judge import judge_notebook
+
+        state["judged"] = judge_notebook(path)
+    return state
 
 
 @pytest.fixture
 def impl(request):
-    return _implementation(request.config)
+    return _state(request.config)["impl"]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -57,27 +53,28 @@ def pytest_pyfunc_call(pyfuncitem):
     case = getattr(pyfuncitem.obj, "autograder_case", None)
     if case is None:
         return None
-    result = run_case(case, _implementation(pyfuncitem.config))
-    _results[case.step].append(result)
+    state = _state(pyfuncitem.config)
+    if state["judged"] is not None:
+        step = state["judged"].steps.get(case.step)
+        result = next((r for r in step.results if r.case.name == case.name), None) if step else None
+        if result is None:
+            pytest.fail(f"[{case.step}] not graded: {state['judged'].problem or 'no graded cell for this step'}",
+                        pytrace=False)
+    else:
+        result = run_case(case, state["impl"])
+    state["results"].setdefault(case.step, []).append(result)
     if not result.passed:
         pytest.fail(f"[{case.step}] {result.message}", pytrace=False)
     return True
 
 
-def step_scores():
-    return {
-        step: {"points": StepResult(step, results).points(STEPS[step].points),
-               "max_points": STEPS[step].points,
-               "failed": [f"{r.case.name}: {r.message}" for r in results if not r.passed],
-               "tampered": StepResult(step, results).tampered}
-        for step, results in _results.items()
-    }
-
-
 def pytest_sessionfinish(session, exitstatus):
     path = session.config.getoption("--grade-report")
     if path:
-        report = {"steps": step_scores(),
-                  "load_errors": [list(e) for e in session.config._autograder_load_errors]}
+        state = session.config._autograder
+        report = {"steps": {step: StepResult(step, results).summary()
+                            for step, results in state["results"].items()}}
+        if state["judged"] is not None:
+            report["problem"] = state["judged"].problem
         with open(path, "w") as handle:
             json.dump(report, handle, indent=1, sort_keys=True)

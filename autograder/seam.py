@@ -1,70 +1,153 @@
-"""The one seam between the hidden suites and the code under test.
+"""The one seam between the hidden suites and the code under test: data in, data out.
 
-An `Implementation` wraps a namespace (the reference package, a submission notebook executed
-by `submission.py`, or a live kernel's globals) and hands the suites its graded names as
-attributes: `impl.softmax(x)`. While a step is graded, `isolated(step)` swaps the graded names
-the step builds on for the reference's, so a mistake costs points at its own step only.
+`impl.softmax(x, axis=0)` sends the arguments to the agent (`agent.py`) wherever the code under
+test lives, and returns what it answered as plain NumPy arrays, tensors and numbers. An object
+that is not data (a student's `nn.Module`) comes back as a `Handle`, driven by the few
+operations a suite needs: call it, describe an attribute, load weights, switch train/eval,
+copy it, backpropagate through it.
+
+Two channels carry the requests, through the same codec:
+- `channel.LocalChannel`: an agent in this process, over the reference (CI) or any namespace;
+- `channel.KernelChannel`: the agent inside a student's sandboxed kernel (the judge).
 """
 
-import sys
-from contextlib import contextmanager
+import time
 
-from autograder.harness import CaseFailure
-from autograder.steps import STEPS
-
-_REFERENCE = {}
+from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
+from autograder.limits import CASE_TIMEOUT
 
 
-def _reference_namespace():
-    """The reference's graded names, imported once. Under the kernel guard the `solutions`
-    modules are then dropped from sys.modules, so student code cannot reach them by import."""
-    if not _REFERENCE:
-        import solutions
-
-        _REFERENCE.update({name: getattr(solutions, name) for name in solutions.__all__})
-        if any(type(f).__name__ == "ReferenceBlocker" for f in sys.meta_path):
-            for name in [m for m in sys.modules if m.split(".")[0] == "solutions"]:
-                del sys.modules[name]
-    return dict(_REFERENCE)
+def _undefined(name):
+    return CaseFailure(f"`{name}` is not defined: run the cell that defines it, and keep its name "
+                       "exactly as given")
 
 
 class Implementation:
-    def __init__(self, namespace, origin, substitute_dependencies=True):
-        self._namespace = namespace
-        self.origin = origin
-        self._substitute = substitute_dependencies
+    """The code under test, reached through `channel`."""
 
-    @classmethod
-    def reference(cls):
-        return cls(_reference_namespace(), "reference", substitute_dependencies=False)
-
-    @classmethod
-    def from_namespace(cls, namespace, origin="notebook kernel"):
-        return cls(namespace, origin)
+    def __init__(self, channel):
+        self._channel = channel
+        self.deadline = None  # monotonic time by which the current case must be done
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        try:
-            return self._namespace[name]
-        except KeyError:
-            raise CaseFailure(
-                f"`{name}` is not defined: run the cell that defines it, and keep its name "
-                "exactly as given"
-            ) from None
+        return _Remote(self, name)
 
-    @contextmanager
-    def isolated(self, step):
-        if not self._substitute:
-            yield
-            return
-        reference = _reference_namespace()
-        saved = {}
-        for name in STEPS[step].depends_on:
-            if name in self._namespace:
-                saved[name] = self._namespace[name]
-                self._namespace[name] = reference[name]
-        try:
-            yield
-        finally:
-            self._namespace.update(saved)
+    # requests
+    def _timeout(self):
+        if self.deadline is None:
+            return CASE_TIMEOUT
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise CaseTimeout()
+        return left
+
+    def _request(self, payload):
+        from autograder import agent
+
+        reply = self._channel.request(payload, self._timeout())
+        if "ok" in reply:
+            return agent.decode(reply["ok"], lambda data: Handle(self, data))
+        if reply.get("interrupted"):
+            raise CaseTimeout()
+        if "undefined" in reply:
+            raise _undefined(reply["undefined"])
+        raise RemoteError.from_reply(reply.get("error") or {})
+
+    def _call(self, target, method, args, kwargs, *, no_grad=False, seed=None):
+        from autograder import agent
+
+        return self._request({"op": "call", "target": target, "method": method,
+                              "args": agent.encode(list(args), _handle_data),
+                              "kwargs": agent.encode(dict(kwargs), _handle_data),
+                              "no_grad": no_grad, "seed": seed})
+
+    # a step's frame
+    def begin(self, reference_source="", reference_names=()):
+        self._request({"op": "begin", "reference_source": reference_source,
+                       "reference_names": list(reference_names)})
+
+    def end(self):
+        self._request({"op": "end"})
+
+
+def _handle_data(value):
+    if isinstance(value, Handle):
+        return {"$h": value.id}
+    raise TypeError(f"{type(value).__name__} cannot be sent to the code under test")
+
+
+class _Remote:
+    """A graded name: calling it calls the submission's object of that name."""
+
+    def __init__(self, impl, name):
+        self._impl, self.__name__ = impl, name
+
+    def __call__(self, *args, **kwargs):
+        return self._impl._call(self.__name__, None, args, kwargs)
+
+    def __repr__(self):
+        return f"<graded name {self.__name__}>"
+
+
+class Handle:
+    """An object living with the code under test (a module, a cache), driven as data."""
+
+    def __init__(self, impl, data):
+        self._impl = impl
+        self.id = int(data["$h"])
+        self.type_name = str(data.get("type", "object"))
+        self.is_module = bool(data.get("module"))
+        self.mro = tuple(data.get("mro", ()))
+
+    def __repr__(self):
+        return f"<{self.type_name} handle {self.id}>"
+
+    def _op(self, op, **fields):
+        return self._impl._request({"op": op, "target": {"$h": self.id}, **fields})
+
+    def __call__(self, *args, _seed=None, **kwargs):
+        """The forward pass (no autograd graph), optionally after torch.manual_seed(_seed)."""
+        return self._impl._call({"$h": self.id}, None, args, kwargs, no_grad=True, seed=_seed)
+
+    def call(self, method, *args, **kwargs):
+        return self._impl._call({"$h": self.id}, method, args, kwargs)
+
+    def train(self):
+        self.call("train")
+        return self
+
+    def eval(self):
+        self.call("eval")
+        return self
+
+    def to(self, dtype):
+        self.call("to", dtype)
+        return self
+
+    def __len__(self):
+        return int(self._op("len"))
+
+    def describe(self, path=""):
+        """{exists, type, mro, module, training, weight_shape, bias, p, len, value} of `path`."""
+        return self._op("describe", path=path)
+
+    def set_linear(self, path, weight, bias=None):
+        from autograder import agent
+
+        self._op("set_linear", path=path, weight=agent.encode(weight), bias=agent.encode(bias))
+
+    def copy(self):
+        return self._op("copy")
+
+    def backward(self, args, cotangent, paths):
+        """Train mode, forward on `args`, backpropagate `cotangent`: {differentiable,
+        backward_error, grads {path: array or None}}."""
+        from autograder import agent
+
+        return self._op("backward", args=agent.encode(list(args), _handle_data),
+                        cotangent=agent.encode(cotangent), paths=list(paths))
+
+
+__all__ = ["Implementation", "Handle", "CaseFailure", "CaseTimeout", "KernelStuck", "RemoteError"]

@@ -72,3 +72,21 @@ def steps_of(assignment):
 def suite_module(step_name):
     """Dotted name of the hidden suite that grades `step_name`."""
     return f"autograder.suites.test_{step_name}"
+
+
+GRADE_SUFFIX = "_grade"
+
+
+def grade_id(step_name):
+    """The nbgrader grade_id of `step_name`'s graded cell."""
+    return f"{step_name}{GRADE_SUFFIX}"
+
+
+def graded_step(cell):
+    """The step a notebook cell grades (an nbgrader test cell whose id names a step), or None."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    if cell.get("cell_type") != "code" or not meta.get("grade") or meta.get("solution"):
+        return None
+    grade_id_ = str(meta.get("grade_id", ""))
+    step = grade_id_[: -len(GRADE_SUFFIX)] if grade_id_.endswith(GRADE_SUFFIX) else None
+    return step if step in STEPS else None

@@ -5,8 +5,9 @@ from contextlib import contextmanager
 import numpy as np
 
 from autograder import checks
+from autograder.errors import CaseFailure
 from autograder.fixtures import notes, stored
-from autograder.harness import CaseFailure, case
+from autograder.harness import case
 
 
 def add_notes_cases(module_globals, step, weight=1.0):

@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 from autograder import checks
+from autograder.errors import CaseFailure
 from autograder.fixtures.notes_causal import build, load_linear
-from autograder.harness import CaseFailure, case
+from autograder.harness import case
 from autograder.suites._shared import add_notes_cases, rng
 from autograder.suites.test_CausalAttention import (
     _BIAS,

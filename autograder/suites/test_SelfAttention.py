@@ -13,9 +13,10 @@ import torch
 from torch import nn
 
 from autograder import checks
+from autograder.errors import CaseFailure
 from autograder.fixtures import stored
 from autograder.fixtures.notes_trainable import PROJECTIONS, load_projection_weights
-from autograder.harness import CaseFailure, case
+from autograder.harness import case
 from autograder.suites._shared import add_notes_cases, rng
 
 STEP = "SelfAttention"

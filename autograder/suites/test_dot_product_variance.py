@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from autograder import checks
-from autograder.harness import CaseFailure, case
+from autograder.errors import CaseFailure
+from autograder.harness import case
 from autograder.suites._shared import check_stored
 
 STEP = "dot_product_variance"

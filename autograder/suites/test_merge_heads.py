@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from autograder import checks
-from autograder.harness import CaseFailure, case
+from autograder.errors import CaseFailure
+from autograder.harness import case
 from autograder.suites._shared import add_notes_cases, check_stored, rng
 
 STEP = "merge_heads"

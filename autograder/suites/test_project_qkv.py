@@ -4,7 +4,8 @@ import numpy as np
 import torch
 
 from autograder import checks
-from autograder.harness import CaseFailure, case
+from autograder.errors import CaseFailure
+from autograder.harness import case
 from autograder.suites._shared import add_notes_cases, check_stored, rng
 
 STEP = "project_qkv"

@@ -1,0 +1,355 @@
+"""The grader's agent: the only grading code that runs where the submission runs.
+
+The judge (`autograder.judge`) holds the hidden cases, the stored expected outputs and the
+reference; the student's kernel holds none of them. The two talk through this agent, and only
+in plain data: JSON whose arrays are `.npy` bytes read back with `allow_pickle=False`. No
+pickle, and no object reference the other side could walk. An object that is not data (a
+student's `nn.Module`, a `KVCache`) stays here and crosses as a numbered handle.
+
+The agent has nothing to steal: it knows the requests it is sent (inputs), and computes
+replies from the submission's own code. A submission may rewrite it, forge its replies or
+delete it; that changes only what its own code is reported to return.
+
+This file is self-contained (standard library and NumPy, torch only when present), because
+the judge ships its source into the kernel rather than making the grader importable there.
+The judge imports the same file for `encode` and `decode`, so both ends share one codec.
+"""
+
+import base64
+import io
+import json
+import os
+import sys
+
+import numpy as np
+
+MODULE_NAME = "__grader_agent__"
+REQUEST_FILE = "request.json"
+REPLY_FILE = "reply.json"
+
+# Frames of this file and of reference code the judge ships in are not the submission's.
+AGENT_FILENAME = "<grader-agent>"
+REFERENCE_FILENAME = "<reference>"
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+# --- the codec ------------------------------------------------------------------------------
+
+def _npy(array):
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _from_npy(text):
+    return np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
+
+
+def encode(value, register=None):
+    """`value` as JSON-able data. Objects that are not data become handles via `register`
+    (None: they are refused)."""
+    torch = _torch()
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, np.generic) and not isinstance(value, np.object_):
+        return {"$nd": _npy(np.asarray(value)), "scalar": True}
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError("an array of Python objects is not numeric data")
+        return {"$nd": _npy(value)}
+    if torch is not None and isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu()
+        dtype = str(tensor.dtype).replace("torch.", "")
+        if tensor.dtype in (torch.bfloat16, torch.float16):
+            tensor = tensor.float()
+        return {"$t": _npy(tensor.resolve_conj().resolve_neg().numpy()), "dtype": dtype,
+                "requires_grad": bool(value.requires_grad)}
+    if torch is not None and isinstance(value, torch.dtype):
+        return {"$dtype": str(value).replace("torch.", "")}
+    if isinstance(value, tuple):  # torch.Size included
+        return {"$tuple": [encode(v, register) for v in value]}
+    if isinstance(value, list):
+        return [encode(v, register) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"$dict": {k: encode(v, register) for k, v in value.items()}}
+    if register is None:
+        raise TypeError(f"a {type(value).__name__} is not plain data")
+    return register(value)
+
+
+def decode(data, resolve=None):
+    """The value `encode` produced. `resolve(handle_data)` turns a handle into an object."""
+    if isinstance(data, list):
+        return [decode(v, resolve) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "$nd" in data:
+        array = _from_npy(data["$nd"])
+        return array[()] if data.get("scalar") else array
+    if "$t" in data:
+        torch = _torch() or __import__("torch")
+        tensor = torch.from_numpy(_from_npy(data["$t"]).copy())
+        return tensor.to(getattr(torch, data.get("dtype", str(tensor.dtype)[6:])))
+    if "$dtype" in data:
+        torch = _torch() or __import__("torch")
+        return getattr(torch, data["$dtype"])
+    if "$tuple" in data:
+        return tuple(decode(v, resolve) for v in data["$tuple"])
+    if "$dict" in data:
+        return {k: decode(v, resolve) for k, v in data["$dict"].items()}
+    if "$h" in data:
+        if resolve is None:
+            raise ValueError("a handle where only data may appear")
+        return resolve(data)
+    raise ValueError(f"unknown data tag in {sorted(data)[:3]}")
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+def _library_dirs():
+    dirs = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
+def _submission_raised(error):
+    """True if some frame of the traceback is the submission's own code."""
+    library = _library_dirs()
+    tb = error.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name.startswith("<frozen") or name in (AGENT_FILENAME, REFERENCE_FILENAME)
+                or os.path.realpath(name).startswith(library)):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def describe_error(error):
+    return {"type": type(error).__name__,
+            "bases": [c.__name__ for c in type(error).__mro__ if c.__module__ == "builtins"],
+            "message": str(error)[:2000],
+            "submission": _submission_raised(error)}
+
+
+# --- the agent ------------------------------------------------------------------------------
+
+class Agent:
+    """Serves the judge's requests against a namespace (the kernel's, or the reference's)."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
+        self.objects = {}  # handle -> object
+        self.saved = None  # what `begin` replaced, put back by `end`
+
+    # handles
+    def _register(self, obj):
+        for handle, known in self.objects.items():
+            if known is obj:
+                break
+        else:
+            handle = len(self.objects) + 1
+            self.objects[handle] = obj
+        torch = _torch()
+        is_module = torch is not None and isinstance(obj, torch.nn.Module)
+        return {"$h": handle, "type": type(obj).__name__, "module": is_module,
+                "mro": [c.__name__ for c in type(obj).__mro__]}
+
+    def _resolve(self, data):
+        return self.objects[int(data["$h"])]
+
+    def _target(self, request):
+        target = request["target"]
+        if isinstance(target, str):
+            if target not in self.namespace:
+                raise LookupError(target)
+            return self.namespace[target]
+        return self._resolve(target)
+
+    def _path(self, obj, path):
+        for part in [p for p in path.split(".") if p]:
+            obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+        return obj
+
+    # operations
+    def op_call(self, request):
+        func = self._target(request)
+        if request.get("method"):
+            func = getattr(func, request["method"])
+        args = decode(request.get("args", []), self._resolve)
+        kwargs = decode(request.get("kwargs", {"$dict": {}}), self._resolve)
+        torch = _torch()
+        if request.get("seed") is not None and torch is not None:
+            torch.manual_seed(int(request["seed"]))
+        if request.get("no_grad") and torch is not None:
+            with torch.no_grad():
+                result = func(*args, **kwargs)
+        else:
+            result = func(*args, **kwargs)
+        return encode(result, self._register)
+
+    def op_len(self, request):
+        return len(self._target(request))
+
+    def op_describe(self, request):
+        """What the object at `path` is, as data: the facts the judge checks attributes with."""
+        torch = _torch()
+        try:
+            obj = self._path(self._target(request), request.get("path", ""))
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return {"exists": False}
+        info = {"exists": True, "type": type(obj).__name__, "mro": [c.__name__ for c in type(obj).__mro__]}
+        if torch is not None and isinstance(obj, torch.nn.Module):
+            info["module"] = True
+            info["training"] = bool(obj.training)
+        if torch is not None and isinstance(obj, torch.nn.Linear):
+            info["weight_shape"] = list(obj.weight.shape)
+            info["bias"] = obj.bias is not None
+        if torch is not None and isinstance(obj, torch.nn.Dropout):
+            info["p"] = float(obj.p)
+        if hasattr(type(obj), "__len__"):
+            try:
+                info["len"] = int(len(obj))
+            except Exception:  # noqa: BLE001 - a length that cannot be taken is no length
+                pass
+        if isinstance(obj, (int, float, bool, str)) or obj is None:
+            info["value"] = obj
+        return info
+
+    def op_set_linear(self, request):
+        """Copy a weight (and bias, or zeros for an unwanted one) into the nn.Linear at `path`."""
+        torch = _torch()
+        layer = self._path(self._target(request), request["path"])
+        weight = decode(request["weight"])
+        bias = decode(request.get("bias"))
+        with torch.no_grad():
+            layer.weight.copy_(torch.as_tensor(weight).to(layer.weight.dtype))
+            if layer.bias is not None:
+                layer.bias.copy_(torch.zeros_like(layer.bias) if bias is None
+                                 else torch.as_tensor(bias).to(layer.bias.dtype))
+        return None
+
+    def op_copy(self, request):
+        import copy
+
+        return self._register(copy.deepcopy(self._target(request)))
+
+    def op_backward(self, request):
+        """Train mode, forward, backpropagate `cotangent`; the gradients at `paths`, as data."""
+        torch = _torch()
+        module = self._target(request)
+        module.train()
+        for parameter in module.parameters():
+            parameter.grad = None
+        args = decode(request.get("args", []), self._resolve)
+        out = module(*args)
+        if not isinstance(out, torch.Tensor) or not out.requires_grad:
+            return {"differentiable": False}
+        cotangent = torch.as_tensor(decode(request["cotangent"])).to(out.dtype)
+        try:
+            (out * cotangent).sum().backward()
+        except RuntimeError as error:
+            return {"differentiable": True, "backward_error": str(error)[:300]}
+        grads = {}
+        for path in request.get("paths", []):
+            grad = self._path(module, path).grad
+            grads[path] = None if grad is None else encode(grad)
+        return {"differentiable": True, "grads": {"$dict": grads}}
+
+    def op_begin(self, request):
+        """Start grading a step: remember the random state, and put the reference of the step's
+        dependencies (shipped as source, only once their own grading is over) in place."""
+        torch = _torch()
+        self.objects.clear()
+        saved = {"numpy_rng": np.random.get_state(), "names": {}}
+        if torch is not None:
+            saved["torch_rng"] = torch.random.get_rng_state()
+        source = request.get("reference_source")
+        if source:
+            definitions = {"__name__": "__reference__"}
+            exec(compile(source, REFERENCE_FILENAME, "exec"), definitions)  # noqa: S102
+            for name in request.get("reference_names", []):
+                saved["names"][name] = self.namespace.get(name, _MISSING)
+                self.namespace[name] = definitions[name]
+        self.saved = saved
+        return None
+
+    def op_end(self, request):
+        """Put back what `begin` replaced; drop every handle."""
+        torch = _torch()
+        self.objects.clear()
+        saved, self.saved = self.saved, None
+        if saved is None:
+            return None
+        for name, value in saved["names"].items():
+            if value is _MISSING:
+                self.namespace.pop(name, None)
+            else:
+                self.namespace[name] = value
+        np.random.set_state(saved["numpy_rng"])
+        if torch is not None and "torch_rng" in saved:
+            torch.random.set_rng_state(saved["torch_rng"])
+        return None
+
+    def handle(self, request):
+        """One request (a dict) -> one reply (a dict); never raises."""
+        try:
+            op = getattr(self, "op_" + str(request.get("op")))
+        except AttributeError:
+            return {"error": {"type": "ValueError", "bases": ["ValueError"], "submission": False,
+                              "message": f"unknown operation {request.get('op')!r}"}}
+        try:
+            return {"ok": op(request)}
+        except LookupError as error:
+            if isinstance(request.get("target"), str) and str(error).strip("'") == request["target"]:
+                return {"undefined": request["target"]}
+            return {"error": describe_error(error)}
+        except KeyboardInterrupt:
+            return {"interrupted": True}
+        except BaseException as error:  # noqa: BLE001 - SystemExit from a submission included
+            return {"error": describe_error(error)}
+
+    def serve(self, inbox, outbox):
+        """Read the request file in `inbox`, write the reply file into `outbox`."""
+        with open(os.path.join(inbox, REQUEST_FILE), encoding="utf-8") as handle:
+            request = json.load(handle)
+        reply = self.handle(request)
+        try:
+            text = json.dumps(reply, allow_nan=True)
+        except (TypeError, ValueError) as error:
+            text = json.dumps({"error": describe_error(error)})
+        with open(os.path.join(outbox, REPLY_FILE), "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+_MISSING = object()
+
+
+def install(namespace):
+    """In the kernel: make the agent reachable for the judge's requests (`boot_code`)."""
+    import types
+
+    module = types.ModuleType(MODULE_NAME)
+    module.agent = Agent(namespace)
+    sys.modules[MODULE_NAME] = module
+    return module.agent
+
+
+
+def boot_code(agent_path):
+    """The code the judge runs in the kernel to load this file from `agent_path` and install it."""
+    return (f"exec(compile(open({str(agent_path)!r}).read(), {AGENT_FILENAME!r}, 'exec'), "
+            f"__grader_boot__ := {{'__name__': {MODULE_NAME!r}}}); "
+            "__grader_boot__['install'](__import__('IPython').get_ipython().user_ns); "
+            "del __grader_boot__")
+
+
+def serve_code(inbox, outbox):
+    """The code the judge runs in the kernel for each request."""
+    return f"__import__('sys').modules[{MODULE_NAME!r}].agent.serve({str(inbox)!r}, {str(outbox)!r})"

@@ -1,0 +1,40 @@
+"""What can go wrong in a case, as types every other grader module may import (a leaf module)."""
+
+import builtins
+
+
+class CaseFailure(AssertionError):
+    """A wrong answer. Its message is shown to the student as is."""
+
+
+class CaseTimeout(BaseException):
+    """The case ran out of time. A BaseException, so no `except Exception` can swallow it."""
+
+
+class KernelStuck(CaseTimeout):
+    """The kernel did not answer even after an interrupt: it must be restarted."""
+
+
+class RemoteError(Exception):
+    """An exception raised by the code under test, carried back as data.
+
+    `from_reply` makes an instance of a subclass named like the original type and derived
+    from its nearest builtin base, so `except ValueError` in a suite still works.
+    """
+
+    type_name = "Exception"
+    submission = True  # whether a frame of the submission's own code raised it
+
+    @classmethod
+    def from_reply(cls, info):
+        name = str(info.get("type", "Exception"))[:80] or "Exception"
+        base = Exception
+        for base_name in info.get("bases", ()):
+            candidate = getattr(builtins, str(base_name), None)
+            if isinstance(candidate, type) and issubclass(candidate, Exception):
+                base = candidate
+                break
+        kind = type(name if name.isidentifier() else "RemoteException", (cls, base), {"type_name": name})
+        error = kind(str(info.get("message", ""))[:2000])
+        error.submission = bool(info.get("submission", True))
+        return error

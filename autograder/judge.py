@@ -1,0 +1,180 @@
+"""The judge: nbgrader's Execute, with every verdict made outside the student's kernel.
+
+`JudgedExecute` replaces nbgrader's `Execute` in `Autograde.autograde_preprocessors`
+(`nbgrader_config.py`). It starts the student's kernel in a sandbox (`sandbox.py`) and runs the
+notebook's ordinary cells there as nbgrader would. On reaching a graded cell it does not run
+the cell's source: it runs that step's hidden cases itself, here, against the kernel's
+namespace as it stands at that point of the notebook, through the data-only agent
+(`agent.py`), and writes the cell's outputs: the report as text and the points as the cell's
+value, which nbgrader records. Nothing the kernel prints or displays in a graded cell counts.
+
+The expected values, the fixtures and the reference stay in this process. The only reference
+code a kernel ever receives is that of a step's dependencies, once their own verdicts are in
+(`reference.py`).
+
+`judge_notebook(path)` runs the same pipeline on one notebook file, without nbgrader.
+"""
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from jupyter_client.blocking import BlockingKernelClient
+from jupyter_core.utils import run_sync
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+
+from autograder import agent, sandbox
+from autograder.channel import KernelChannel
+from autograder.errors import KernelStuck
+from autograder.harness import GRADER_ERROR, run_step
+from autograder.limits import CELL_TIMEOUT, INTERRUPT_GRACE
+from autograder.reference import reference_source
+from autograder.seam import Implementation
+from autograder.steps import STEPS, graded_step
+
+FLAG = "FLAGGED FOR THE INSTRUCTOR"
+
+
+def format_report(result, max_points):
+    """What the student sees under a graded cell: case titles and symptoms, never expected
+    values, test source or tracebacks."""
+    points = result.points(max_points)
+    lines = [f"{result.step}: {points:g} / {max_points:g} points"]
+    failed = [r for r in result.results if not r.passed]
+    if failed and len(failed) == len(result.results) and len({r.message for r in failed}) == 1:
+        # One cause (not implemented, not defined, a crash on import) fails every case: say it once.
+        lines.append(f"  all {len(failed)} cases failed: {failed[0].message}")
+    else:
+        for r in result.results:
+            lines.append(f"  [{'passed' if r.passed else 'FAILED'}] {r.case.title}")
+            if not r.passed and r.message:
+                lines.append(f"           {r.message}")
+    if result.grader_errors:
+        lines.append(f"  {FLAG}: {GRADER_ERROR} in {', '.join(result.grader_errors)}")
+    return "\n".join(lines)
+
+
+def graded_outputs(result, max_points):
+    """The graded cell's outputs: the report, then the points as the cell's value."""
+    report = nbformat.v4.new_output("stream", name="stdout", text=format_report(result, max_points) + "\n")
+    value = nbformat.v4.new_output("execute_result", data={"text/plain": f"{result.points(max_points):g}"},
+                                   execution_count=None)
+    return [report, value]
+
+
+class JudgedExecute(Execute):
+    """nbgrader's Execute: ordinary cells in a sandboxed kernel, graded cells judged here."""
+
+    def preprocess(self, nb, resources=None, km=None):
+        resources = resources if resources is not None else {}
+        folder = resources.get("metadata", {}).get("path") or os.getcwd()
+        if not sandbox.available():
+            sandbox.warn_once()
+        self.step_results = {}
+        self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
+        self._box = sandbox.SandboxedKernel(folder).open()
+        self._channel = None
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            self._close_channel()
+            self._box.close()
+
+    def create_kernel_manager(self):
+        self.kernel_manager_class = sandbox.SandboxKernelManager
+        manager = super().create_kernel_manager()
+        manager.sandbox = self._box
+        manager.use_bwrap = sandbox.available()
+        return manager
+
+    # the channel to the agent
+    def _close_channel(self):
+        if self._channel is not None:
+            self._channel.client.stop_channels()
+            self._channel = None
+
+    def _open_channel(self):
+        if self._channel is None:
+            client = BlockingKernelClient(connection_file=self.km.connection_file)
+            client.load_connection_file()
+            client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+            self._channel = KernelChannel(client, self._box.inbox, self._box.outbox,
+                                          run_sync(self.km.interrupt_kernel))
+        agent_path = self._box.inbox / "grader_agent.py"
+        if not agent_path.exists():
+            agent_path.write_text(Path(agent.__file__).read_text())
+        self._channel.boot(agent_path, CELL_TIMEOUT)
+        return self._channel
+
+    def _restart_and_replay(self, upto):
+        """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""
+        self._close_channel()
+        run_sync(self.km.restart_kernel)(now=True)
+        client = BlockingKernelClient(connection_file=self.km.connection_file)
+        client.load_connection_file()
+        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        channel = KernelChannel(client, self._box.inbox, self._box.outbox, run_sync(self.km.interrupt_kernel))
+        try:
+            client.wait_for_ready(timeout=self.startup_timeout)
+            for cell in self.nb.cells[:upto]:
+                if cell.cell_type == "code" and not graded_step(cell):
+                    channel._execute(cell.source, self.timeout or CELL_TIMEOUT)
+        except (KernelStuck, RuntimeError):
+            pass  # what did not replay costs the later steps that needed it
+        self._channel = channel
+
+    # cells
+    def preprocess_cell(self, cell, resources, index):
+        step = graded_step(cell)
+        if step is None:
+            return super().preprocess_cell(cell, resources, index)
+        if step in self._pending:
+            self._pending.remove(step)
+        result = self.judge(step, index)
+        self.step_results[step] = result
+        max_points = float(cell.metadata.get("nbgrader", {}).get("points", STEPS[step].points))
+        cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
+        cell.execution_count = None
+        return cell, self.resources
+
+    def judge(self, step, index):
+        """Run `step`'s hidden cases against the kernel as it stands before cell `index`."""
+        try:
+            channel = self._open_channel()
+        except KernelStuck:
+            self._restart_and_replay(index)
+            channel = self._open_channel()
+        # A dependency's reference goes in only if the notebook grades it no later than here.
+        ready = [name for name in STEPS[step].depends_on if name not in self._pending]
+        result = run_step(step, Implementation(channel), reference_source(ready), ready)
+        if result.kernel_lost:
+            self._restart_and_replay(index)
+        return result
+
+
+@dataclass
+class JudgedNotebook:
+    steps: dict = field(default_factory=dict)  # step -> StepResult
+    notebook: object = None
+    problem: str = ""
+
+
+def judge_notebook(path, timeout=CELL_TIMEOUT):
+    """Grade one notebook file with the judge, outside nbgrader: {step: StepResult}."""
+    path = Path(path)
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception as error:  # noqa: BLE001 - whatever the file is, say why it cannot be graded
+        return JudgedNotebook(problem=f"the notebook could not be read ({type(error).__name__}: {error})")
+    executor = JudgedExecute(timeout=timeout, startup_timeout=60 + INTERRUPT_GRACE,
+                             extra_arguments=["--HistoryManager.hist_file=:memory:"])
+    try:
+        executor.preprocess(nb, {"metadata": {"path": str(path.parent)}})
+    except Exception as error:  # noqa: BLE001
+        print(f"judging {path} failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return JudgedNotebook(getattr(executor, "step_results", {}), nb,
+                              f"grading stopped ({type(error).__name__}: {str(error)[:200]})")
+    return JudgedNotebook(executor.step_results, nb)

@@ -1,0 +1,28 @@
+"""The reference, as the judge uses it: a namespace for CI, and source for dependencies.
+
+Only the judge imports this. While a step is graded, the graded names it builds on
+(`Step.depends_on`) are replaced in the student's kernel by the reference's, so a mistake costs
+points at its own step only. They travel as source text, and only for names whose own grading
+in that notebook is over (or that the notebook does not grade at all): the reference of a step
+never reaches the kernel before that step's verdict is recorded.
+"""
+
+import inspect
+
+import solutions
+
+# What the reference's code needs in scope; the only other names its sources use are each other.
+_PRELUDE = "import numpy as np\nimport torch\nfrom torch import nn\n"
+
+
+def reference_namespace():
+    """{graded name: reference object}: the code under test in CI."""
+    return {name: getattr(solutions, name) for name in solutions.__all__}
+
+
+def reference_source(names):
+    """Python source defining the reference of `names` (and nothing else)."""
+    if not names:
+        return ""
+    blocks = [inspect.getsource(getattr(solutions, name)) for name in names]
+    return _PRELUDE + "\n\n".join(blocks)
