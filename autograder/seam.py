@@ -63,6 +63,13 @@ class Implementation:
                               "kwargs": agent.encode(dict(kwargs), _handle_data),
                               "no_grad": no_grad, "seed": seed})
 
+    def hold(self, *values):
+        """Handles to `values`, kept with the code under test: pass one to a call, then read it
+        back (`handle.call("clone")`) to see whether the call changed it in place."""
+        from autograder import agent
+
+        return self._request({"op": "hold", "values": agent.encode(list(values))})
+
     # a step's frame
     def begin(self, reference_source="", reference_names=()):
         self._request({"op": "begin", "reference_source": reference_source,

@@ -1,10 +1,10 @@
 """Hidden suite of `MultiHeadAttention` (assignment 04).
 
 While this step is graded, `split_heads`, `merge_heads` and the mask helpers are the
-reference's. Weights are copied into W_query, W_key, W_value and out_proj by attribute name.
-Several cases make head_dim differ from both d_in and d_out, so each wrong scale shows.
+reference's. Weights are copied into W_query, W_key, W_value and out_proj by attribute name
+(`toolkit.build`). Several cases make head_dim differ from both d_in and d_out, so each wrong
+scale shows.
 """
-
 
 import numpy as np
 import torch
@@ -12,36 +12,18 @@ from torch import nn
 
 from autograder import checks
 from autograder.errors import CaseFailure
-from autograder.fixtures.notes_causal import build
 from autograder.harness import case
+from autograder.suites import toolkit
 from autograder.suites._shared import add_notes_cases, rng
-from autograder.suites.test_CausalAttention import (
-    _BIAS,
-    _MASK_MISTAKES,
-    PROJECTIONS,
-    _check_batches,
-    _check_dropout,
-    _check_dropout_attribute,
-    _check_finite_and_causal,
-    _check_gradients,
-    _check_input_unchanged,
-    _check_last_token,
-    _check_short_input,
-    _check_stored,
-    _close,
-    _np_attention,
-    _random_linear,
-    _run,
-    _symptoms,
-    _tensor,
-)
+from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "MultiHeadAttention"
 add_notes_cases(globals(), STEP)
 
 LAYERS = PROJECTIONS + ("out_proj",)
+_BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
 
-_MHA_MISTAKES = _MASK_MISTAKES + [
+MISTAKES = toolkit.MASK_MISTAKES + [
     (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_dim), "
                          "head_dim = d_out // num_heads"),
     (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
@@ -60,32 +42,25 @@ _MHA_MISTAKES = _MASK_MISTAKES + [
     (dict(split="interleaved"), "head i gets every num_heads-th feature; it must get the block "
                                 "[i*head_dim, (i+1)*head_dim)"),
     (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first"),
+    (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
+                           "(an nn.Linear(d_out, d_out)) at the end"),
 ]
 
 
 def _mistakes(x, linears, num_heads):
-    def compute(**kw):
-        return _np_attention(x, *(linears[n] for n in PROJECTIONS), num_heads, linears["out_proj"], **kw)
-
-    def no_out_proj():
-        return _np_attention(x, *(linears[n] for n in PROJECTIONS), num_heads)
-
-    return _symptoms(compute, _MHA_MISTAKES) + [
-        (no_out_proj, "out_proj is not applied: the merged heads go through out_proj "
-                      "(an nn.Linear(d_out, d_out)) at the end")]
+    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), MISTAKES)
 
 
 def _random_layers(r, d_in, d_out, bias):
-    layers = {name: _random_linear(r, d_out, d_in, bias) for name in PROJECTIONS}
-    layers["out_proj"] = _random_linear(r, d_out, d_out, True)
+    layers = toolkit.random_projections(r, d_in, d_out, bias)
+    layers["out_proj"] = toolkit.random_linear(r, d_out, d_out, True)
     return layers
 
 
 def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bias=False):
-    return build(impl.MultiHeadAttention, (d_in, d_out, context_length, dropout, num_heads, bias),
-                 linears=[(name, *linears[name]) for name in LAYERS],
-                 what=f"MultiHeadAttention({d_in}, {d_out}, {context_length}, {dropout}, "
-                      f"num_heads={num_heads}, qkv_bias={bias})")
+    return toolkit.build(impl, STEP, (d_in, d_out, context_length, dropout, num_heads, bias), linears,
+                         f"MultiHeadAttention({d_in}, {d_out}, {context_length}, {dropout}, "
+                         f"num_heads={num_heads}, qkv_bias={bias})")
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
@@ -94,7 +69,7 @@ def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
                   num_heads=np.int64(num_heads), qkv_bias=np.int64(bias))
     for name, (weight, b) in _random_layers(r, d_in, d_out, bias).items():
         record[name] = weight
-        record[_BIAS.get(name, "b_out")] = b if b is not None else np.zeros(d_out, dtype=np.float32)
+        record[_BIAS[name]] = b if b is not None else np.zeros(d_out, dtype=np.float32)
     return record
 
 
@@ -120,32 +95,31 @@ def stored_inputs():
 def apply(impl, record):
     module = _mha(impl, int(record["d_in"]), int(record["d_out"]), int(record["context_length"]),
                   int(record["num_heads"]), _record_linears(record), bias=bool(record["qkv_bias"]))
-    return _run(module, torch.tensor(record["x"]))
+    return module(torch.tensor(record["x"]))
 
 
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference for 1 to 6 heads, head_dim unlike d_in and d_out, several batch sizes"""
-
-    def symptoms(record, k):
-        return _mistakes(record["x"], _record_linears(record), int(record["num_heads"]))
-
-    _check_stored(impl, STEP, apply, "MultiHeadAttention", symptoms)
+    toolkit.check_stored_outputs(
+        impl, STEP, apply, "MultiHeadAttention",
+        lambda record, k: _mistakes(record["x"], _record_linears(record), int(record["num_heads"])))
 
 
 @case(STEP, "property")
 def test_rejects_indivisible_d_out(impl):
     """raises AssertionError or ValueError when d_out is not divisible by num_heads"""
-    cls = impl.MultiHeadAttention  # a missing class must fail here, not count as "raised"
     for d_out, num_heads in ((5, 2), (4, 3)):
         what = f"MultiHeadAttention(3, {d_out}, 4, 0.0, num_heads={num_heads})"
         try:
-            with torch.random.fork_rng(devices=[]):
-                cls(3, d_out, 4, 0.0, num_heads)
+            impl.MultiHeadAttention(3, d_out, 4, 0.0, num_heads)
+        except CaseFailure:
+            raise  # a missing class must fail here, not count as "raised"
         except (AssertionError, ValueError):
             continue
         except Exception as error:  # noqa: BLE001
-            raise CaseFailure(f"{what} raised {type(error).__name__}; raise AssertionError or ValueError "
+            name = getattr(error, "type_name", type(error).__name__)
+            raise CaseFailure(f"{what} raised {name}; raise AssertionError or ValueError "
                               "(e.g. assert d_out % num_heads == 0, \"...\")") from None
         raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
                           "(raise AssertionError or ValueError)")
@@ -154,10 +128,13 @@ def test_rejects_indivisible_d_out(impl):
 @case(STEP, "property", weight=0.5)
 def test_attributes(impl):
     """has W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), out_proj and dropout"""
-    r = rng(1802)
     for bias in (False, True):
-        module = _mha(impl, 3, 4, 5, 2, _random_layers(r, 3, 4, bias), dropout=0.25, bias=bias)
-        _check_dropout_attribute("MultiHeadAttention(3, 4, 5, dropout=0.25, num_heads=2)", module, 0.25)
+        what = f"MultiHeadAttention(3, 4, 5, 0.25, num_heads=2, qkv_bias={bias})"
+        module = toolkit.construct(impl, STEP, (3, 4, 5, 0.25, 2, bias), what=what)
+        for name in PROJECTIONS:
+            toolkit.check_linear(module, name, 3, 4, bias, what)
+        toolkit.check_linear(module, "out_proj", 4, 4, True, what)
+        toolkit.check_dropout_attribute("MultiHeadAttention(3, 4, 5, dropout=0.25, num_heads=2)", module, 0.25)
 
 
 @case(STEP, "oracle")
@@ -166,7 +143,7 @@ def test_matches_torch(impl):
     r = rng(1803)
     for d, num_heads, num_tokens, bias in ((6, 2, 5, True), (4, 4, 4, False)):
         linears = _random_layers(r, d, d, bias)
-        x = _tensor(r.normal(size=(2, num_tokens, d)))
+        x = toolkit.tensor(r.normal(size=(2, num_tokens, d)))
         with torch.random.fork_rng(devices=[]):
             torch_mha = nn.MultiheadAttention(d, num_heads, bias=True, batch_first=True).eval()
         with torch.no_grad():
@@ -180,7 +157,7 @@ def test_matches_torch(impl):
             blocked = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
             want = torch_mha(x, x, x, attn_mask=blocked, need_weights=False)[0]
         module = _mha(impl, d, d, num_tokens, num_heads, linears, bias=bias)
-        checks.expect_close(_run(module, x), want.numpy(),
+        checks.expect_close(module(x), want.numpy(),
                             f"MultiHeadAttention({d}, {d}, {num_tokens}, 0.0, num_heads={num_heads}, "
                             f"qkv_bias={bias}) "
                             "compared with torch.nn.MultiheadAttention (same weights, causal attn_mask)",
@@ -188,14 +165,14 @@ def test_matches_torch(impl):
     # d_in != d_out, which nn.MultiheadAttention cannot express: per-head F.scaled_dot_product_attention
     d_in, d_out, num_heads, num_tokens = 3, 8, 2, 6
     linears = _random_layers(r, d_in, d_out, False)
-    x = _tensor(r.normal(size=(2, num_tokens, d_in)))
+    x = toolkit.tensor(r.normal(size=(2, num_tokens, d_in)))
     q, k, v = ((x @ torch.as_tensor(linears[n][0]).T).view(2, num_tokens, num_heads, d_out // num_heads)
                .transpose(1, 2) for n in PROJECTIONS)
     context = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     want = context.transpose(1, 2).reshape(2, num_tokens, d_out) @ torch.as_tensor(linears["out_proj"][0]).T \
         + torch.as_tensor(linears["out_proj"][1])
     module = _mha(impl, d_in, d_out, num_tokens, num_heads, linears)
-    checks.expect_close(_run(module, x), want.numpy(),
+    checks.expect_close(module(x), want.numpy(),
                         "MultiHeadAttention(3, 8, 6, 0.0, num_heads=2) compared with "
                         "F.scaled_dot_product_attention(is_causal=True) per head, merged, then out_proj",
                         symptoms=_mistakes(x.numpy(), linears, num_heads))
@@ -206,13 +183,13 @@ def test_out_proj_applied_once_at_the_end(impl):
     """out_proj is applied once, to the merged heads: the output is linear in out_proj's weight and bias"""
     r = rng(1804)
     linears = _random_layers(r, 3, 4, False)
-    x = _tensor(r.normal(size=(2, 5, 3)))
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     identity = dict(linears, out_proj=(np.eye(4, dtype=np.float32), np.zeros(4, dtype=np.float32)))
-    merged = checks.to_array(_run(_mha(impl, 3, 4, 5, 2, identity), x), "MultiHeadAttention(x)")
+    merged = checks.to_array(_mha(impl, 3, 4, 5, 2, identity)(x), "MultiHeadAttention(x)")
     checks.expect_shape(merged, (2, 5, 4), "MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x)")
-    out = _run(_mha(impl, 3, 4, 5, 2, linears), x)
+    out = _mha(impl, 3, 4, 5, 2, linears)(x)
     weight, bias = linears["out_proj"]
-    if not _close(out, merged @ weight.T.astype(np.float64) + bias):
+    if not toolkit.close(out, merged @ weight.T.astype(np.float64) + bias):
         raise CaseFailure("with out_proj set to the identity the output is M; with out_proj = (W, b) it "
                           "should be M @ W.T + b, and it is not: apply self.out_proj once, to the merged "
                           "heads (batch, T, d_out), as the last step")
@@ -222,7 +199,7 @@ def test_out_proj_applied_once_at_the_end(impl):
 def test_causal(impl):
     """is causal: changing later tokens never changes the outputs of earlier ones; outputs are finite"""
     module = _mha(impl, 4, 6, 7, 3, _random_layers(rng(1805), 4, 6, False))
-    _check_finite_and_causal("MultiHeadAttention", module, 4, 7, 1806)
+    toolkit.check_finite_and_causal("MultiHeadAttention", module, 4, 7, 1806)
 
 
 @case(STEP, "property", weight=0.5)
@@ -230,18 +207,17 @@ def test_last_token_is_self_attention(impl):
     """the last token's output equals its unmasked multi-head self-attention output (notes 003)"""
     r = rng(1807)
     linears = _random_layers(r, 3, 4, True)
-    x = _tensor(r.normal(size=(2, 5, 3)))
-    unmasked = _np_attention(x.numpy(), *(linears[n] for n in PROJECTIONS), 2, linears["out_proj"],
-                             mask="none")
-    _check_last_token("MultiHeadAttention", _mha(impl, 3, 4, 5, 2, linears, bias=True), x, unmasked)
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    unmasked = toolkit.attention(x.numpy(), linears, 2, mask="none")
+    toolkit.check_last_token("MultiHeadAttention", _mha(impl, 3, 4, 5, 2, linears, bias=True), x, unmasked)
 
 
 @case(STEP, "property")
 def test_shorter_than_context_length(impl):
     """accepts inputs shorter than context_length (the mask is sliced to T x T)"""
     linears = _random_layers(rng(1808), 3, 4, False)
-    _check_short_input("MultiHeadAttention", lambda ctx: _mha(impl, 3, 4, ctx, 2, linears),
-                       3, 8, (5, 1), 1809)
+    toolkit.check_short_input("MultiHeadAttention", lambda ctx: _mha(impl, 3, 4, ctx, 2, linears),
+                              3, 8, (5, 1), 1809)
 
 
 @case(STEP, "property", weight=0.5)
@@ -250,16 +226,13 @@ def test_dropout_off_in_eval_mode(impl):
     r = rng(1810)
     linears = _random_layers(r, 3, 4, False)
     module = _mha(impl, 3, 4, 5, 2, linears, dropout=0.5)
-    x = _tensor(r.normal(size=(2, 5, 3)))
-    if not _close(_run(module, x), _run(module, x), 0, 0) or not _close(
-            _run(module, x), _run(_mha(impl, 3, 4, 5, 2, linears), x)):
-        raise CaseFailure("MultiHeadAttention in eval mode (after .eval()) gives other outputs with "
-                          "dropout=0.5 than with dropout=0.0: dropout must be off in eval mode "
-                          "(use nn.Dropout)")
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    toolkit.check_eval_mode_without_dropout(
+        "MultiHeadAttention", lambda p: module if p else _mha(impl, 3, 4, 5, 2, linears), x)
 
 
 def _dropout_probe(impl, num_tokens, p):
-    """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see _check_dropout."""
+    """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see toolkit.check_dropout."""
     d_out = 4 * num_tokens
     linears = _random_layers(rng(1811), num_tokens, d_out, False)
     eye = np.eye(num_tokens, dtype=np.float32)
@@ -271,14 +244,14 @@ def _dropout_probe(impl, num_tokens, p):
 @case(STEP, "property")
 def test_dropout_on_attention_weights(impl):
     """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
-    _check_dropout("MultiHeadAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2)
+    toolkit.check_dropout("MultiHeadAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2)
 
 
 @case(STEP, "property", weight=0.5)
 def test_batch_sizes(impl):
     """works for any batch size, each item independent of the others"""
     module = _mha(impl, 3, 4, 5, 2, _random_layers(rng(1812), 3, 4, True), bias=True)
-    _check_batches("MultiHeadAttention", module, 3, 5, 1813)
+    toolkit.check_batches("MultiHeadAttention", module, 3, 5, 1813)
 
 
 @case(STEP, "property", weight=0.5)
@@ -286,7 +259,7 @@ def test_input_unchanged(impl):
     """leaves its input x unchanged"""
     r = rng(1814)
     module = _mha(impl, 3, 4, 5, 2, _random_layers(r, 3, 4, False))
-    _check_input_unchanged("MultiHeadAttention", module, _tensor(r.normal(size=(2, 5, 3))))
+    toolkit.check_input_unchanged(impl, "MultiHeadAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))))
 
 
 @case(STEP, "property", weight=0.5)
@@ -294,6 +267,5 @@ def test_gradients_reach_every_layer(impl):
     """gradients flow back to W_query, W_key, W_value and out_proj"""
     r = rng(1815)
     module = _mha(impl, 3, 4, 5, 2, _random_layers(r, 3, 4, False))
-    _check_gradients("MultiHeadAttention", module, _tensor(r.normal(size=(2, 5, 3))), LAYERS)
-
-
+    toolkit.check_gradients("MultiHeadAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))),
+                            [f"{name}.weight" for name in LAYERS])

@@ -2,7 +2,7 @@
 
 While this step is graded, `CausalAttention` (and the mask helpers) are the reference's, so the
 cases grade the wrapping: one causal head per `heads` entry, concatenated head 0 first. Weights
-are copied into `heads[i].W_query` etc. by attribute name.
+are copied into `heads[i].W_query` etc. by attribute name (`toolkit.build`).
 """
 
 import numpy as np
@@ -10,83 +10,74 @@ import torch
 from torch import nn
 
 from autograder import checks
-from autograder.errors import CaseFailure
-from autograder.fixtures.notes_causal import build, load_linear
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
+from autograder.suites import toolkit
 from autograder.suites._shared import add_notes_cases, rng
-from autograder.suites.test_CausalAttention import (
-    _BIAS,
-    PROJECTIONS,
-    _check_batches,
-    _check_dropout,
-    _check_finite_and_causal,
-    _check_gradients,
-    _check_input_unchanged,
-    _check_last_token,
-    _check_short_input,
-    _check_stored,
-    _close,
-    _np_attention,
-    _random_linear,
-    _run,
-    _tensor,
-)
+from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "MultiHeadAttentionWrapper"
 add_notes_cases(globals(), STEP)
 
+_BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
+
 
 def _random_heads(r, num_heads, d_in, d_out, bias):
     """[{name: (weight, bias)}] per head."""
-    return [{name: _random_linear(r, d_out, d_in, bias) for name in PROJECTIONS} for _ in range(num_heads)]
+    return [toolkit.random_projections(r, d_in, d_out, bias) for _ in range(num_heads)]
+
+
+def _what(d_in, d_out, context_length, num_heads, dropout=0.0, bias=False):
+    return (f"MultiHeadAttentionWrapper({d_in}, {d_out}, {context_length}, {dropout}, "
+            f"num_heads={num_heads}, qkv_bias={bias})")
 
 
 def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False):
-    what = (f"MultiHeadAttentionWrapper({d_in}, {d_out}, {context_length}, {dropout}, "
-            f"num_heads={len(heads)}, qkv_bias={bias})")
-    module = build(impl.MultiHeadAttentionWrapper, (d_in, d_out, context_length, dropout, len(heads), bias),
-                   what=what)
+    what = _what(d_in, d_out, context_length, len(heads), dropout, bias)
+    module = toolkit.construct(impl, STEP, (d_in, d_out, context_length, dropout, len(heads), bias), what=what)
     _check_heads(module, len(heads), what)
-    for i, head in enumerate(heads):
-        for name in PROJECTIONS:
-            load_linear(module, f"heads.{i}.{name}", *head[name], what)
-    return module
+    linears = {f"heads.{i}.{name}": head[name] for i, head in enumerate(heads) for name in PROJECTIONS}
+    for path, (weight, b) in linears.items():
+        toolkit.load_linear(module, path, weight, b, what)
+    return module.eval()
 
 
-def _check_heads(module, num_heads, what, strict=False):
-    """`heads` must hold num_heads modules to load weights into; `strict`: as the task says it."""
-    heads = getattr(module, "heads", None)
-    if not isinstance(heads, (nn.ModuleList, list, tuple)):
+def _check_heads(module, num_heads, what):
+    """`heads` must hold num_heads modules to load weights into."""
+    info = module.describe("heads")
+    if not info.get("exists") or not {"ModuleList", "list", "tuple"} & set(info.get("mro", ())):
+        found = info.get("type", "nothing") if info.get("exists") else "nothing"
         raise CaseFailure(f"{what} should have an attribute `heads`, an nn.ModuleList of the heads; found "
-                          f"{type(heads).__name__}")
-    if len(heads) != num_heads:
-        raise CaseFailure(f"{what}.heads holds {len(heads)} modules, expected num_heads={num_heads}")
-    if not strict:
-        return
-    if not isinstance(heads, nn.ModuleList):
-        raise CaseFailure(f"{what}.heads is a {type(heads).__name__}, not an nn.ModuleList, so the heads' "
-                          "parameters are not registered (model.parameters(), .eval() and .to() miss them)")
-    if len({id(h) for h in heads}) != num_heads:
+                          f"{found}")
+    if info.get("len") != num_heads:
+        raise CaseFailure(f"{what}.heads holds {info.get('len')} modules, expected num_heads={num_heads}")
+
+
+def _check_heads_as_the_task_says(module, num_heads, d_in, d_out, bias, what):
+    """An nn.ModuleList of num_heads distinct modules, each with its three projections."""
+    if "ModuleList" not in module.describe("heads").get("mro", ()):
+        raise CaseFailure(f"{what}.heads is a {module.describe('heads').get('type')}, not an nn.ModuleList, "
+                          "so the heads' parameters are not registered (model.parameters(), .eval() and "
+                          ".to() miss them)")
+    # The same module, reached twice, comes back as the same handle.
+    handles = {module.call("get_submodule", f"heads.{i}").id for i in range(num_heads)}
+    if len(handles) != num_heads:
         raise CaseFailure(f"{what}.heads holds the same module more than once: create a new causal "
                           "attention module for every head, so each has its own weights")
-    for i, head in enumerate(heads):
+    for i in range(num_heads):
         for name in PROJECTIONS:
-            if not isinstance(getattr(head, name, None), nn.Linear):
+            if "weight_shape" not in module.describe(f"heads.{i}.{name}"):
                 raise CaseFailure(f"{what}.heads[{i}] has no nn.Linear `{name}`; each head needs W_query, "
                                   "W_key and W_value")
-
-
-def _np_wrapper(x, heads, **kw):
-    outputs = [_np_attention(x, *(head[n] for n in PROJECTIONS), **kw) for head in heads]
-    return np.concatenate(outputs, axis=-1)
+            toolkit.check_linear(module, f"heads.{i}.{name}", d_in, d_out, bias, f"{what}.heads[{i}]")
 
 
 def _wrapper_mistakes(x, heads):
-    return [(lambda: _np_wrapper(x, heads[::-1]), "the heads are concatenated in reverse order: head 0's "
-             "output comes first"),
-            (lambda: _np_wrapper(x, [heads[-1]] * len(heads)), "every head computes the same output: "
-             "each head needs its own module (and weights)"),
-            (lambda: _np_wrapper(x, heads, mask="none"), "the heads are not causal: use causal "
+    return [(lambda: toolkit.heads_side_by_side(x, heads[::-1]), "the heads are concatenated in reverse "
+             "order: head 0's output comes first"),
+            (lambda: toolkit.heads_side_by_side(x, [heads[-1]] * len(heads)), "every head computes the same "
+             "output: each head needs its own module (and weights)"),
+            (lambda: toolkit.heads_side_by_side(x, heads, mask="none"), "the heads are not causal: use causal "
              "single-head modules (CausalAttention)")]
 
 
@@ -121,17 +112,14 @@ def stored_inputs():
 def apply(impl, record):
     module = _wrapper(impl, int(record["d_in"]), int(record["d_out"]), int(record["context_length"]),
                       _record_heads(record), bias=bool(record["qkv_bias"]))
-    return _run(module, torch.tensor(record["x"]))
+    return module(torch.tensor(record["x"]))
 
 
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference for 1 to 4 heads, several widths, batch sizes, with and without bias"""
-
-    def symptoms(record, k):
-        return _wrapper_mistakes(record["x"], _record_heads(record))
-
-    _check_stored(impl, STEP, apply, "MultiHeadAttentionWrapper", symptoms)
+    toolkit.check_stored_outputs(impl, STEP, apply, "MultiHeadAttentionWrapper",
+                                 lambda record, k: _wrapper_mistakes(record["x"], _record_heads(record)))
 
 
 @case(STEP, "property")
@@ -140,21 +128,26 @@ def test_heads_structure(impl):
     r = rng(1502)
     for num_heads, bias in ((3, False), (2, True)):
         module = _wrapper(impl, 4, 2, 5, _random_heads(r, num_heads, 4, 2, bias), bias=bias)
-        _check_heads(module, num_heads, f"MultiHeadAttentionWrapper(4, 2, 5, 0.0, num_heads={num_heads})",
-                     strict=True)
+        _check_heads_as_the_task_says(module, num_heads, 4, 2, bias,
+                                      f"MultiHeadAttentionWrapper(4, 2, 5, 0.0, num_heads={num_heads})")
 
 
 @case(STEP, "property")
 def test_head_zero_first(impl):
     """output columns [i*d_out, (i+1)*d_out) are heads[i](x)"""
     r = rng(1503)
-    module = _wrapper(impl, 3, 2, 5, _random_heads(r, 3, 3, 2, False))
-    x = _tensor(r.normal(size=(2, 5, 3)))
-    out = checks.to_array(_run(module, x), "MultiHeadAttentionWrapper(x)")
+    heads = _random_heads(r, 3, 3, 2, False)
+    module = _wrapper(impl, 3, 2, 5, heads)
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    out = checks.to_array(module(x), "MultiHeadAttentionWrapper(x)")
     checks.expect_shape(out, (2, 5, 6), "MultiHeadAttentionWrapper(3, 2, 5, 0.0, num_heads=3)(x)")
     for i in range(3):
-        head = checks.to_array(_run(module.heads[i], x), f"heads[{i}](x)")
-        if not _close(out[..., 2 * i:2 * i + 2], head):
+        try:
+            head = module.call("get_submodule", f"heads.{i}")(x)
+        except RemoteError:  # heads that are no nn.ModuleList: what a causal head with these weights gives
+            head = toolkit.attention(x.numpy(), heads[i])
+        head = checks.to_array(head, f"heads[{i}](x)")
+        if not toolkit.close(out[..., 2 * i:2 * i + 2], head):
             raise CaseFailure(f"output columns {2 * i}..{2 * i + 1} are not heads[{i}](x): concatenate the "
                               "heads' outputs along the last dimension, head 0 first")
 
@@ -165,7 +158,7 @@ def test_matches_torch(impl):
     r = rng(1504)
     d, num_tokens, num_heads = 4, 5, 2
     heads = _random_heads(r, num_heads, d, d, True)
-    x = _tensor(r.normal(size=(2, num_tokens, d)))
+    x = toolkit.tensor(r.normal(size=(2, num_tokens, d)))
     blocked = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
     wants = []
     for head in heads:
@@ -177,19 +170,17 @@ def test_matches_torch(impl):
             torch_mha.out_proj.bias.zero_()
             wants.append(torch_mha.eval()(x, x, x, attn_mask=blocked, need_weights=False)[0])
     module = _wrapper(impl, d, d, num_tokens, heads, bias=True)
-    checks.expect_close(_run(module, x), torch.cat(wants, dim=-1).numpy(),
+    checks.expect_close(module(x), torch.cat(wants, dim=-1).numpy(),
                         "MultiHeadAttentionWrapper(4, 4, 5, 0.0, num_heads=2, qkv_bias=True) compared "
-                        "with two "
-                        "torch.nn.MultiheadAttention heads, concatenated",
+                        "with two torch.nn.MultiheadAttention heads, concatenated",
                         symptoms=_wrapper_mistakes(x.numpy(), heads))
 
 
 @case(STEP, "property", weight=0.5)
 def test_causal(impl):
     """is causal: changing later tokens never changes the outputs of earlier ones"""
-    r = rng(1505)
-    module = _wrapper(impl, 3, 2, 6, _random_heads(r, 2, 3, 2, False))
-    _check_finite_and_causal("MultiHeadAttentionWrapper", module, 3, 6, 1506)
+    module = _wrapper(impl, 3, 2, 6, _random_heads(rng(1505), 2, 3, 2, False))
+    toolkit.check_finite_and_causal("MultiHeadAttentionWrapper", module, 3, 6, 1506)
 
 
 @case(STEP, "property", weight=0.5)
@@ -197,17 +188,17 @@ def test_last_token_is_self_attention(impl):
     """the last token's output equals its unmasked self-attention output (notes 003)"""
     r = rng(1507)
     heads = _random_heads(r, 2, 3, 2, False)
-    x = _tensor(r.normal(size=(2, 5, 3)))
-    _check_last_token("MultiHeadAttentionWrapper", _wrapper(impl, 3, 2, 5, heads), x,
-                      _np_wrapper(x.numpy(), heads, mask="none"))
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    toolkit.check_last_token("MultiHeadAttentionWrapper", _wrapper(impl, 3, 2, 5, heads), x,
+                             toolkit.heads_side_by_side(x.numpy(), heads, mask="none"))
 
 
 @case(STEP, "property", weight=0.5)
 def test_shorter_than_context_length(impl):
     """accepts inputs shorter than context_length"""
     heads = _random_heads(rng(1508), 2, 3, 2, False)
-    _check_short_input("MultiHeadAttentionWrapper", lambda ctx: _wrapper(impl, 3, 2, ctx, heads),
-                       3, 8, (5, 1), 1509)
+    toolkit.check_short_input("MultiHeadAttentionWrapper", lambda ctx: _wrapper(impl, 3, 2, ctx, heads),
+                              3, 8, (5, 1), 1509)
 
 
 def _dropout_probe(impl, num_tokens, num_heads, p):
@@ -221,15 +212,15 @@ def _dropout_probe(impl, num_tokens, num_heads, p):
 @case(STEP, "property")
 def test_dropout_passed_to_heads(impl):
     """passes dropout to its heads: off in eval mode, on the attention weights in train mode"""
-    _check_dropout("MultiHeadAttentionWrapper", lambda p: _dropout_probe(impl, 5, 2, p), 5, 2,
-                   not_applied="pass the dropout argument on to every head")
+    toolkit.check_dropout("MultiHeadAttentionWrapper", lambda p: _dropout_probe(impl, 5, 2, p), 5, 2,
+                          not_applied="pass the dropout argument on to every head")
 
 
 @case(STEP, "property", weight=0.5)
 def test_batch_sizes(impl):
     """works for any batch size, each item independent of the others"""
     module = _wrapper(impl, 3, 2, 4, _random_heads(rng(1511), 2, 3, 2, True), bias=True)
-    _check_batches("MultiHeadAttentionWrapper", module, 3, 4, 1512)
+    toolkit.check_batches("MultiHeadAttentionWrapper", module, 3, 4, 1512)
 
 
 @case(STEP, "property", weight=0.5)
@@ -237,7 +228,8 @@ def test_input_unchanged(impl):
     """leaves its input x unchanged"""
     r = rng(1513)
     module = _wrapper(impl, 3, 2, 4, _random_heads(r, 2, 3, 2, False))
-    _check_input_unchanged("MultiHeadAttentionWrapper", module, _tensor(r.normal(size=(2, 4, 3))))
+    toolkit.check_input_unchanged(impl, "MultiHeadAttentionWrapper", module,
+                                  toolkit.tensor(r.normal(size=(2, 4, 3))))
 
 
 @case(STEP, "property", weight=0.5)
@@ -245,5 +237,5 @@ def test_gradients_reach_every_head(impl):
     """gradients flow back to every head's W_query, W_key and W_value"""
     r = rng(1514)
     module = _wrapper(impl, 3, 2, 4, _random_heads(r, 3, 3, 2, False))
-    paths = [f"heads.{i}.{name}" for i in range(3) for name in PROJECTIONS]
-    _check_gradients("MultiHeadAttentionWrapper", module, _tensor(r.normal(size=(2, 4, 3))), paths)
+    paths = [f"heads.{i}.{name}.weight" for i in range(3) for name in PROJECTIONS]
+    toolkit.check_gradients("MultiHeadAttentionWrapper", module, toolkit.tensor(r.normal(size=(2, 4, 3))), paths)
