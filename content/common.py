@@ -1,0 +1,69 @@
+# Helpers every notebook of this course shares. Run this cell and move on.
+#
+#   with needs("softmax"): ...           runs a demo once `softmax` is implemented; until then it
+#                                        prints a one-line hint instead of a traceback
+#   show_attention(ax, weights, labels)  draws attention weights as a heatmap, always on the same
+#                                        0-to-1 colour scale, so equal shades mean equal weights
+#                                        in every panel of every notebook
+from contextlib import contextmanager
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def _as_array(values):
+    """A NumPy array of floats from a NumPy array, a list or a torch tensor (any device)."""
+    values = getattr(values, "detach", lambda: values)()
+    values = getattr(values, "cpu", lambda: values)()
+    return np.asarray(values, dtype=float)
+
+
+def _listed(names):
+    """`a`, `a` and `b`, `a`, `b` and `c`."""
+    quoted = [f"`{name}`" for name in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+@contextmanager
+def needs(*names):
+    """Run a demonstration only once the steps it uses are implemented.
+
+    While one of `names` is still a stub (raises NotImplementedError), print one line saying
+    what to implement instead of a traceback. Any other error is shown as usual: it is a bug
+    worth seeing.
+    """
+    try:
+        yield
+    except NotImplementedError:
+        plt.close("all")  # no half-drawn figure
+        cells = "its cell" if len(names) == 1 else "their cells"
+        print(f"Nothing to show yet: implement {_listed(names)} above and run {cells}, "
+              "then run this cell again.")
+
+
+def show_attention(ax, weights, labels=None, title="", numbers=None):
+    """Draw a matrix of attention weights on the axes `ax`: row = query, column = key.
+
+    `weights` is (n_q, n_k), a NumPy array or a torch tensor. Colours run from 0 (white) to 1
+    (dark blue) in every call, so two panels can be compared by eye. Each cell shows its weight
+    unless the matrix is large (`numbers=None` decides: up to 10 x 10); weights that are exactly
+    0, such as masked ones, are printed in grey. Returns the image, for a colour bar.
+    """
+    w = _as_array(weights)
+    if w.ndim != 2:
+        raise ValueError(f"show_attention draws one (n_q, n_k) matrix, got shape {w.shape}")
+    image = ax.imshow(w, cmap="Blues", vmin=0.0, vmax=1.0)
+    if labels is not None:
+        ax.set_xticks(range(w.shape[1]), labels[: w.shape[1]], rotation=45, ha="right")
+        ax.set_yticks(range(w.shape[0]), labels[: w.shape[0]])
+    ax.set_xlabel("key: the token looked at")
+    ax.set_ylabel("query: the token looking")
+    if numbers is None:
+        numbers = max(w.shape) <= 10
+    if numbers:
+        for (i, j), value in np.ndenumerate(w):
+            colour = "0.7" if value == 0 else ("white" if value > 0.55 else "black")
+            ax.text(j, i, "0" if value == 0 else f"{value:.2f}", ha="center", va="center",
+                    fontsize=8, color=colour)
+    ax.set_title(title)
+    return image
