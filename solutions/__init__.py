@@ -5,6 +5,12 @@ these files are the only place the reference lives.
 """
 
 from solutions.causal_attention import CausalAttention, causal_mask, masked_softmax
+from solutions.efficient_attention import (
+    CachedCausalAttention,
+    KVCache,
+    online_softmax_attention,
+    sinusoidal_positions,
+)
 from solutions.multi_head_attention import (
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
@@ -36,4 +42,5 @@ __all__ = [
     "dot_product_variance", "SelfAttention",
     "causal_mask", "masked_softmax", "CausalAttention",
     "MultiHeadAttentionWrapper", "split_heads", "merge_heads", "MultiHeadAttention",
+    "sinusoidal_positions", "online_softmax_attention", "KVCache", "CachedCausalAttention",
 ]
