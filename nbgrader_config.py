@@ -1,24 +1,34 @@
 """nbgrader configuration of the self-attention course (nbgrader 0.9.6)."""
 
+import sys
 from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE))  # the course's own packages, for nbgrader run from this folder
+
+from autograder.limits import CELL_TIMEOUT  # noqa: E402 - after the path is set
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 
 c.CourseDirectory.course_id = "self-attention"
-c.CourseDirectory.root = str(Path(__file__).resolve().parent)
+c.CourseDirectory.root = str(_HERE)
 c.CourseDirectory.release_directory = "assignments"
-c.CourseDirectory.db_url = f"sqlite:///{Path(__file__).resolve().parent / 'gradebook.db'}"
+c.CourseDirectory.db_url = f"sqlite:///{_HERE / 'gradebook.db'}"
 
-# Each cell, the hidden grading cells included, gets this long; an endless loop costs its
-# author the cell, and the kernel is interrupted and graded on. The hidden cells bound
-# themselves below this (autograder.harness.STEP_BUDGET).
-c.Execute.timeout = 30
-# Import the grader's snapshot of numpy/torch/builtins before any student cell runs, so a
-# submission that rebinds np.allclose or torch.softmax is caught and put right.
-c.Execute.extra_arguments = [
-    "--HistoryManager.hist_file=:memory:",
-    "--IPKernelApp.exec_lines=import autograder.guard",
+# The judge replaces nbgrader's Execute: the student's kernel runs in a sandbox (bubblewrap),
+# and every graded cell's verdict and points are computed outside it (autograder/judge.py).
+c.Autograde.autograde_preprocessors = [
+    "autograder.judge.JudgedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# Each cell gets this long; the judge bounds each graded step below it (autograder/limits.py).
+c.Execute.timeout = CELL_TIMEOUT
+c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
 # Feedback shows which cases failed and why, never the hidden test source, tracebacks from
 # hidden code, or expected values (nbgrader's default shows hidden tests: its issue 917).

@@ -40,7 +40,7 @@ def _torch():
 
 def _npy(array):
     buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    np.save(buffer, np.asarray(array), allow_pickle=False)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -48,10 +48,19 @@ def _from_npy(text):
     return np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
 
 
+class Encoded:
+    """A value an operation has already encoded (a handle it registered on purpose)."""
+
+    def __init__(self, data):
+        self.data = data
+
+
 def encode(value, register=None):
     """`value` as JSON-able data. Objects that are not data become handles via `register`
     (None: they are refused)."""
     torch = _torch()
+    if isinstance(value, Encoded):
+        return value.data
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
@@ -150,10 +159,8 @@ class Agent:
 
     # handles
     def _register(self, obj):
-        for handle, known in self.objects.items():
-            if known is obj:
-                break
-        else:
+        handle = next((h for h, known in self.objects.items() if known is obj), None)
+        if handle is None:
             handle = len(self.objects) + 1
             self.objects[handle] = obj
         torch = _torch()
@@ -189,10 +196,13 @@ class Agent:
             torch.manual_seed(int(request["seed"]))
         if request.get("no_grad") and torch is not None:
             with torch.no_grad():
-                result = func(*args, **kwargs)
-        else:
-            result = func(*args, **kwargs)
-        return encode(result, self._register)
+                return func(*args, **kwargs)
+        return func(*args, **kwargs)
+
+    def op_hold(self, request):
+        """Decode values and keep them here: handles to pass to a later call, so that decoding
+        its inputs is not part of what that call is measured for."""
+        return [Encoded(self._register(value)) for value in decode(request["values"], self._resolve)]
 
     def op_len(self, request):
         return len(self._target(request))
@@ -238,7 +248,7 @@ class Agent:
     def op_copy(self, request):
         import copy
 
-        return self._register(copy.deepcopy(self._target(request)))
+        return Encoded(self._register(copy.deepcopy(self._target(request))))
 
     def op_backward(self, request):
         """Train mode, forward, backpropagate `cotangent`; the gradients at `paths`, as data."""
@@ -259,8 +269,8 @@ class Agent:
         grads = {}
         for path in request.get("paths", []):
             grad = self._path(module, path).grad
-            grads[path] = None if grad is None else encode(grad)
-        return {"differentiable": True, "grads": {"$dict": grads}}
+            grads[path] = grad
+        return {"differentiable": True, "grads": grads}
 
     def op_begin(self, request):
         """Start grading a step: remember the random state, and put the reference of the step's
@@ -305,7 +315,7 @@ class Agent:
             return {"error": {"type": "ValueError", "bases": ["ValueError"], "submission": False,
                               "message": f"unknown operation {request.get('op')!r}"}}
         try:
-            return {"ok": op(request)}
+            return {"ok": encode(op(request), self._register)}
         except LookupError as error:
             if isinstance(request.get("target"), str) and str(error).strip("'") == request["target"]:
                 return {"undefined": request["target"]}

@@ -37,11 +37,36 @@ def _interrupt_after(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
-class LocalChannel:
+def _status_bytes(pid, field):
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"no {field} for process {pid}")
+
+
+class PeakMemory:
+    """Peak resident memory of a process, read from outside it (Linux /proc)."""
+
+    def reset(self):
+        """Start a new peak; the resident memory now."""
+        pid = self.pid()
+        with open(f"/proc/{pid}/clear_refs", "w") as handle:
+            handle.write("5")  # resets VmHWM to the current VmRSS
+        return _status_bytes(pid, "VmRSS")
+
+    def peak(self):
+        return _status_bytes(self.pid(), "VmHWM")
+
+
+class LocalChannel(PeakMemory):
     """An agent over `namespace` in this process: the reference in CI, or a test's namespace."""
 
     def __init__(self, namespace):
         self.agent = agent.Agent(namespace)
+
+    def pid(self):
+        return os.getpid()
 
     def request(self, payload, timeout):
         text = json.dumps(payload)
@@ -50,7 +75,7 @@ class LocalChannel:
         return json.loads(json.dumps(reply, allow_nan=True))
 
 
-class KernelChannel:
+class KernelChannel(PeakMemory):
     """The agent inside a running kernel, reached with a blocking client.
 
     Each request is a file in `inbox` (which the sandbox sees read-only) and a one-line
@@ -60,12 +85,36 @@ class KernelChannel:
     it hold more than that.
     """
 
-    def __init__(self, client, inbox, outbox, interrupt):
+    def __init__(self, client, inbox, outbox, interrupt, launcher_pid=None):
         self.client = client
+        self.launcher_pid = launcher_pid  # the kernel, or the sandbox around it
         self.inbox, self.outbox = str(inbox), str(outbox)
         self.interrupt = interrupt  # callable: interrupt the kernel
         self.request_path = os.path.join(self.inbox, agent.REQUEST_FILE)
         self.reply_path = os.path.join(self.outbox, agent.REPLY_FILE)
+
+    def pid(self):
+        """The kernel's process id, as this process sees it (found under the sandbox's)."""
+        children = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as handle:
+                        parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+                    children.setdefault(parent, []).append(int(entry))
+                except (OSError, ValueError, IndexError):
+                    continue
+        todo = [self.launcher_pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    if b"ipykernel" in handle.read():
+                        return pid
+            except OSError:
+                pass
+            todo += children.get(pid, [])
+        raise OSError("the kernel's process was not found")
 
     def _execute(self, code, timeout):
         """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""

@@ -70,6 +70,19 @@ class Implementation:
 
         return self._request({"op": "hold", "values": agent.encode(list(values))})
 
+    def measure_peak(self, name, *args):
+        """(name(*args), the most memory it held at once, in bytes above what was held before).
+
+        Measured from outside the process that runs it: its peak resident set size, reset
+        just before the call. The inputs are sent and decoded first, so they do not count."""
+        from autograder import agent
+
+        held = self._request({"op": "hold", "values": agent.encode(list(args))})
+        before = self._channel.reset()
+        result = self._request({"op": "call", "target": name, "method": None,
+                                "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
+        return result, max(0, self._channel.peak() - before)
+
     # a step's frame
     def begin(self, reference_source="", reference_names=()):
         self._request({"op": "begin", "reference_source": reference_source,

@@ -4,11 +4,18 @@ The content file is prose and given code split into cells by fences:
 
     ::: markdown            a markdown cell
     ::: code                given code, read-only for students
+    ::: include FILE        given code read from content/FILE (helpers every notebook shares)
     ::: solution NAME...    the reference source of NAME (from `solutions`), bodies wrapped in
                             nbgrader solution regions; the student's cell
-    ::: checks NAME         visible checks of NAME, read-only
-    ::: grade NAME          the graded cell: hidden tests call the autograder suites of NAME
+    ::: checks NAME         visible checks of NAME; they go into NAME's graded cell
+    ::: grade NAME          the graded cell of NAME: a comment saying what a pass promises, the
+                            checks block before it, and the hidden-tests region
     :::                     closes a cell
+
+A graded cell holds the step's visible checks, so running it, and nbgrader's Validate, fail until
+the step works, and say which step. Autograding never runs a graded cell's source: the judge
+(`autograder/judge.py`) runs the step's hidden cases on reaching the cell. So the checks are not
+executed while grading, and no later cell may need a name they define (`tests/test_consistency.py`).
 
 Reference code exists only in `solutions/`; this module copies it in, so a notebook and the
 package can never disagree. `python -m coursekit.build --check` fails when a committed source
@@ -92,16 +99,40 @@ def _meta(grade_id, *, solution=False, grade=False, locked=False, points=None):
     return {"nbgrader": meta}
 
 
-def grade_cell_source(name):
+def grade_cell_source(name, checks):
+    """The graded cell of `name`: what a pass promises, the visible checks, the hidden region."""
     points = STEPS[name].points
+    _check_checks(name, checks)
+    header = textwrap.fill(
+        f"Graded cell of `{name}` ({points} point{'s' if points != 1 else ''}). Run it: the "
+        f"checks below try your `{name}` on the examples above. nbgrader's Validate runs the "
+        "same checks and names every step whose checks fail. A pass means your code reproduces "
+        "these examples; it does not promise full points. When your notebook is collected, "
+        "the grader runs more cases, hidden from you (other shapes, batches, float32, edge "
+        "cases), and scores this cell by the share your code passes. The checks call your "
+        "earlier functions too: when several steps fail, fix the first one first (the grader "
+        "scores each step on its own).",
+        width=86, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False,
+    ) + "\n\n"
     return (
-        f"# `{name}` is graded here ({points} point{'s' if points != 1 else ''}) by hidden tests\n"
-        "# that run when your notebook is collected. Nothing to do in this cell.\n"
-        "### BEGIN HIDDEN TESTS\n"
-        "from autograder.notebook import grade\n"
-        f"grade({name!r}, points={points})\n"
+        header
+        + checks
+        + "\n### BEGIN HIDDEN TESTS\n"
+        f"# {name}'s hidden cases are run by the grader (autograder/judge.py), not by this cell.\n"
         "### END HIDDEN TESTS"
     )
+
+
+def _check_checks(name, checks):
+    """A checks block must make its graded cell fail exactly when a check fails: it may not end
+    in an expression whose value nbgrader would read as partial credit."""
+    if not checks.strip():
+        raise ValueError(f"the checks block of {name} is empty")
+    last = ast.parse(checks).body[-1]
+    if isinstance(last, ast.Expr) and not (
+            isinstance(last.value, ast.Call) and getattr(last.value.func, "id", "") == "print"):
+        raise ValueError(f"the checks of {name} end in an expression; nbgrader would read its value "
+                         "as the cell's score: end with print(...)")
 
 
 def build_notebook(assignment):
@@ -117,28 +148,41 @@ def build_notebook(assignment):
         counts[base] = counts.get(base, 0) + 1
         return base if counts[base] == 1 else f"{base}_{counts[base]}"
 
+    pending_checks = None  # (name, body) of a checks block waiting for its grade cell
     for kind, args, body in parse_content(text):
         if kind == "markdown":
             nb.cells.append(nbformat.v4.new_markdown_cell(body))
         elif kind == "code":
             nb.cells.append(nbformat.v4.new_code_cell(
                 body, metadata=_meta(unique("given"), locked=True)))
+        elif kind == "include":
+            (filename,) = args
+            shared = (ROOT / "content" / filename).read_text().strip("\n")
+            nb.cells.append(nbformat.v4.new_code_cell(
+                shared, metadata=_meta(unique("given"), locked=True)))
         elif kind == "solution":
             source = "\n\n\n".join(solution_source(name) for name in args)
             nb.cells.append(nbformat.v4.new_code_cell(
                 source, metadata=_meta(unique(f"{args[-1]}_solution"), solution=True)))
         elif kind == "checks":
-            nb.cells.append(nbformat.v4.new_code_cell(
-                body, metadata=_meta(unique(f"{args[0]}_checks"), locked=True)))
+            (name,) = args
+            if pending_checks is not None:
+                raise ValueError(f"checks of {pending_checks[0]} are not followed by its grade cell")
+            pending_checks = (name, body)
         elif kind == "grade":
             (name,) = args
             if STEPS[name].assignment != assignment:
                 raise ValueError(f"{name} is graded in {STEPS[name].assignment}, not {assignment}")
+            if pending_checks is None or pending_checks[0] != name:
+                raise ValueError(f"the grade cell of {name} needs a `checks {name}` block before it")
             nb.cells.append(nbformat.v4.new_code_cell(
-                grade_cell_source(name),
+                grade_cell_source(name, pending_checks[1]),
                 metadata=_meta(f"{name}_grade", grade=True, locked=True, points=STEPS[name].points)))
+            pending_checks = None
         else:
             raise ValueError(f"unknown cell kind {kind!r}")
+    if pending_checks is not None:
+        raise ValueError(f"checks of {pending_checks[0]} are not followed by its grade cell")
     graded = {args[0] for kind, args, _ in parse_content(text) if kind == "grade"}
     missing = {s.name for s in STEPS.values() if s.assignment == assignment} - graded
     if missing:

@@ -34,9 +34,9 @@ def test_every_step_has_a_suite_with_all_four_kinds_of_case():
 def test_every_worked_example_reproduces_with_the_reference():
     import numpy as np
 
-    from autograder.seam import Implementation
+    from autograder.reference import reference_implementation
 
-    impl = Implementation.reference()
+    impl = reference_implementation()
     for example in notes.all_examples():
         got = np.asarray(example.call(impl), dtype=float)
         want = np.asarray(notes.expected(example), dtype=float)
@@ -44,3 +44,115 @@ def test_every_worked_example_reproduces_with_the_reference():
         if example.erratum:
             # An erratum is only an erratum if the printed number really is out of tolerance.
             assert not np.allclose(got, np.asarray(example.printed, dtype=float), atol=example.atol, rtol=0), example.key
+
+
+# --- Validate is honest: the graded cells hold the visible checks --------------------------
+
+_VALIDATE = ("import json, sys\n"
+             "from nbgrader.validator import Validator\n"
+             "print(json.dumps(Validator().validate(sys.argv[1])))\n")
+
+
+def _validate_all(paths):
+    """nbgrader's Validator (what `nbgrader validate` and the Validate button run) on each
+    notebook, in parallel subprocesses: {path: its result dict}."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore",
+               PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    running = {path: subprocess.Popen([sys.executable, "-c", _VALIDATE, str(path)], cwd=path.parent, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for path in paths}
+    results = {}
+    for path, process in running.items():
+        out, err = process.communicate(timeout=240)
+        assert process.returncode == 0, err[-2000:]
+        results[path] = json.loads(out.strip().splitlines()[-1])
+    return results
+
+
+def _failed_steps(result):
+    import re
+
+    return {re.match(r"# Graded cell of `(\w+)`", cell["source"]).group(1) for cell in result.get("failed", [])}
+
+
+def _without_graded_cells(nb):
+    """The notebook as autograding runs it in the kernel: graded cells' sources never run."""
+    import copy
+
+    from autograder.steps import graded_step
+
+    nb = copy.deepcopy(nb)
+    nb.cells = [cell for cell in nb.cells if not graded_step(cell)]
+    return nb
+
+
+def test_graded_cells_hold_the_visible_checks_and_no_hidden_case():
+    from autograder.steps import ASSIGNMENTS, graded_step
+    from coursekit import samples
+
+    for assignment in ASSIGNMENTS:
+        source = samples.read(build.notebook_path(assignment))
+        student = samples.read(release.ROOT / "assignments" / assignment / f"{assignment}.ipynb")
+        assert not any("checks" in cell.metadata.get("nbgrader", {}).get("grade_id", "") for cell in source.cells)
+        for nb in (source, student):
+            graded = [cell for cell in nb.cells if graded_step(cell)]
+            assert graded
+            for cell in graded:
+                step = graded_step(cell)
+                assert cell.source.startswith(f"# Graded cell of `{step}`")
+                assert "it does not promise full points" in cell.source
+                assert f'print("{step}: visible checks passed")' in cell.source
+                assert "autograder" not in cell.source.split("### BEGIN HIDDEN TESTS")[0]
+        for cell in student.cells:
+            assert "HIDDEN TESTS" not in cell.source and "autograder" not in cell.source
+
+
+def test_validate_fails_on_the_untouched_release_naming_every_step_and_passes_when_complete(tmp_path):
+    """Validate's verdict is the visible checks' verdict: it names each unfinished step, and
+    passes on the completed notebook; a partly done notebook fails at the steps left to do."""
+    from autograder.steps import A01, ASSIGNMENTS, STEPS, steps_of
+    from coursekit import samples
+
+    paths = {}
+    for assignment in ASSIGNMENTS:
+        nb = samples.read(release.ROOT / "assignments" / assignment / f"{assignment}.ipynb")
+        for kind, version in (("untouched", nb), ("complete", samples.complete(nb))):
+            paths[assignment, kind] = tmp_path / kind / assignment / f"{assignment}.ipynb"
+            samples.write(version, paths[assignment, kind])
+    # Partly done: everything but softmax.
+    nb = samples.read(release.ROOT / "assignments" / A01 / f"{A01}.ipynb")
+    stub = next(cell.source for cell, names in samples.solution_cells(nb) if names == ["softmax"])
+    paths[A01, "partial"] = tmp_path / "partial" / A01 / f"{A01}.ipynb"
+    samples.write(samples.complete(nb, {"softmax": stub}), paths[A01, "partial"])
+
+    results = _validate_all(list(paths.values()))
+    for assignment in ASSIGNMENTS:
+        untouched = results[paths[assignment, "untouched"]]
+        assert _failed_steps(untouched) == {s.name for s in steps_of(assignment)}, assignment
+        assert all("NotImplementedError" in cell["raw_error"] for cell in untouched["failed"])
+        assert results[paths[assignment, "complete"]] == {}, (assignment, results[paths[assignment, "complete"]])
+    needs_softmax = {name for name, step in STEPS.items() if "softmax" in step.depends_on}
+    failed = _failed_steps(results[paths[A01, "partial"]])
+    assert "softmax" in failed and failed <= {"softmax"} | needs_softmax, failed
+
+
+def test_no_cell_needs_a_name_from_the_visible_checks():
+    """Autograding never runs a graded cell's source, so a completed notebook must run cleanly
+    from top to bottom with its graded cells left out."""
+    import os
+
+    from nbclient import NotebookClient
+
+    from autograder.steps import ASSIGNMENTS
+    from coursekit import samples
+
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    for assignment in ASSIGNMENTS:
+        nb = _without_graded_cells(samples.read(build.notebook_path(assignment)))
+        NotebookClient(nb, timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(build.notebook_path(assignment).parent)}}).execute()
