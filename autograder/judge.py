@@ -54,6 +54,8 @@ def format_report(result, max_points):
                 lines.append(f"           {r.message}")
     if result.grader_errors:
         lines.append(f"  {FLAG}: {GRADER_ERROR} in {', '.join(result.grader_errors)}")
+    if result.kernel_lost:
+        lines.append(f"  {FLAG}: the kernel stopped answering and was restarted")
     return "\n".join(lines)
 
 
@@ -102,12 +104,15 @@ class JudgedExecute(Execute):
             client.load_connection_file()
             client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
             self._channel = KernelChannel(client, self._box.inbox, self._box.outbox,
-                                          run_sync(self.km.interrupt_kernel))
+                                          run_sync(self.km.interrupt_kernel), self._launcher_pid())
         agent_path = self._box.inbox / "grader_agent.py"
         if not agent_path.exists():
             agent_path.write_text(Path(agent.__file__).read_text())
         self._channel.boot(agent_path, CELL_TIMEOUT)
         return self._channel
+
+    def _launcher_pid(self):
+        return self.km.provisioner.process.pid
 
     def _restart_and_replay(self, upto):
         """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""
@@ -116,7 +121,8 @@ class JudgedExecute(Execute):
         client = BlockingKernelClient(connection_file=self.km.connection_file)
         client.load_connection_file()
         client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
-        channel = KernelChannel(client, self._box.inbox, self._box.outbox, run_sync(self.km.interrupt_kernel))
+        channel = KernelChannel(client, self._box.inbox, self._box.outbox, run_sync(self.km.interrupt_kernel),
+                                self._launcher_pid())
         try:
             client.wait_for_ready(timeout=self.startup_timeout)
             for cell in self.nb.cells[:upto]:

@@ -16,6 +16,6 @@ SUBMISSION_TIMEOUT = 300  # one notebook, start to end
 assert CASE_TIMEOUT < STEP_BUDGET < CELL_TIMEOUT < SUBMISSION_TIMEOUT
 
 MEMORY_LIMIT = 6 * 1024**3  # address space of the student's kernel (bytes)
-MAX_PROCESSES = 256  # processes and threads the sandbox may hold at once
+MAX_PROCESSES = 128  # processes and threads the sandbox may hold at once
 CPU_SECONDS = 600  # CPU time of the kernel, all cells together
-MAX_REPLY_BYTES = 256 * 1024**2  # the largest answer the judge reads from a kernel
+MAX_REPLY_BYTES = 64 * 1024**2  # the largest answer the judge reads from a kernel

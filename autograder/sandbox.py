@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -130,8 +131,9 @@ def ctypes_errno():
     return ctypes.get_errno()
 
 
-def _sandboxed_child(uid=None, staging=()):
+def _sandboxed_child(uid=None, staging=(), cgroups=()):
     """In the child between fork and exec (so: nothing that imports or starts processes)."""
+    _join(cgroups)
     _apply_limits()
     if staging and os.getuid() == 0:
         _stage(staging)
@@ -195,8 +197,63 @@ def bwrap_command(command, workdir, python_roots, shared_ro=(), shared_rw=()):
     return args + ["--", *command]
 
 
+class ControlGroups:
+    """Control groups that cap a kernel's processes and CPU share, where this machine lets us
+    make them (root, with the cgroup v1 `pids` and `cpu` hierarchies writable). Without them the
+    per-user process limit still holds, but a kernel may use every core while it runs."""
+
+    ROOT = Path("/sys/fs/cgroup")
+
+    def __init__(self, name):
+        self.paths = []
+        settings = {"pids": {"pids.max": str(MAX_PROCESSES)},
+                    # one core at most: a kernel that spins cannot starve the others
+                    "cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "100000"}}
+        if os.getuid() != 0:
+            return
+        for controller, values in settings.items():
+            path = self.ROOT / controller / name
+            try:
+                path.mkdir()
+                for key, value in values.items():
+                    (path / key).write_text(value)
+            except OSError:
+                continue
+            self.paths.append(path)
+
+    @property
+    def procs_files(self):
+        return [str(path / "cgroup.procs") for path in self.paths]
+
+    def remove(self):
+        for path in self.paths:
+            for _ in range(50):  # the PID namespace is torn down asynchronously
+                try:
+                    path.rmdir()
+                    break
+                except OSError:
+                    for pid in (path / "cgroup.procs").read_text().split():
+                        try:
+                            os.kill(int(pid), 9)
+                        except OSError:
+                            pass
+                    time.sleep(0.05)
+        self.paths = []
+
+
+def _join(procs_files):
+    """In the child: move this process into the kernel's control groups."""
+    pid = str(os.getpid()).encode()
+    for name in procs_files:
+        fd = os.open(name, os.O_WRONLY)
+        try:
+            os.write(fd, pid)
+        finally:
+            os.close(fd)
+
+
 class SandboxedKernel:
-    """The folders of one sandboxed kernel: created on `open`, removed on `close`."""
+    """The folders (and control groups) of one sandboxed kernel: made on `open`, removed on `close`."""
 
     def __init__(self, submission_dir):
         self.submission_dir = Path(submission_dir)
@@ -216,6 +273,7 @@ class SandboxedKernel:
                 os.lchown(path, self.uid, self.uid)
         os.chmod(self.root, 0o755)
         os.chmod(self.inbox, 0o755)
+        self.cgroups = ControlGroups(self.root.name)
         # Where bubblewrap finds the Python folders: as they are, or (as root) staged in the
         # kernel's own mount namespace under this folder, for folders the sandbox user cannot reach.
         self.python_roots, self.staging = {}, []
@@ -231,6 +289,7 @@ class SandboxedKernel:
 
     def close(self):
         if self.root is not None:
+            self.cgroups.remove()
             if os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
                 print(f"sandbox kept: {self.root}", file=sys.stderr)
             else:
@@ -268,7 +327,8 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         kw["cwd"] = str(self.sandbox.workdir)
         if self.use_bwrap:
-            kw["preexec_fn"] = functools.partial(_sandboxed_child, self.sandbox.uid, self.sandbox.staging)
+            kw["preexec_fn"] = functools.partial(
+                _sandboxed_child, self.sandbox.uid, self.sandbox.staging, self.sandbox.cgroups.procs_files)
         else:
             kw["preexec_fn"] = _apply_limits
             kw["env"] = dict(kw.get("env") or os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")

@@ -1,15 +1,17 @@
-"""Grade a set of submissions end to end: submit, autograde, read scores, audit, report.
+"""Grade a set of submissions end to end: submit, autograde, read scores and reports.
 
 `grade_class` is what the main job and the catalogue tests call; it only composes the stages
-of `grading.py` and `audit.py`.
+of `grading.py`. What the instructor must look at (a submission autograde could not grade, a
+kernel the judge had to restart, a grader error) comes back as the result's `flags`.
 """
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.steps import STEPS, steps_of
-from coursekit import audit, grading, samples
+from autograder.steps import STEPS, graded_step, steps_of
+from autograder.judge import FLAG
+from coursekit import grading, samples
 
 
 @dataclass
@@ -52,14 +54,19 @@ def _grade_cell_reports(autograded_path):
         return {}
     reports = {}
     for cell in nb.get("cells", []):
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-        if grade_id.endswith("_grade"):
-            text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
-            reports[grade_id[: -len("_grade")]] = text
+        step = graded_step(cell)
+        if step:
+            reports[step] = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
     return reports
 
 
-def grade_class(course_dir, assignment, submissions, workers=2, run_audit=True):
+def flags_of(reports):
+    """The instructor's flags in a submission's graded-cell reports."""
+    return [f"{step}: {line.split(FLAG + ':', 1)[1].strip()}" for step, report in reports.items()
+            for line in report.splitlines() if FLAG in line]
+
+
+def grade_class(course_dir, assignment, submissions, workers=2):
     """Grade {student: notebook or bytes} for one released assignment -> {student: StudentResult}."""
     course_dir = Path(course_dir)
     for student, nb in submissions.items():
@@ -67,24 +74,19 @@ def grade_class(course_dir, assignment, submissions, workers=2, run_audit=True):
     outcomes = {o.student: o for o in grading.autograde(course_dir, assignment, list(submissions), workers)}
     scores = grading.step_scores(course_dir)
     results = {}
-    audits = {}
     for student in submissions:
         outcome = outcomes[student]
         row = scores.get((student, assignment))
         graded = outcome.ok and row is not None
         autograded = course_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
+        reports = _grade_cell_reports(autograded) if graded else {}
         result = StudentResult(
             student, assignment, graded, outcome.problem if not graded else "",
             {s.name: float((row or {}).get(s.name) or 0.0) for s in steps_of(assignment)},
-            _grade_cell_reports(autograded) if graded else {}, seconds=outcome.seconds)
+            reports, flags_of(reports), seconds=outcome.seconds)
         if not graded:
             result.flags.append(f"autograde failed: {outcome.problem or 'no grades recorded'}")
-        if run_audit:
-            audits[student] = (grading.submission_path(course_dir, assignment, student), autograded,
-                               assignment, row if graded else None)
         results[student] = result
-    for student, flags in zip(audits, audit.audit_many(list(audits.values()), workers)):
-        results[student].flags += flags
     return results
 
 

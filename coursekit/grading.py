@@ -1,6 +1,6 @@
 """The grading pipeline, as small stages an instructor (or a test) can run one at a time.
 
-    prepare -> release -> submit -> autograde -> feedback -> export -> audit -> report
+    prepare -> release -> submit -> autograde -> feedback -> export -> report
 
 Every stage drives nbgrader's own commands in a course directory; `autograde` runs each
 submission in its own process group with a wall-clock bound and a memory cap, so a broken or
@@ -20,12 +20,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.steps import STEPS, steps_of
+from autograder.limits import MEMORY_LIMIT, SUBMISSION_TIMEOUT
+from autograder.steps import STEPS, grade_id, steps_of
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBMISSION_TIMEOUT = 300  # seconds for one student's notebook, all cells together
 BATCH_TIMEOUT_PER_STUDENT = 90  # a worker's deadline, per student in its share
-MEMORY_LIMIT = 6 * 1024**3  # address space of the grading process and its kernel
 
 
 def _path_with_interpreter():
@@ -163,7 +162,7 @@ def step_scores(course_dir):
                 row = {}
                 for step in steps_of(assignment.name):
                     try:
-                        grade = gb.find_grade(f"{step.name}_grade", assignment.name, assignment.name, student.id)
+                        grade = gb.find_grade(grade_id(step.name), assignment.name, assignment.name, student.id)
                         row[step.name] = grade.score
                     except MissingEntry:
                         row[step.name] = None
