@@ -46,6 +46,26 @@ def notebook(path, cells):
     return path
 
 
+def processes_left():
+    """Processes still running as this test's sandbox user (given a moment to be torn down)."""
+    import time
+
+    uid = sandbox.sandbox_uid()
+    for _ in range(40):
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid]
+        if not left:
+            break
+        time.sleep(0.05)
+    return left
+
+
+def _owner(pid):
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
 def points(judged, step):
     return judged.steps[step].points(STEPS[step].points)
 
@@ -113,11 +133,10 @@ def test_the_sandbox_hides_the_course_and_the_network_and_nothing_outlives_it(tm
     assert all(found[k] in ("OSError", "FileNotFoundError", "PermissionError") for k in found if "planted" in k), found
     assert {found[n] for n in ("autograder", "solutions", "coursekit")} == {"ModuleNotFoundError"}, found
     if os.getuid() == 0:
-        assert found["uid"] != 0
+        assert found["uid"] == sandbox.sandbox_uid() != 0
     assert not (tmp_path / "planted").exists() and not os.path.exists("/usr/planted")
     assert not (folder / "probe.json").exists(), "the kernel writes into a scratch copy, not the submission"
-    leftover = subprocess.run(["pgrep", "-f", "time.sleep|ipykernel_launcher.*judge-"], capture_output=True, text=True)
-    assert leftover.stdout.strip() == "", "a process of the sandbox outlived its grading"
+    assert processes_left() == [], "a process of the sandbox outlived its grading"
 
 
 def test_graded_cells_show_the_judges_verdict_whatever_the_kernel_displays(tmp_path):
@@ -183,3 +202,25 @@ def test_without_a_sandbox_grading_still_works_and_says_so_once(tmp_path, monkey
         sandbox.available.cache_clear()
     assert points(first, "softmax") == points(second, "softmax") > 0
     assert capfd.readouterr().err.count("no sandbox (bubblewrap) is available") == 1
+
+
+def test_a_fork_bomb_stops_at_the_process_cap_and_dies_with_its_kernel(tmp_path):
+    from autograder.limits import MAX_PROCESSES
+
+    bomb = """
+        import os, time
+        started = 0
+        try:
+            while started < 10_000:
+                if os.fork() == 0:
+                    time.sleep(600)
+                    os._exit(0)
+                started += 1
+        except OSError:
+            pass
+        print("STARTED", started)
+        """
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [bomb]))
+    text = "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs)
+    assert 0 < int(text.split("STARTED")[1]) < MAX_PROCESSES, text
+    assert processes_left() == []
