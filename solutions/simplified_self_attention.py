@@ -4,25 +4,38 @@ import numpy as np
 
 
 def dot_product(a, b):
-    """Sum of the elementwise products of two 1-D vectors of equal length -> float."""
+    """The dot product of two 1-D vectors: sum over i of a[i] * b[i].
+
+    a, b: arrays or lists of shape (d,) -> a Python float.
+    """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return float(np.sum(a * b))
 
 
 def cosine_similarity(a, b):
-    """cos(angle between a and b) = a.b / (|a| |b|) -> float in [-1, 1]."""
+    """The cosine of the angle between a and b: a.b / (|a| |b|).
+
+    a, b: arrays or lists of shape (d,), not all zeros -> a Python float in [-1, 1].
+    """
     return dot_product(a, b) / float(np.linalg.norm(a) * np.linalg.norm(b))
 
 
 def cosine_similarity_matrix(X):
-    """Pairwise cosine similarities of the rows of X: (n, d) -> (n, n)."""
+    """Pairwise cosine similarities of the rows of X.
+
+    X: (n, d), one token per row -> (n, n); entry (i, j) is the cosine of rows i and j.
+    """
     X = np.asarray(X, dtype=float)
     unit = X / np.linalg.norm(X, axis=-1, keepdims=True)  # each row scaled to length 1
     return unit @ unit.T
 
 
 def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along `axis`; same shape as x."""
+    """exp(x) / sum(exp(x)) along `axis`, without overflow for large entries.
+
+    x: array of any shape -> an array of the same shape, entries >= 0, every slice along `axis`
+    summing to 1; finite for inputs like [1000, 1001] and [-1000, -1001].
+    """
     x = np.asarray(x)
     # exp of a shifted input is the same ratio, and the largest entry becomes exp(0) = 1,
     # so nothing overflows however large x is.
@@ -31,22 +44,34 @@ def softmax(x, axis=-1):
 
 
 def attention_scores(X):
-    """Every token's dot product with every token: (..., n, d) -> (..., n, n) = X Xᵀ."""
+    """Every token's dot product with every token: X Xᵀ.
+
+    X: (..., n, d), leading batch dimensions allowed -> (..., n, n); entry (i, j) is x_i . x_j.
+    """
     X = np.asarray(X)
     return X @ np.swapaxes(X, -1, -2)
 
 
 def attention_weights(scores):
-    """Softmax over each row of scores: (..., n, n) -> (..., n, n), rows summing to 1."""
+    """Softmax over each row of scores (the last axis).
+
+    scores: (..., n_q, n_k) -> (..., n_q, n_k), every row >= 0 and summing to 1.
+    """
     return softmax(scores, axis=-1)
 
 
 def context_vectors(weights, values):
-    """Each row: the weighted sum of the value rows. (..., n, n) @ (..., n, d) -> (..., n, d)."""
+    """Each query's weighted sum of the value rows: weights @ values.
+
+    weights: (..., n_q, n_k), values: (..., n_k, d) -> (..., n_q, d).
+    """
     return np.asarray(weights) @ np.asarray(values)
 
 
 def simplified_self_attention(X):
-    """Context vectors of X attending to itself: (..., n, d) -> ((..., n, d), (..., n, n))."""
+    """Simplified self-attention: scores X Xᵀ, row-wise softmax, weighted sum of the rows of X.
+
+    X: (..., n, d) -> a tuple (context (..., n, d), weights (..., n, n)).
+    """
     weights = attention_weights(attention_scores(X))
     return context_vectors(weights, X), weights
