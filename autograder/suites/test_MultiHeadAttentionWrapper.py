@@ -69,7 +69,7 @@ def _check_heads_as_the_task_says(module, num_heads, d_in, d_out, bias, what):
             if "weight_shape" not in module.describe(f"heads.{i}.{name}"):
                 raise CaseFailure(f"{what}.heads[{i}] has no nn.Linear `{name}`; each head needs W_query, "
                                   "W_key and W_value")
-            toolkit.check_linear(module, f"heads.{i}.{name}", d_in, d_out, bias, f"{what}.heads[{i}]")
+            toolkit.check_linear(module, f"heads.{i}.{name}", d_in, d_out, bias, what)
 
 
 def _wrapper_mistakes(x, heads):

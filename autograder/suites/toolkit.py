@@ -32,6 +32,7 @@ PROJECTIONS = ("W_query", "W_key", "W_value")
 SIGNATURES = {
     "SelfAttention": "(d_in, d_out, qkv_bias=False)",
     "CausalAttention": "(d_in, d_out, context_length, dropout, qkv_bias=False)",
+    "CachedCausalAttention": "(d_in, d_out, context_length, dropout, qkv_bias=False)",
     "MultiHeadAttentionWrapper": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
     "MultiHeadAttention": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
 }
