@@ -38,3 +38,13 @@ c.GenerateFeedback.preprocessors = [
     "coursekit.feedback.SanitizeGradeCells",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# --- The exchange (issue 11; README "Running the course") ---------------------------------------
+# Where release_assignment, fetch, submit and collect meet. On one machine it is this folder
+# beside the course (nbgrader creates it, writable by everyone, on the first release); set
+# COURSEKIT_EXCHANGE to put it elsewhere, e.g. a directory every account can write on a shared
+# machine or a JupyterHub (/srv/nbgrader/exchange).
+import os  # noqa: E402
+
+c.Exchange.root = os.environ.get("COURSEKIT_EXCHANGE") or str(_HERE / "exchange")
+# --- end of the exchange ------------------------------------------------------------------------

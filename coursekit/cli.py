@@ -1,0 +1,93 @@
+"""`coursekit`: the course's command line, one subcommand per task.
+
+    coursekit lab                       # JupyterLab for the instructor, in the course directory
+    coursekit lab --student DIR         # JupyterLab for a student on this machine, in DIR
+    coursekit lab -- --port 8890        # anything after `--` goes to `jupyter lab`
+
+nbgrader runs its helpers by name (`alembic` when it creates a gradebook), so JupyterLab must
+start with this interpreter's bin directory on PATH; `coursekit lab` puts it there, so nothing
+needs activating by hand.
+
+A new subcommand is a function `add_<name>(subcommands)` that adds its parser and sets
+`run=callable(args, extra)`, listed in SUBCOMMANDS. `extra` holds the arguments after `--`.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the course directory of this checkout
+
+
+def interpreter_bin():
+    """The bin directory of the interpreter running coursekit (the course's virtualenv)."""
+    return os.path.dirname(sys.executable)
+
+
+def environment(student_dir=None, course_dir=ROOT, base=None):
+    """The environment JupyterLab runs in: the interpreter's bin directory first on PATH, and
+    for a student the course directory on JUPYTER_CONFIG_PATH, so nbgrader's Assignment List
+    and Validate read the course id and the exchange from the course's nbgrader_config.py."""
+    env = dict(os.environ if base is None else base)
+    env["PATH"] = os.pathsep.join([interpreter_bin(), env.get("PATH", "")])
+    if student_dir is not None:
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            p for p in [str(course_dir), env.get("JUPYTER_CONFIG_PATH", "")] if p)
+    return env
+
+
+def lab_command(student_dir=None, course_dir=ROOT, extra=()):
+    """(argv, working directory, environment) of JupyterLab for the instructor or a student."""
+    course_dir = Path(course_dir).resolve()
+    if not (course_dir / "nbgrader_config.py").is_file():
+        raise SystemExit(f"coursekit lab: {course_dir} has no nbgrader_config.py; pass --course DIR")
+    folder = course_dir if student_dir is None else Path(student_dir).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    lab = shutil.which("jupyter-lab", path=interpreter_bin())
+    argv = [lab] if lab else [sys.executable, "-m", "jupyterlab"]
+    argv += [f"--ServerApp.root_dir={folder}", *extra]
+    return argv, folder, environment(None if student_dir is None else folder, course_dir)
+
+
+def run_lab(args, extra):
+    argv, folder, env = lab_command(args.student, args.course, extra)
+    os.chdir(folder)  # nbgrader's server extensions read nbgrader_config.py from here
+    print(f"coursekit lab: {' '.join(argv)} (in {folder})", flush=True)
+    os.execve(argv[0], argv, env)
+
+
+def add_lab(subcommands):
+    parser = subcommands.add_parser(
+        "lab", help="start JupyterLab for this course (nbgrader's helpers on PATH)",
+        description="Start JupyterLab with nbgrader's extensions for this course: in the course "
+                    "directory for the instructor (formgrader), or in a student's folder with the "
+                    "course's exchange (Assignment List, Validate). Arguments after -- go to "
+                    "jupyter lab.")
+    parser.add_argument("--student", metavar="DIR",
+                        help="run as a student on this machine, working in DIR (created if missing)")
+    parser.add_argument("--course", metavar="DIR", default=str(ROOT),
+                        help="the course directory, holding nbgrader_config.py (default: %(default)s)")
+    parser.set_defaults(run=run_lab)
+
+
+SUBCOMMANDS = [add_lab]
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1:]
+    parser = argparse.ArgumentParser(prog="coursekit", description=__doc__.splitlines()[0])
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(subcommands)
+    args = parser.parse_args(argv)
+    return args.run(args, extra)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
