@@ -104,15 +104,13 @@ def grade_cell_source(name, checks):
     points = STEPS[name].points
     _check_checks(name, checks)
     header = textwrap.fill(
-        f"Graded cell of `{name}` ({points} point{'s' if points != 1 else ''}). Run it: the "
-        f"checks below try your `{name}` on the examples above. nbgrader's Validate runs the "
-        "same checks and names every step whose checks fail. A pass means your code reproduces "
-        "these examples; it does not promise full points. When your notebook is collected, "
-        "the grader runs more cases, hidden from you (other shapes, batches, float32, edge "
-        "cases), and scores this cell by the share your code passes. The checks call your "
-        "earlier functions too: when several steps fail, fix the first one first (the grader "
-        "scores each step on its own).",
-        width=86, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False,
+        f"Graded cell of `{name}` ({points} point{'s' if points != 1 else ''}). Run it to check "
+        f"your `{name}`; Validate runs these same checks and names each step that fails them. "
+        "Passing them means your code reproduces these examples, not that it earns full points: "
+        "when your notebook is collected, the grader runs more cases, hidden from you, and scores "
+        "this cell by the share your code passes. The checks also call your earlier functions: "
+        "if several steps fail, fix the first one first.",
+        width=88, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False,
     ) + "\n\n"
     return (
         header

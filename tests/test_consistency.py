@@ -108,7 +108,7 @@ def test_graded_cells_hold_the_visible_checks_and_no_hidden_case():
                 step = graded_step(cell)
                 assert cell.source.startswith(f"# Graded cell of `{step}`")
                 comment = " ".join(line[2:] for line in cell.source.splitlines() if line.startswith("# "))
-                assert "A pass means" in comment and "it does not promise full points" in comment
+                assert "Passing them means" in comment and "not that it earns full points" in comment
                 assert checks[step] in cell.source
                 assert "autograder" not in cell.source.split("### BEGIN HIDDEN TESTS")[0]
         for cell in student.cells:
