@@ -7,7 +7,13 @@ from solutions.causal_attention import CausalAttention, causal_mask, masked_soft
 
 
 class MultiHeadAttentionWrapper(nn.Module):
-    """num_heads independent causal heads run side by side, outputs concatenated."""
+    """num_heads independent causal heads run side by side, outputs concatenated.
+
+    Attributes (names fixed, the grader looks for them):
+        heads: nn.ModuleList of num_heads CausalAttention(d_in, d_out, context_length, dropout,
+            qkv_bias) layers, each with its own W_query, W_key, W_value. Here d_out is the width
+            of ONE head.
+    """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
@@ -17,24 +23,44 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
     def forward(self, x):
-        """x (batch, T, d_in) -> (batch, T, num_heads * d_out), head 0 first."""
+        """x (batch, T, d_in) -> (batch, T, num_heads * d_out): the heads' outputs side by side,
+        head 0's first."""
         return torch.cat([head(x) for head in self.heads], dim=-1)
 
 
 def split_heads(x, num_heads):
-    """(batch, T, D) -> (batch, num_heads, T, D // num_heads); head i gets features [i*D/h, (i+1)*D/h)."""
+    """Cut the features of every token into num_heads consecutive slices, heads in front of tokens.
+
+    x: (batch, T, D), D divisible by num_heads -> (batch, num_heads, T, D // num_heads), in which
+    head i holds features [i*D/num_heads, (i+1)*D/num_heads) of every token.
+    """
     batch, num_tokens, width = x.shape
     return x.view(batch, num_tokens, num_heads, width // num_heads).transpose(1, 2)
 
 
 def merge_heads(x):
-    """(batch, num_heads, T, head_dim) -> (batch, T, num_heads * head_dim), undoing split_heads."""
+    """Put the heads side by side again, undoing split_heads.
+
+    x: (batch, num_heads, T, head_dim) -> (batch, T, num_heads * head_dim), head 0's features
+    first for every token.
+    """
     batch, num_heads, num_tokens, head_dim = x.shape
     return x.transpose(1, 2).reshape(batch, num_tokens, num_heads * head_dim)
 
 
 class MultiHeadAttention(nn.Module):
-    """Causal multi-head attention: one projection per role, split into heads, mixed by out_proj."""
+    """Causal multi-head attention: one projection per role, split into heads, mixed by out_proj.
+
+    Raises ValueError (or AssertionError) when d_out is not divisible by num_heads. Here d_out is
+    the width of the WHOLE layer; each head gets head_dim = d_out // num_heads features.
+
+    Attributes (names fixed, the grader looks for them):
+        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each.
+        out_proj: nn.Linear(d_out, d_out), with its default bias.
+        dropout: nn.Dropout(dropout), applied to the attention weights.
+        num_heads, head_dim: ints, for forward.
+        mask: causal_mask(context_length), registered as a buffer (not a parameter).
+    """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
