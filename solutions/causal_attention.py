@@ -26,10 +26,11 @@ def masked_softmax(scores, mask):
 class CausalAttention(nn.Module):
     """Self-attention in which each token attends only to itself and earlier tokens.
 
-    Attributes (names fixed, the grader looks for them):
-        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each, created in this order.
+    Attributes (the grader looks for these names):
+        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each.
         dropout: nn.Dropout(dropout), applied to the attention weights.
-        mask: causal_mask(context_length), registered as a buffer (not a parameter).
+    Also keep causal_mask(context_length) on the module as a buffer (not a parameter), for
+    example named mask.
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):

@@ -55,8 +55,8 @@ def dot_product_variance(d_k, num_samples=10_000, seed=0):
 class SelfAttention(nn.Module):
     """Single-head self-attention with learned query, key and value projections.
 
-    Attributes (names fixed, the grader looks for them):
-        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each, created in this order.
+    Attributes (the grader looks for these names):
+        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each.
     """
 
     def __init__(self, d_in, d_out, qkv_bias=False):
