@@ -77,7 +77,8 @@ class JudgedExecute(Execute):
             sandbox.warn_once()
         self.step_results = {}
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
-        self._box = sandbox.SandboxedKernel(folder).open()
+        self._warm = sandbox.warm_parent()
+        self._box = sandbox.SandboxedKernel(folder).open(self._warm)
         self._channel = None
         try:
             return super().preprocess(nb, resources, km)
@@ -90,6 +91,7 @@ class JudgedExecute(Execute):
         manager = super().create_kernel_manager()
         manager.sandbox = self._box
         manager.use_bwrap = sandbox.available()
+        manager.warm = self._warm
         return manager
 
     # the channel to the agent

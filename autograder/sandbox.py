@@ -11,13 +11,21 @@ the judge), outlive its grading (its own PID namespace dies with it), hold more 
 or processes than `limits.py` allows. When run as root the kernel runs as an unprivileged user,
 so those limits hold and system files stay unreadable.
 
+Kernels start warm: each grading process keeps one `WarmParent` (`zygote.py`), a sandbox that
+has already imported numpy, torch, matplotlib and ipykernel and forks each kernel into fresh
+namespaces of its own (its own /tmp hiding every other job, its own PID namespace, no
+capabilities). That saves seconds per notebook. `AUTOGRADER_COLD_KERNELS=1` starts each kernel
+in a bubblewrap sandbox of its own instead.
+
 Where bubblewrap is missing or cannot create namespaces (no user namespaces, macOS), the kernel
 runs unsandboxed with the same limits, and `warn_once` says loudly what is no longer
 guaranteed: the judge's own guarantees (nothing to steal in the kernel) still hold.
 """
 
+import atexit
 import functools
 import importlib.util
+import json
 import os
 import resource
 import shutil
@@ -252,30 +260,17 @@ def _join(procs_files):
             os.close(fd)
 
 
-class SandboxedKernel:
-    """The folders (and control groups) of one sandboxed kernel: made on `open`, removed on `close`."""
+class Enclosure:
+    """A folder, and what one bubblewrap sandbox needs around it: its user, the Python folders
+    staged where that user can reach them, and its control groups."""
 
-    def __init__(self, submission_dir):
-        self.submission_dir = Path(submission_dir)
-        self.root = None
-
-    def open(self):
-        self.root = Path(tempfile.mkdtemp(prefix="judge-"))
-        self.inbox = self.root / "inbox"  # judge -> kernel, read-only inside
-        self.outbox = self.root / "outbox"  # kernel -> judge: replies and sockets
-        self.workdir = self.root / "work"  # a copy of the submission's folder
-        self.inbox.mkdir()
-        self.outbox.mkdir()
-        shutil.copytree(self.submission_dir, self.workdir, symlinks=True)
-        self.uid = sandbox_uid()
-        if os.getuid() == 0:
-            for path in [self.outbox, self.workdir, *self.workdir.rglob("*")]:
-                os.lchown(path, self.uid, self.uid)
+    def __init__(self, prefix="judge-"):
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
         os.chmod(self.root, 0o755)
-        os.chmod(self.inbox, 0o755)
+        self.uid = sandbox_uid()
         self.cgroups = ControlGroups(self.root.name)
         # Where bubblewrap finds the Python folders: as they are, or (as root) staged in the
-        # kernel's own mount namespace under this folder, for folders the sandbox user cannot reach.
+        # sandbox's own mount namespace under this folder, for folders its user cannot reach.
         self.python_roots, self.staging = {}, []
         for index, root in enumerate(_python_roots()):
             if os.getuid() == 0:
@@ -285,16 +280,219 @@ class SandboxedKernel:
                 self.python_roots[root] = str(stage)
             else:
                 self.python_roots[root] = root
+
+    def preexec(self):
+        """What the sandbox's first process runs between fork and exec."""
+        return functools.partial(_sandboxed_child, self.uid, self.staging, self.cgroups.procs_files)
+
+    def close(self):
+        self.cgroups.remove()
+        if os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
+            print(f"sandbox kept: {self.root}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+class SandboxedKernel:
+    """The folders of one kernel: requests (read-only inside), replies and sockets, and a working
+    copy of the submission's folder. In a folder of its own (a cold sandbox, with its enclosure)
+    or under the warm parent's (`WarmParent`)."""
+
+    def __init__(self, submission_dir):
+        self.submission_dir = Path(submission_dir)
+        self.root = None
+        self.enclosure = None
+
+    def open(self, warm=None):
+        if warm is None:
+            self.enclosure = Enclosure()
+            self.root, uid = self.enclosure.root, self.enclosure.uid
+        else:
+            self.root, uid = Path(tempfile.mkdtemp(prefix="job-", dir=warm.jobs)), warm.enclosure.uid
+        os.chmod(self.root, 0o755)
+        self.inbox = self.root / "inbox"  # judge -> kernel, read-only inside
+        self.outbox = self.root / "outbox"  # kernel -> judge: replies and sockets
+        self.workdir = self.root / "work"  # a copy of the submission's folder
+        self.inbox.mkdir(mode=0o755)
+        self.outbox.mkdir()
+        shutil.copytree(self.submission_dir, self.workdir, symlinks=True)
+        if os.getuid() == 0:
+            for path in [self.outbox, self.workdir, *self.workdir.rglob("*")]:
+                os.lchown(path, uid, uid)
         return self
 
     def close(self):
-        if self.root is not None:
-            self.cgroups.remove()
-            if os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
-                print(f"sandbox kept: {self.root}", file=sys.stderr)
-            else:
-                shutil.rmtree(self.root, ignore_errors=True)
-            self.root = None
+        if self.enclosure is not None:
+            self.enclosure.close()
+        elif self.root is not None and not os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
+            shutil.rmtree(self.root, ignore_errors=True)
+        self.root = self.enclosure = None
+
+
+class HostProcess:
+    """A kernel the warm parent forked, driven like the `Popen` jupyter_client expects: its
+    monitor process, found by the number the warm parent's PID namespace gives it."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+        self.started = _start_time(pid)  # a process id can be reused once this one is gone
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                with open(f"/proc/{self.pid}/stat") as handle:
+                    state = handle.read().rsplit(")", 1)[1].split()[0]
+                if state in ("Z", "X") or _start_time(self.pid) != self.started:
+                    self.returncode = 0
+            except OSError:
+                self.returncode = 0
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                self.returncode = 0
+
+    def kill(self):
+        self.send_signal(9)
+
+    def terminate(self):
+        self.send_signal(15)
+
+
+def _start_time(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _status_fields(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            fields[key] = value.split()
+    return fields
+
+
+class WarmParent:
+    """The warm parent (`zygote.py`) of this grading process: one bubblewrap sandbox that has
+    imported numpy, torch, matplotlib and ipykernel, and forks each kernel into a fresh sandbox
+    of its own. Kernels start in a fraction of a second instead of seconds."""
+
+    def __init__(self):
+        self.enclosure = Enclosure(prefix="judge-warm-")
+        self.jobs = self.enclosure.root / "jobs"
+        self.jobs.mkdir(mode=0o755)
+        if os.getuid() == 0:
+            os.lchown(self.jobs, self.enclosure.uid, self.enclosure.uid)
+        program = self.enclosure.root / "zygote.py"
+        program.write_text(Path(__file__).with_name("zygote.py").read_text())
+        command = bwrap_command([sys.executable, "-I", str(program)], self.jobs, self.enclosure.python_roots,
+                                shared_ro=[program])
+        log = open(self.enclosure.root / "zygote.log", "wb")  # noqa: SIM115 - closed below
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                        preexec_fn=self.enclosure.preexec(), cwd=self.jobs, text=True)
+        log.close()
+        ready = self.process.stdout.readline().strip()
+        if ready != "READY":
+            self.close()
+            raise RuntimeError(f"the warm parent did not start: {ready!r}")
+        self.host_pid = self._zygote_pid()
+
+    def _zygote_pid(self):
+        """The warm parent's own process (under bubblewrap's), as this machine numbers it."""
+        todo = [self.process.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    argv = handle.read().split(b"\0")
+                if not argv[0].endswith(b"bwrap") and any(a.endswith(b"zygote.py") for a in argv):
+                    return pid
+            except OSError:
+                pass
+            todo += [int(c) for c in _children(pid)]
+        raise RuntimeError("the warm parent's process was not found")
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def own_pids(self):
+        """The warm parent's own processes (bubblewrap's two and the zygote): everything else
+        running as its user belongs to some kernel."""
+        pids, todo = set(), [self.process.pid]
+        while todo:
+            pid = todo.pop()
+            pids.add(pid)
+            if pid != self.host_pid:
+                todo += [int(c) for c in _children(pid)]
+        return pids
+
+    def spawn(self, job, argv):
+        """Fork a kernel for the job folder `job`; its monitor as a HostProcess."""
+        self.process.stdin.write(json.dumps({"job": str(job), "argv": list(argv)}) + "\n")
+        self.process.stdin.flush()
+        reply = json.loads(self.process.stdout.readline() or "{}")
+        if "pid" not in reply:
+            raise RuntimeError(f"the warm parent could not fork a kernel: {reply.get('error', 'no answer')}")
+        for _ in range(200):  # the monitor shows up under the warm parent
+            for child in _children(self.host_pid):
+                try:
+                    nspid = _status_fields(child).get("NSpid", [])
+                except OSError:
+                    continue
+                if len(nspid) >= 2 and int(nspid[1]) == reply["pid"]:
+                    return HostProcess(int(child))
+            time.sleep(0.01)
+        raise RuntimeError("the forked kernel's monitor was not found")
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            stream.close()
+        self.enclosure.close()
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return handle.read().split()
+    except OSError:
+        return []
+
+
+_warm = None
+
+
+def warm_parent():
+    """This process's warm parent, started on first use (None where it cannot run)."""
+    global _warm
+    if os.environ.get("AUTOGRADER_COLD_KERNELS") or not available():
+        return None
+    if _warm is None or not _warm.alive():
+        if _warm is not None:
+            _warm.close()
+        _warm = WarmParent()
+        atexit.register(_warm.close)
+    return _warm
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -306,6 +504,7 @@ class SandboxKernelManager(AsyncKernelManager):
 
     sandbox = None
     use_bwrap = True
+    warm = None  # a WarmParent to fork the kernel from, instead of starting it
 
     async def _async_pre_start_kernel(self, **kw):
         self.transport = "ipc"
@@ -319,16 +518,23 @@ class SandboxKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
         command[0] = sys.executable if command[0] in ("python", "python3") else command[0]
-        if not self.use_bwrap:
+        if not self.use_bwrap or self.warm is not None:
             return command
-        return bwrap_command(command, self.sandbox.workdir, self.sandbox.python_roots,
+        return bwrap_command(command, self.sandbox.workdir, self.sandbox.enclosure.python_roots,
                              shared_ro=[self.sandbox.inbox], shared_rw=[self.sandbox.outbox])
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         kw["cwd"] = str(self.sandbox.workdir)
+        if self.warm is not None:
+            # Forked by the warm parent instead of started: the command's arguments after the
+            # interpreter and `-m ipykernel_launcher` are the kernel's.
+            argv = kernel_cmd[kernel_cmd.index("ipykernel_launcher") + 1:]
+            process = self.warm.spawn(self.sandbox.root, argv)
+            self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, process.pid, None
+            self._reconcile_connection_info(self.provisioner.connection_info)
+            return
         if self.use_bwrap:
-            kw["preexec_fn"] = functools.partial(
-                _sandboxed_child, self.sandbox.uid, self.sandbox.staging, self.sandbox.cgroups.procs_files)
+            kw["preexec_fn"] = self.sandbox.enclosure.preexec()
         else:
             kw["preexec_fn"] = _apply_limits
             kw["env"] = dict(kw.get("env") or os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")

@@ -47,12 +47,15 @@ def notebook(path, cells):
 
 
 def processes_left():
-    """Processes still running as this test's sandbox user (given a moment to be torn down)."""
+    """Processes still running as this test's sandbox user, apart from the warm parent (given a
+    moment to be torn down)."""
     import time
 
     uid = sandbox.sandbox_uid()
+    warm = sandbox.warm_parent()
+    own = warm.own_pids() if warm else set()
     for _ in range(40):
-        left = [p for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid]
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid and int(p) not in own]
         if not left:
             break
         time.sleep(0.05)

@@ -1,0 +1,161 @@
+"""A warm parent for student kernels: imports the heavy libraries once, then forks a kernel per
+submission, each in a fresh sandbox of its own.
+
+This program runs inside a bubblewrap sandbox (started by `sandbox.WarmKernels`): no network,
+the system and Python read-only, and one folder of jobs. It imports numpy, torch, matplotlib and
+ipykernel, then serves requests on stdin, one JSON line each: {"job": folder, "argv": [...]}.
+For each it forks a *monitor* that, before any student code exists:
+
+1. enters new user, mount, PID, IPC and UTS namespaces;
+2. mounts a fresh /tmp over everything under /tmp, the other jobs included, and binds back
+   only its own job folder, with the requests folder read-only;
+3. forks the kernel as PID 1 of the new PID namespace (so nothing the kernel starts outlives
+   it, and it dies with its monitor), which mounts its own /proc, sets resource limits, drops
+   every capability, closes every inherited descriptor, and starts ipykernel in the job's
+   working copy.
+
+It answers {"pid": <the monitor's pid, as this sandbox numbers it>}; the judge finds, signals and
+kills the monitor by that number. Like the agent, this file is shipped into the sandbox as text:
+the grader's packages are not importable there. Standard library only, until the warm imports.
+"""
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID = 0x10000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _mount(source, target, fstype=None, flags=0, data=None):
+    _check(libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(),
+                      ctypes.c_ulong(flags), data and data.encode()), f"mount {target}")
+
+
+def _write(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def _drop_capabilities():
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # fails past the last capability: fine
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc.capset(header, data), "capset")
+
+
+def _enter_namespaces(job, limits):
+    """In the monitor: new namespaces, and a file system showing only this job."""
+    uid, gid = os.getuid(), os.getgid()
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    _mount(None, "/", flags=MS_REC | MS_PRIVATE)
+    keep = os.open(job, os.O_PATH | os.O_DIRECTORY)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")  # hides every other job
+    os.makedirs(job)
+    _mount(f"/proc/self/fd/{keep}", job, flags=MS_BIND | MS_REC)
+    os.close(keep)
+    inbox = os.path.join(job, "inbox")
+    _mount(inbox, inbox, flags=MS_BIND)
+    _mount(None, inbox, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _become_kernel(job, argv, limits):
+    """In PID 1 of the new namespace: the last steps before student code, then ipykernel."""
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name, value in limits.items():
+        limit = getattr(resource, name)
+        resource.setrlimit(limit, (value, value))
+    _drop_capabilities()
+    log = os.open(os.path.join(job, "outbox", "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.closerange(3, 65536)  # the zygote's pipes to the judge among them
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    os.chdir(os.path.join(job, "work"))
+    sys.argv = ["ipykernel_launcher", *argv]
+    sys.path[0] = ""
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance(argv=argv)
+    os._exit(0)
+
+
+def _monitor(job, argv, limits):
+    """Between the zygote and the kernel: enters the namespaces, then waits for the kernel."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        _enter_namespaces(job, limits)
+        kernel = os.fork()
+        if kernel == 0:
+            try:
+                _become_kernel(job, argv, limits)
+            except BaseException as error:  # noqa: BLE001
+                print(f"zygote: kernel for {job}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            finally:
+                os._exit(70)
+        _, status = os.waitpid(kernel, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    except BaseException as error:  # noqa: BLE001 - report, and never return into the zygote
+        try:
+            print(f"zygote: monitor for {job}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(71)
+
+
+def warm_up():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import ipykernel.ipkernel  # noqa: F401
+    import ipykernel.kernelapp  # noqa: F401
+    import IPython  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+    import torch.nn.functional  # noqa: F401
+
+
+def serve():
+    warm_up()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped as they end
+    print("READY", flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        if len(os.listdir("/proc/self/task")) != 1:
+            print(json.dumps({"error": "the zygote has threads; it cannot fork safely"}), flush=True)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _monitor(request["job"], request["argv"], request.get("limits", {}))
+        print(json.dumps({"pid": pid}), flush=True)
+
+
+if __name__ == "__main__":
+    serve()
