@@ -172,6 +172,15 @@ def _python_roots():
     return sorted(r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots))
 
 
+# What a kernel may learn of the grading process's environment: that it is being graded (as
+# nbgrader says it to any kernel), so demos can skip work that neither grade nor feedback needs.
+PASSED_ENVIRONMENT = ("NBGRADER_EXECUTION",)
+
+
+def passed_environment():
+    return {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
+
+
 def bwrap_command(command, workdir, python_roots, shared_ro=(), shared_rw=()):
     """`command` wrapped in bubblewrap, seeing only what the module docstring lists.
     `python_roots` maps each Python folder to where bubblewrap can reach it from (`staged`)."""
@@ -202,6 +211,8 @@ def bwrap_command(command, workdir, python_roots, shared_ro=(), shared_rw=()):
              "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "IPYTHONDIR", "/tmp/.ipython",
              "--setenv", "PYTHONWARNINGS", "ignore", "--setenv", "LANG", "C.UTF-8",
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
+    for name, value in passed_environment().items():
+        args += ["--setenv", name, value]
     return args + ["--", *command]
 
 
@@ -444,9 +455,10 @@ class WarmParent:
                 todo += [int(c) for c in _children(pid)]
         return pids
 
-    def spawn(self, job, argv):
+    def spawn(self, job, argv, env=None):
         """Fork a kernel for the job folder `job`; its monitor as a HostProcess."""
-        self.process.stdin.write(json.dumps({"job": str(job), "argv": list(argv)}) + "\n")
+        request = {"job": str(job), "argv": list(argv), "env": dict(env or {})}
+        self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         reply = json.loads(self.process.stdout.readline() or "{}")
         if "pid" not in reply:
@@ -529,7 +541,7 @@ class SandboxKernelManager(AsyncKernelManager):
             # Forked by the warm parent instead of started: the command's arguments after the
             # interpreter and `-m ipykernel_launcher` are the kernel's.
             argv = kernel_cmd[kernel_cmd.index("ipykernel_launcher") + 1:]
-            process = self.warm.spawn(self.sandbox.root, argv)
+            process = self.warm.spawn(self.sandbox.root, argv, passed_environment())
             self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, process.pid, None
             self._reconcile_connection_info(self.provisioner.connection_info)
             return

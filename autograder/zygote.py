@@ -3,7 +3,8 @@ submission, each in a fresh sandbox of its own.
 
 This program runs inside a bubblewrap sandbox (started by `sandbox.WarmKernels`): no network,
 the system and Python read-only, and one folder of jobs. It imports numpy, torch, matplotlib and
-ipykernel, then serves requests on stdin, one JSON line each: {"job": folder, "argv": [...]}.
+ipykernel, then serves requests on stdin, one JSON line each: {"job": folder, "argv": [...],
+"env": {...}}.
 For each it forks a *monitor* that, before any student code exists:
 
 1. enters new user, mount, PID, IPC and UTS namespaces;
@@ -81,8 +82,11 @@ def _enter_namespaces(job, limits):
     _mount(None, inbox, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def _become_kernel(job, argv, limits):
+def _become_kernel(job, argv, limits, env):
     """In PID 1 of the new namespace: the last steps before student code, then ipykernel."""
+    for name in [n for n in os.environ if n.startswith("NBGRADER_")]:
+        del os.environ[name]  # this kernel's own, below; not whatever the zygote started with
+    os.environ.update(env)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     for name, value in limits.items():
@@ -106,7 +110,7 @@ def _become_kernel(job, argv, limits):
     os._exit(0)
 
 
-def _monitor(job, argv, limits):
+def _monitor(job, argv, limits, env):
     """Between the zygote and the kernel: enters the namespaces, then waits for the kernel."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -115,7 +119,7 @@ def _monitor(job, argv, limits):
         kernel = os.fork()
         if kernel == 0:
             try:
-                _become_kernel(job, argv, limits)
+                _become_kernel(job, argv, limits, env)
             except BaseException as error:  # noqa: BLE001
                 print(f"zygote: kernel for {job}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             finally:
@@ -153,7 +157,7 @@ def serve():
             continue
         pid = os.fork()
         if pid == 0:
-            _monitor(request["job"], request["argv"], request.get("limits", {}))
+            _monitor(request["job"], request["argv"], request.get("limits", {}), request.get("env", {}))
         print(json.dumps({"pid": pid}), flush=True)
 
 
