@@ -21,7 +21,8 @@ A01 = "01_simplified_self_attention"
 A02 = "02_trainable_self_attention"
 A03 = "03_causal_attention"
 A04 = "04_multi_head_attention"
-ASSIGNMENTS = (A01, A02, A03, A04)
+A05 = "05_efficient_attention"
+ASSIGNMENTS = (A01, A02, A03, A04, A05)
 
 STEPS = {
     step.name: step
@@ -61,6 +62,10 @@ STEPS = {
             6,
             ("split_heads", "merge_heads", "causal_mask", "masked_softmax"),
         ),
+        Step("sinusoidal_positions", A05, 2),
+        Step("online_softmax_attention", A05, 5),
+        Step("KVCache", A05, 3),
+        Step("CachedCausalAttention", A05, 5, ("KVCache",)),
     )
 }
 

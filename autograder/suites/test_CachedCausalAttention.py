@@ -1,0 +1,330 @@
+"""Hidden suite of `CachedCausalAttention` (assignment 05).
+
+Worked examples: the chapter's `CausalAttention(3, 2, 6, 0.0)` context vectors (section 3.5.3),
+without a cache and with the six tokens fed one at a time through a `KVCache`
+(`fixtures/notes_efficient.py`). Oracle: `F.scaled_dot_product_attention`, with `is_causal=True`
+on a whole sequence and with an explicit mask (its True = attend) for new tokens after a cached
+prefix. Properties (all in eval mode): generation one token and several at a time equals the
+full causal forward; the cache grows by exactly the new tokens; seed 003's claim that the last
+token's causal output is plain self-attention, checked through the cache; the cache refusing to
+grow past context_length (ValueError); the attributes of `CausalAttention`.
+
+While this step is graded the reference `KVCache` stands in for the student's (`depends_on`),
+so a wrong cache costs points at its own step only. Weights are copied in by attribute name
+(`toolkit.build`). A NumPy model of cached attention names the known mistakes: a mask that
+ignores the cache's offset, a cache that is filled but never read, unscaled scores.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from autograder import checks
+from autograder.errors import CaseFailure, RemoteError
+from autograder.fixtures import notes_efficient
+from autograder.harness import case
+from autograder.suites import toolkit
+from autograder.suites._shared import rng
+from autograder.suites.toolkit import PROJECTIONS
+
+STEP = "CachedCausalAttention"
+notes_efficient.cases_for(globals(), STEP)
+
+_BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
+
+
+def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
+    return toolkit.build(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
+                         f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+
+
+def _generate(impl, module, x, sizes, what):
+    """Feed x (batch, T, d_in) in chunks of `sizes` tokens through one new KVCache; the outputs
+    side by side (batch, T, d_out), and len(cache) after each chunk."""
+    cache = impl.KVCache()
+    outs, lengths, start = [], [], 0
+    for size in sizes:
+        call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
+        out = checks.to_array(module(x[:, start:start + size], cache=cache), call)
+        if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
+            raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
+                              "one output row per NEW token")
+        outs.append(out)
+        lengths.append(len(cache))
+        start += size
+    return np.concatenate(outs, axis=1), lengths
+
+
+# --- a NumPy model of cached attention, with known mistakes as switches -----------------------
+
+def _model(x, linears, sizes, *, offset=True, read=True, scale=True):
+    """Outputs of feeding x in chunks through a cache, float64. offset False: the mask of the new
+    tokens is the top rows (mask[:t, :start + t]); read False: the new tokens attend only to
+    themselves (causally); scale False: no division by sqrt(d_k)."""
+    x = np.asarray(x, dtype=np.float64)
+
+    def project(name):
+        weight, bias = linears[name]
+        y = x @ np.asarray(weight, dtype=np.float64).T
+        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+
+    q, k, v = project("W_query"), project("W_key"), project("W_value")
+    divisor = np.sqrt(k.shape[-1]) if scale else 1.0
+    outs, start = [], 0
+    for size in sizes:
+        keys_from = 0 if read else start
+        qs, ks, vs = q[:, start:start + size], k[:, keys_from:start + size], v[:, keys_from:start + size]
+        scores = qs @ np.swapaxes(ks, -1, -2) / divisor
+        key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
+        query_pos = np.arange(size)[:, None] + (start if offset else 0)
+        weights = toolkit.softmax(np.where(key_pos > query_pos, -np.inf, scores))
+        outs.append(weights @ vs)
+        start += size
+    return np.concatenate(outs, axis=1)
+
+
+CACHE_MISTAKES = [
+    (dict(offset=False), "the mask of the new tokens ignores the cache's offset: new token i sits at position "
+                         "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),
+    (dict(read=False), "the cache is filled but never read: the new tokens attend only to themselves; attend "
+                       "to all the keys and values cache.update returns"),
+    (dict(scale=False), "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"),
+    (dict(offset=False, scale=False), "the scores are not scaled, and the mask ignores the cache's offset"),
+]
+FULL_MISTAKES = toolkit.MASK_MISTAKES + [
+    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"),
+    (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
+]
+
+
+def _cache_symptoms(x, linears, sizes):
+    return [((lambda kw=kw: _model(x, linears, sizes, **kw)), message) for kw, message in CACHE_MISTAKES]
+
+
+def _full_symptoms(x, linears):
+    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES)
+
+
+def _sizes_text(sizes):
+    return "chunks of " + ", ".join(map(str, sizes)) + " tokens"
+
+
+# --- stored outputs ---------------------------------------------------------------------------
+
+def _record(r, label, batch, d_in, d_out, context_length, sizes, bias):
+    record = dict(label=label, x=r.normal(size=(batch, sum(sizes), d_in)).astype(np.float32),
+                  d_in=np.int64(d_in), d_out=np.int64(d_out), context_length=np.int64(context_length),
+                  sizes=np.array(sizes, dtype=np.int64), qkv_bias=np.int64(bias))
+    for name, (weight, b) in toolkit.random_projections(r, d_in, d_out, bias).items():
+        record[name] = weight
+        record[_BIAS[name]] = b if bias else np.zeros(d_out, dtype=np.float32)
+    return record
+
+
+def _record_linears(record):
+    bias = bool(record["qkv_bias"])
+    return {name: (record[name], record[_BIAS[name]] if bias else None) for name in PROJECTIONS}
+
+
+def stored_inputs():
+    r = rng(1531)
+    return [
+        _record(r, "d_in=3, d_out=2, 6 tokens one at a time, batch of 2", 2, 3, 2, 6, [1] * 6, False),
+        _record(r, "a prompt of 4, then 1, 1, 1 (d_in=4, d_out=5, qkv_bias=True, context_length=10)",
+                1, 4, 5, 10, [4, 1, 1, 1], True),
+        _record(r, "chunks of 2, 3 and 2 tokens, batch of 3", 3, 4, 4, 8, [2, 3, 2], False),
+        _record(r, "a prompt that fills the context (5 of 5)", 2, 3, 3, 5, [5], True),
+        _record(r, "16 tokens: a prompt of 5 and 11 single tokens, d_in=d_out=8", 2, 8, 8, 16, [5] + [1] * 11, True),
+    ]
+
+
+def apply(impl, record):
+    linears = _record_linears(record)
+    module = _module(impl, int(record["d_in"]), int(record["d_out"]), int(record["context_length"]), linears,
+                     bias=bool(record["qkv_bias"]))
+    x = torch.tensor(record["x"])
+    full = checks.to_array(module(x), "CachedCausalAttention(x) without a cache")
+    cached, _ = _generate(impl, module, x, [int(s) for s in record["sizes"]], record["label"])
+    return full, cached
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference without a cache, and fed in chunks through a cache"""
+    from autograder.fixtures import stored
+
+    for record in stored.load(STEP):
+        linears, sizes, label = _record_linears(record), [int(s) for s in record["sizes"]], record["label"]
+        full, cached = apply(impl, record)
+        checks.expect_close(full, record["expected_0"], f"CachedCausalAttention without a cache on {label}",
+                            finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(record["x"], linears))
+        checks.expect_close(cached, record["expected_1"],
+                            f"CachedCausalAttention through a cache, {_sizes_text(sizes)} ({label})",
+                            finite_hint=toolkit.NAN_HINT, symptoms=_cache_symptoms(record["x"], linears, sizes))
+
+
+# --- PyTorch as an oracle ---------------------------------------------------------------------
+
+def _projections(x, linears):
+    def project(name):
+        weight, bias = linears[name]
+        y = x @ torch.as_tensor(weight).T
+        return y if bias is None else y + torch.as_tensor(bias)
+
+    return [project(name) for name in PROJECTIONS]
+
+
+@case(STEP, "oracle")
+def test_matches_torch(impl):
+    """agrees with F.scaled_dot_product_attention: is_causal=True on whole inputs, and an explicit mask
+    (True = attend) for new tokens after a cached prefix"""
+    r = rng(1532)
+    d_in, d_out, num_tokens = 4, 6, 9
+    linears = toolkit.random_projections(r, d_in, d_out, True)
+    x = toolkit.tensor(r.normal(size=(2, num_tokens, d_in)))
+    q, k, v = _projections(x, linears)
+    module = _module(impl, d_in, d_out, 12, linears, bias=True)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    checks.expect_close(module(x), want.numpy(), "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)(x) compared "
+                        "with F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                        finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
+    sizes = [4, 3, 2]
+    cached, _ = _generate(impl, module, x, sizes, "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)")
+    start = 0
+    for size in sizes:
+        stop = start + size
+        attend = torch.arange(stop)[None, :] <= torch.arange(start, stop)[:, None]  # key j <= query position
+        want = F.scaled_dot_product_attention(q[:, start:stop], k[:, :stop], v[:, :stop], attn_mask=attend)
+        checks.expect_close(cached[:, start:stop], want.numpy(),
+                            f"the outputs of new tokens {start}..{stop - 1} after {start} cached tokens, compared "
+                            "with F.scaled_dot_product_attention(q_new, k_all, v_all, attn_mask=allowed)",
+                            finite_hint=toolkit.NAN_HINT,
+                            symptoms=[(lambda kw=kw, s=start, e=stop: _model(x.numpy(), linears, sizes, **kw)[:, s:e], m)
+                                      for kw, m in CACHE_MISTAKES])
+        start = stop
+
+
+# --- properties -------------------------------------------------------------------------------
+
+def _check_generation(impl, sizes, seed, bias):
+    r = rng(seed)
+    d_in, d_out, total = 5, 4, sum(sizes)
+    linears = toolkit.random_projections(r, d_in, d_out, bias)
+    x = toolkit.tensor(r.normal(size=(2, total, d_in)))
+    what = f"CachedCausalAttention({d_in}, {d_out}, {total}, 0.0, qkv_bias={bias})"
+    module = _module(impl, d_in, d_out, total, linears, bias=bias)
+    full = checks.to_array(module(x), f"{what}(x)")
+    cached, lengths = _generate(impl, module, x, sizes, what)
+    if not any(lengths):
+        raise CaseFailure(f"{what} fed {_sizes_text(sizes)}: the cache stays empty (len 0 after every call), "
+                          "so nothing is remembered. An empty cache is falsy (len 0): test `cache is not None`, "
+                          "not `if cache:`, and call cache.update with the new keys and values")
+    checks.expect_close(cached, full, f"{what} fed {_sizes_text(sizes)} through a cache, compared with its own "
+                        "output on the whole sequence (eval mode)", finite_hint=toolkit.NAN_HINT,
+                        symptoms=_cache_symptoms(x.numpy(), linears, sizes))
+    want = list(np.cumsum(sizes))
+    if lengths != want:
+        raise CaseFailure(f"{what} fed {_sizes_text(sizes)}: len(cache) after each call was "
+                          f"{', '.join(map(str, lengths))}, expected {', '.join(map(str, want))}: call "
+                          "cache.update once per forward, with the keys and values of the new tokens only")
+    checks.expect_close(full, toolkit.attention(x.numpy(), linears), f"{what}(x) without a cache",
+                        finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
+
+
+@case(STEP, "property", weight=2)
+def test_one_token_at_a_time_equals_full_forward(impl):
+    """generating one token at a time through the cache gives the full causal forward's outputs"""
+    _check_generation(impl, [1] * 8, 1533, True)
+
+
+@case(STEP, "property", weight=2)
+def test_several_tokens_at_a_time(impl):
+    """chunks of several new tokens (3, 1, 4, 2) after a cached prefix give the full forward's outputs"""
+    _check_generation(impl, [3, 1, 4, 2], 1534, False)
+
+
+@case(STEP, "property")
+def test_last_token_through_cache_is_self_attention(impl):
+    """the last token, fed alone after a cached prompt, gets plain unmasked self-attention (seed 003)"""
+    r = rng(1535)
+    linears = toolkit.random_projections(r, 3, 4, True)
+    x = toolkit.tensor(r.normal(size=(2, 6, 3)))
+    module = _module(impl, 3, 4, 6, linears, bias=True)
+    cache = impl.KVCache()
+    module(x[:, :5], cache=cache)
+    last = checks.to_array(module(x[:, 5:], cache=cache), "forward(x[:, 5:], cache=cache)")
+    checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
+    unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
+    if not toolkit.close(last, unmasked):
+        message = ("the last token, fed alone after 5 cached tokens, does not get plain (unmasked) self-attention "
+                   "over all 6 tokens: it sees every token including itself, so nothing of its row may be blocked")
+        for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1]):
+            if toolkit.close(last, candidate()[:, -1:]):
+                message += f" ({symptom})"
+                break
+        raise CaseFailure(message)
+
+
+def _expect_value_error(call, what):
+    try:
+        call()
+    except ValueError:
+        return
+    except RemoteError as error:
+        raise CaseFailure(f"{what} raised {error.type_name}; it should raise ValueError (check the length "
+                          "before using the mask: raise ValueError(...) when len(cache) + t > context_length)") from None
+    raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
+
+
+@case(STEP, "property")
+def test_refuses_to_grow_past_context_length(impl):
+    """raises ValueError when the cached and new tokens would exceed context_length, and not before"""
+    r = rng(1536)
+    linears = toolkit.random_projections(r, 3, 2, False)
+    module = _module(impl, 3, 2, 5, linears)
+    x = toolkit.tensor(r.normal(size=(1, 7, 3)))
+    what = "CachedCausalAttention(3, 2, 5, 0.0)"
+    cache = impl.KVCache()
+    try:
+        module(x[:, :3], cache=cache)
+        module(x[:, 3:5], cache=cache)  # exactly context_length tokens: allowed
+    except RemoteError as error:
+        raise CaseFailure(f"{what} raised {error.type_name} while the cache held 3 tokens and 2 more came (5 = "
+                          "context_length fits): refuse only MORE than context_length tokens") from None
+    _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more")
+    _expect_value_error(lambda: module(x[:, :6], cache=impl.KVCache()), f"{what} given 6 tokens and an empty cache")
+    cache = impl.KVCache()
+    module(x[:, :4], cache=cache)
+    _expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more")
+
+
+@case(STEP, "property", weight=0.5)
+def test_attributes(impl):
+    """has W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias) and dropout = nn.Dropout(p)"""
+    for bias in (False, True):
+        what = f"CachedCausalAttention(3, 5, 4, 0.25, qkv_bias={bias})"
+        module = toolkit.construct(impl, STEP, (3, 5, 4, 0.25, bias), what=what)
+        for name in PROJECTIONS:
+            toolkit.check_linear(module, name, 3, 5, bias, what)
+        toolkit.check_dropout_attribute(what, module, 0.25)
+
+
+@case(STEP, "property", weight=0.5)
+def test_causal_without_cache(impl):
+    """without a cache it is causal attention: later tokens never change earlier outputs"""
+    module = _module(impl, 4, 3, 7, toolkit.random_projections(rng(1537), 4, 3, False))
+    toolkit.check_finite_and_causal("CachedCausalAttention", module, 4, 7, 1538)
+
+
+@case(STEP, "property", weight=0.5)
+def test_dropout_off_in_eval_mode(impl):
+    """in eval mode, dropout=0.5 changes nothing, with or without a cache"""
+    r = rng(1539)
+    linears = toolkit.random_projections(r, 3, 2, False)
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    toolkit.check_eval_mode_without_dropout("CachedCausalAttention", lambda p: _module(impl, 3, 2, 5, linears, p), x)
+    plain, _ = _generate(impl, _module(impl, 3, 2, 5, linears), x, [2, 1, 2], "dropout=0.0")
+    dropped, _ = _generate(impl, _module(impl, 3, 2, 5, linears, 0.5), x, [2, 1, 2], "dropout=0.5, eval mode")
+    if not toolkit.close(plain, dropped):
+        raise CaseFailure("CachedCausalAttention in eval mode with a cache gives other outputs with dropout=0.5 "
+                          "than with dropout=0.0: use self.dropout (nn.Dropout), which is off in eval mode")

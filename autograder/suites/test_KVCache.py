@@ -1,0 +1,231 @@
+"""Hidden suite of `KVCache` (assignment 05).
+
+No worked example: no seed mentions a cache, and a cache's outputs are its inputs put side by
+side, so the notes hold no number it produces. Graded by stored sequences of updates, by
+`torch.cat` along the token axis as an oracle, and by properties: `len` counts tokens (0 when
+empty), two caches never share storage, a long run of one-token updates (generation), inputs
+left unchanged. The cache lives with the code under test and is driven through its handle:
+`cache.call("update", k, v)` and `len(cache)`.
+"""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import case
+from autograder.seam import Handle
+from autograder.suites._shared import rng
+
+STEP = "KVCache"
+
+
+def _new_cache(impl):
+    cache = impl.KVCache()
+    if not isinstance(cache, Handle):
+        raise CaseFailure(f"KVCache() returned a {type(cache).__name__}; it should create a cache object")
+    return cache
+
+
+def _length(cache, what):
+    try:
+        return len(cache)
+    except RemoteError as error:
+        raise CaseFailure(f"len({what}) raised {error.type_name}: define __len__ to return the number of "
+                          "tokens held (0 when nothing is stored yet)") from None
+
+
+def _update(cache, k, v, what):
+    """cache.update(k, v) as (keys, values) arrays, or a CaseFailure saying what came back."""
+    out = cache.call("update", k, v)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise CaseFailure(f"{what} should return a tuple (all keys, all values); it returned a "
+                          f"{type(out).__name__}")
+    for name, value in zip(("keys", "values"), out):
+        if not torch.is_tensor(value):
+            raise CaseFailure(f"the {name} {what} returns are a {type(value).__name__}; return torch tensors "
+                              "(the attention layer multiplies them with its queries)")
+    return out
+
+
+def _chunks(x, sizes):
+    starts = np.cumsum([0, *sizes])
+    return [x[:, a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+
+def _symptoms(ks, vs, which):
+    """Known mistakes for the keys (which=0) or values (1) after the updates ks, vs."""
+    parts = [np.asarray(a, dtype=np.float64) for a in (ks if which == 0 else vs)]
+    other = [np.asarray(a, dtype=np.float64) for a in (vs if which == 0 else ks)]
+    return [
+        (lambda: np.concatenate(parts, axis=0), "the new entries are appended along dim 0, the batch axis: "
+                                                "append along dim 1, the token axis of (batch, T, d)"),
+        (lambda: np.concatenate(parts, axis=2), "the new entries are appended along the last dim, the features: "
+                                                "append along dim 1, the token axis of (batch, T, d)"),
+        (lambda: parts[-1], "update returns only the new entries: return everything held so far"),
+        (lambda: parts[0], "the cache keeps only its first update: later updates must be appended"),
+        (lambda: np.concatenate(other, axis=1), "the keys and values are swapped (update(k, v) returns (keys, "
+                                                "values) in that order)"),
+    ]
+
+
+def _run(cache, ks, vs, label):
+    """Every update; (final keys, final values, len after each update)."""
+    lengths = []
+    out = None
+    for step, (k, v) in enumerate(zip(ks, vs)):
+        out = _update(cache, k, v, f"update number {step + 1} ({label})")
+        lengths.append(_length(cache, f"the cache after update {step + 1} ({label})"))
+    return out[0], out[1], np.array(lengths, dtype=np.int64)
+
+
+# --- stored outputs ---------------------------------------------------------------------------
+
+def _record(r, label, batch, sizes, d_k, d_v, dtype=np.float32):
+    total = sum(sizes)
+    return dict(label=label, k=r.normal(size=(batch, total, d_k)).astype(dtype),
+                v=r.normal(size=(batch, total, d_v)).astype(dtype), sizes=np.array(sizes, dtype=np.int64))
+
+
+def stored_inputs():
+    r = rng(1521)
+    return [
+        _record(r, "batch of 2, d=3, four updates of one token", 2, [1, 1, 1, 1], 3, 3),
+        _record(r, "batch of 1, a prompt of 4 tokens, then 1 and 1", 1, [4, 1, 1], 5, 5),
+        _record(r, "batch of 3, keys 4 wide and values 2 wide, updates of 2, 3 and 1 tokens", 3, [2, 3, 1], 4, 2),
+        _record(r, "float64, batch of 2, updates of 3 and 2 tokens", 2, [3, 2], 2, 3, np.float64),
+        _record(r, "a single update of 5 tokens", 2, [5], 3, 3),
+    ]
+
+
+def apply(impl, record):
+    sizes = [int(s) for s in record["sizes"]]
+    k, v = torch.tensor(record["k"]), torch.tensor(record["v"])
+    return _run(_new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), record["label"])
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference: prompts, single tokens, batches, keys and values of other widths, float64"""
+    from autograder.fixtures import stored
+
+    for record in stored.load(STEP):
+        sizes = [int(s) for s in record["sizes"]]
+        ks, vs = _chunks(record["k"], sizes), _chunks(record["v"], sizes)
+        keys, values, lengths = apply(impl, record)
+        label = record["label"]
+        checks.expect_close(keys, record["expected_0"], f"the keys update returns last ({label})",
+                            atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 0))
+        checks.expect_close(values, record["expected_1"], f"the values update returns last ({label})",
+                            atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 1))
+        _expect_lengths(lengths, record["expected_2"], sizes, record["k"].shape[0], label)
+
+
+def _expect_lengths(lengths, want, sizes, batch, label):
+    lengths = np.asarray(lengths)
+    if lengths.shape == np.shape(want) and (lengths == want).all():
+        return
+    steps = ", ".join(str(int(n)) for n in lengths)
+    if (lengths == batch).all() and batch != want[-1]:
+        hint = ("len(cache) is the batch size: len() of a (batch, T, d) tensor is its first dim; return the "
+                "number of tokens, keys.shape[1]")
+    elif (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
+        hint = "len(cache) counts the calls to update, not the tokens held"
+    else:
+        hint = "len(cache) must be the number of tokens held"
+    raise CaseFailure(f"after updates of {', '.join(map(str, sizes))} tokens ({label}) len(cache) was {steps}: "
+                      f"{hint}")
+
+
+# --- PyTorch as an oracle ---------------------------------------------------------------------
+
+@case(STEP, "oracle")
+def test_matches_torch_cat(impl):
+    """after each update, the keys and values equal torch.cat of everything so far along dim 1"""
+    r = rng(1522)
+    sizes = [3, 1, 2, 1]
+    k = torch.tensor(r.normal(size=(2, 7, 4)), dtype=torch.float32)
+    v = torch.tensor(r.normal(size=(2, 7, 6)), dtype=torch.float32)
+    ks, vs = _chunks(k, sizes), _chunks(v, sizes)
+    cache = _new_cache(impl)
+    for step in range(len(sizes)):
+        what = f"update number {step + 1} (of {', '.join(map(str, sizes))} tokens)"
+        keys, values = _update(cache, ks[step], vs[step], what)
+        want_k, want_v = torch.cat(ks[:step + 1], dim=1), torch.cat(vs[:step + 1], dim=1)
+        checks.expect_close(keys, want_k.numpy(), f"the keys {what} returns, compared with torch.cat(..., dim=1)",
+                            atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks[:step + 1], vs[:step + 1], 0))
+        checks.expect_close(values, want_v.numpy(), f"the values {what} returns, compared with torch.cat(..., dim=1)",
+                            atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks[:step + 1], vs[:step + 1], 1))
+
+
+# --- properties -------------------------------------------------------------------------------
+
+@case(STEP, "property")
+def test_length_counts_tokens(impl):
+    """len is 0 when empty, then the number of tokens held (not the batch size, not the calls)"""
+    cache = _new_cache(impl)
+    _expect_empty(cache)
+    r = rng(1523)
+    sizes = [2, 1, 3]
+    k = torch.tensor(r.normal(size=(4, 6, 3)), dtype=torch.float32)
+    _, _, lengths = _run(cache, _chunks(k, sizes), _chunks(k, sizes), "a batch of 4")
+    _expect_lengths(lengths, np.cumsum(sizes), sizes, 4, "a batch of 4")
+
+
+SHARED = ("Keep the storage on the instance (self.keys = ... in __init__), not in a class attribute or a "
+          "default argument, which every cache shares")
+
+
+def _expect_empty(cache):
+    held = _length(cache, "a new KVCache()")
+    if held != 0:
+        raise CaseFailure(f"len(KVCache()) is {held} for a brand-new cache, not 0: do the caches share what they "
+                          f"hold? {SHARED}")
+
+
+@case(STEP, "property")
+def test_caches_are_independent(impl):
+    """two caches never share what they hold"""
+    r = rng(1524)
+    first = _new_cache(impl)
+    _expect_empty(first)
+    second = _new_cache(impl)
+    a = torch.tensor(r.normal(size=(1, 2, 3)), dtype=torch.float32)
+    b = torch.tensor(r.normal(size=(1, 3, 3)), dtype=torch.float32)
+    _update(first, a, a, "update of the first cache")
+    keys, _ = _update(second, b, b, "update of a second, new cache")
+    keys = checks.to_array(keys, "the keys of the second cache")
+    if keys.shape != (1, 3, 3) or _length(second, "the second cache") != 3 or _length(first, "the first cache") != 2:
+        raise CaseFailure(f"two KVCache objects share what they hold: a second, new cache returned the first "
+                          f"cache's tokens too. {SHARED}")
+    checks.expect_close(keys, b.numpy(), "the keys of a second, new cache", atol=1e-6, rtol=1e-5)
+
+
+@case(STEP, "property")
+def test_generation_one_token_at_a_time(impl):
+    """a prompt then 60 single-token updates (as in generation): everything kept, in order"""
+    r = rng(1525)
+    sizes = [4] + [1] * 60
+    k = torch.tensor(r.normal(size=(2, 64, 8)), dtype=torch.float32)
+    v = torch.tensor(r.normal(size=(2, 64, 8)), dtype=torch.float32)
+    keys, values, lengths = _run(_new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), "a long generation")
+    what = "after a prompt of 4 tokens and 60 one-token updates"
+    checks.expect_close(keys, k.numpy(), f"the keys {what}", atol=1e-6, rtol=1e-5,
+                        symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 0))
+    checks.expect_close(values, v.numpy(), f"the values {what}", atol=1e-6, rtol=1e-5,
+                        symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 1))
+    _expect_lengths(lengths, np.cumsum(sizes), sizes, 2, "a long generation")
+
+
+@case(STEP, "property", weight=0.5)
+def test_inputs_unchanged(impl):
+    """update leaves the tensors it is given unchanged"""
+    r = rng(1526)
+    tensors = [torch.tensor(r.normal(size=(2, t, 3)), dtype=torch.float32) for t in (2, 2, 1, 1)]
+    held = impl.hold(*tensors)
+    cache = _new_cache(impl)
+    cache.call("update", held[0], held[1])
+    cache.call("update", held[2], held[3])
+    for index, (before, handle) in enumerate(zip(tensors, held)):
+        checks.expect_unchanged(before.numpy(), handle.call("clone"),
+                                f"the {'keys' if index % 2 == 0 else 'values'} passed to update")

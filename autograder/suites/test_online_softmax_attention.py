@@ -1,0 +1,294 @@
+"""Hidden suite of `online_softmax_attention` (assignment 05).
+
+Worked examples: the chapter's context vectors (sections 3.4.2 and 3.5.3), reproduced block by
+block (`fixtures/notes_efficient.py`). Oracle: `F.scaled_dot_product_attention`, plain and with
+`is_causal=True`, for every block size from 1 to past the number of keys. Properties: the
+answer does not depend on the block size, the weights it implies sum to 1, causality, inputs
+left unchanged, and the peak memory of one call on 3072 tokens, measured from outside the
+process that runs it, staying far below one (n_q, n_k) array of scores.
+
+A NumPy model of the blockwise algorithm, with one switch per known mistake, names the
+symptom: the running sum (or output) not rescaled when the maximum grows, a causal block mask
+that ignores the block's offset or is off by one, unscaled scores, no final division.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from autograder import checks
+from autograder.errors import CaseFailure
+from autograder.fixtures import notes_efficient
+from autograder.harness import case
+from autograder.suites import toolkit
+from autograder.suites._shared import rng
+
+STEP = "online_softmax_attention"
+notes_efficient.cases_for(globals(), STEP)
+
+NAN_HINT = ("exp overflowed (subtract the running row maximum before exponentiating), or a query was left "
+            "with no key to attend to (query i sees keys 0..i, itself included: block key j only when j > i)")
+
+
+# --- a NumPy model of the blockwise computation, with known mistakes as switches -------------
+
+def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True):
+    """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
+    sum) | "none"; mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal"
+    (j >= i); scale "sqrt" | "none" | "linear"; normalise False: no final division."""
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
+    divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k)}[scale]
+    row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
+    row_sum = np.zeros(Q.shape[:-1] + (1,))
+    acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for start in range(0, n_k, block_size):
+            stop = min(start + block_size, n_k)
+            scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) / divisor
+            if causal:
+                keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
+                rows = np.arange(n_q)[:, None]
+                blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
+                           "diagonal": keys >= rows}[mask]
+                scores = np.where(blocked, -np.inf, scores)
+            new_max = np.maximum(row_max, scores.max(axis=-1, keepdims=True))
+            shrink = np.exp(row_max - new_max)
+            p = np.exp(scores - new_max)
+            row_sum = (row_sum * shrink if rescale in ("both", "sum") else row_sum) + p.sum(-1, keepdims=True)
+            acc = (acc * shrink if rescale in ("both", "acc") else acc) + p @ V[..., start:stop, :]
+            row_max = new_max
+        return acc / row_sum if normalise else acc
+
+
+RESCALE = ("the running sum is not rescaled when the row maximum grows: before adding a block, multiply it "
+           "(and the running output) by exp(old_max - new_max)")
+MISTAKES = [
+    (dict(rescale="none"), RESCALE),
+    (dict(rescale="acc"), RESCALE),
+    (dict(rescale="sum"), "the running output is not rescaled when the row maximum grows: multiply it by "
+                          "exp(old_max - new_max) before adding a block, as the running sum"),
+    (dict(scale="none"), "the scores are not scaled: divide Q Kᵀ by sqrt(d_k)"),
+    (dict(scale="linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
+    (dict(normalise=False), "the output is not divided by the running sum at the end"),
+]
+CAUSAL_MISTAKES = [
+    (dict(mask="local"), "the causal mask of a block compares the query's position with the key's position "
+                         "inside the block: use the key's position in the whole sequence (block start + column)"),
+    (dict(mask="next"), "the causal block mask is off by one: each query also sees the next key; block key j "
+                        "when j > i"),
+    (dict(mask="diagonal"), "the causal block mask is off by one: it blocks each query's own key; block key j "
+                            "only when j > i"),
+]
+
+
+def _symptoms(Q, K, V, block_size, causal):
+    found = MISTAKES + (CAUSAL_MISTAKES if causal else [])
+    return [((lambda kw=kw: _model(Q, K, V, block_size, causal, **kw)), message) for kw, message in found]
+
+
+def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
+    """out ≈ want, or the symptom of a known mistake; one that puts nan where the model of that
+    mistake does (a query left with no key) is named too, not just reported as nan."""
+    out = checks.to_array(out, what)
+    symptoms = _symptoms(Q, K, V, block_size, causal)
+    if out.shape == np.shape(want) and np.isnan(out).any():
+        for candidate, message in symptoms:
+            value = candidate()
+            if np.isnan(value).any() and toolkit.close(out, value, atol, rtol):
+                raise CaseFailure(f"{what}: {message}")
+    return checks.expect_close(out, want, what, atol=atol, rtol=rtol, finite_hint=NAN_HINT, symptoms=symptoms)
+
+
+def _attention(impl, Q, K, V, block_size, causal, what, want):
+    out = impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal)
+    return _expect(out, want, what, Q, K, V, block_size, causal)
+
+
+def _label(shape_q, shape_k, block_size, causal):
+    return (f"online_softmax_attention(Q {checks.fmt_shape(shape_q)}, K {checks.fmt_shape(shape_k)}, ..., "
+            f"block_size={block_size}{', causal=True' if causal else ''})")
+
+
+# --- stored outputs ---------------------------------------------------------------------------
+
+def _record(r, label, lead, n_q, n_k, d_k, d_v, block_size, causal, scale=1.0, dtype=np.float32):
+    return dict(label=label,
+                Q=(scale * r.normal(size=(*lead, n_q, d_k))).astype(dtype),
+                K=(scale * r.normal(size=(*lead, n_k, d_k))).astype(dtype),
+                V=r.normal(size=(*lead, n_k, d_v)).astype(dtype),
+                block_size=np.int64(block_size), causal=np.int64(causal))
+
+
+def _increasing(r):
+    """Scores that grow from key to key: every block raises the row maximum."""
+    K = np.linspace(0.0, 3.0, 10)[:, None] * np.ones((10, 4))
+    return dict(label="scores that grow with every key (10 keys, block_size=3)",
+                Q=np.abs(r.normal(size=(4, 4))).astype(np.float32), K=K.astype(np.float32),
+                V=r.normal(size=(10, 3)).astype(np.float32), block_size=np.int64(3), causal=np.int64(0))
+
+
+def stored_inputs():
+    r = rng(1511)
+    return [
+        _record(r, "5 queries and keys, d=4, block_size=2", (), 5, 5, 4, 4, 2, False),
+        _record(r, "8 queries, 13 keys, d_v=5, block_size=4", (), 8, 13, 4, 5, 4, False),
+        _record(r, "causal, 7 tokens, a (2, 3) batch of heads, block_size=3", (2, 3), 7, 7, 4, 4, 3, True),
+        _record(r, "causal, 9 tokens, float64, block_size=1", (), 9, 9, 6, 2, 1, True, dtype=np.float64),
+        _record(r, "causal, 12 tokens, batch of 2, block_size=5", (2,), 12, 12, 8, 8, 5, True),
+        _record(r, "large scores (hundreds), 6 keys, block_size=2", (), 4, 6, 4, 3, 2, False, scale=25.0),
+        _record(r, "causal, large scores (hundreds), 6 tokens, block_size=4", (), 6, 6, 4, 3, 4, True, scale=25.0),
+        _record(r, "block_size larger than the number of keys (100 for 6)", (), 6, 6, 3, 3, 100, False),
+        _record(r, "a single query and key", (), 1, 1, 3, 2, 64, True),
+        _increasing(r),
+    ]
+
+
+def apply(impl, record):
+    return impl.online_softmax_attention(record["Q"], record["K"], record["V"],
+                                         block_size=int(record["block_size"]), causal=bool(record["causal"]))
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference: plain and causal, batches of heads, float64, large scores, any block size"""
+    from autograder.fixtures import stored
+
+    for record in stored.load(STEP):
+        Q, K, V = record["Q"], record["K"], record["V"]
+        block_size, causal = int(record["block_size"]), bool(record["causal"])
+        _expect(apply(impl, record), record["expected_0"], f"online_softmax_attention on {record['label']}",
+                Q, K, V, block_size, causal)
+
+
+# --- PyTorch as an oracle ---------------------------------------------------------------------
+
+def _sdpa(Q, K, V, causal):
+    q, k, v = (torch.tensor(a, dtype=torch.float64) for a in (Q, K, V))
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal).numpy()
+
+
+@case(STEP, "oracle", weight=2)
+def test_matches_torch_every_block_size(impl):
+    """agrees with F.scaled_dot_product_attention (is_causal too) for every block_size from 1 to past n_k"""
+    r = rng(1512)
+    for causal, lead, n_q, n_k in ((False, (2,), 6, 9), (True, (2,), 9, 9)):
+        Q = r.normal(size=(*lead, n_q, 4)).astype(np.float32)
+        K = r.normal(size=(*lead, n_k, 4)).astype(np.float32)
+        V = r.normal(size=(*lead, n_k, 3)).astype(np.float32)
+        want = _sdpa(Q, K, V, causal)
+        for block_size in range(1, n_k + 3):
+            _attention(impl, Q, K, V, block_size, causal,
+                       _label(Q.shape, K.shape, block_size, causal) + " compared with "
+                       f"F.scaled_dot_product_attention(q, k, v{', is_causal=True' if causal else ''})", want)
+
+
+# --- properties -------------------------------------------------------------------------------
+
+@case(STEP, "property")
+def test_same_answer_for_every_block_size(impl):
+    """the block size changes how the keys are read, never the answer"""
+    r = rng(1513)
+    for causal in (False, True):
+        Q, K, V = (r.normal(size=(11, 4)).astype(np.float32) for _ in range(3))
+        one_block = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=11, causal=causal),
+                                    _label(Q.shape, K.shape, 11, causal))
+        checks.expect_shape(one_block, (11, 4), _label(Q.shape, K.shape, 11, causal))
+        for block_size in (1, 2, 4, 7):
+            what = _label(Q.shape, K.shape, block_size, causal)
+            out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal),
+                                  what)
+            if out.shape != one_block.shape or not np.allclose(out, one_block, atol=1e-5, rtol=1e-4,
+                                                               equal_nan=True):
+                raise CaseFailure(f"{what} differs from the same call with block_size=11 (all keys in one "
+                                  "block): the blocks must combine to exactly the one-block answer (rescale "
+                                  "the running sum and output by exp(old_max - new_max) whenever the "
+                                  "maximum grows)")
+
+
+@case(STEP, "property")
+def test_weights_sum_to_one(impl):
+    """with every value 1 the output is 1: the implied attention weights sum to 1 for every query"""
+    r = rng(1514)
+    for causal, block_size in ((False, 3), (True, 2)):
+        Q, K = (r.normal(size=(10, 5)).astype(np.float32) for _ in range(2))
+        V = np.ones((10, 1), dtype=np.float32)
+        what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones"
+        out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal), what)
+        checks.expect_shape(out, (10, 1), what)
+        checks.expect_finite(out, what, NAN_HINT)
+        worst = float(out.flat[int(np.argmax(abs(out - 1)))])
+        if abs(worst - 1) > 1e-5:
+            raise CaseFailure(f"{what} should be 1 for every query (its weights sum to 1) but reaches "
+                              f"{worst:.4g}: divide by the running sum, and rescale the running sum whenever "
+                              "the maximum grows")
+
+
+@case(STEP, "property")
+def test_causal(impl):
+    """with causal=True, changing the keys and values from position t on never changes earlier outputs"""
+    r = rng(1515)
+    Q, K, V = (r.normal(size=(2, 10, 4)).astype(np.float32) for _ in range(3))
+    what = _label(Q.shape, K.shape, 3, True)
+    out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=3, causal=True), what)
+    checks.expect_shape(out, (2, 10, 4), what)
+    checks.expect_finite(out, what, NAN_HINT)
+    for t in (1, 4, 9):
+        K2, V2 = K.copy(), V.copy()
+        K2[:, t:] = r.normal(size=K2[:, t:].shape)
+        V2[:, t:] = r.normal(size=V2[:, t:].shape)
+        after = checks.to_array(impl.online_softmax_attention(Q, K2, V2, block_size=3, causal=True), what)
+        if after.shape != out.shape or not np.allclose(after[:, :t], out[:, :t], atol=1e-5):
+            raise CaseFailure(f"{what} is not causal: changing the keys and values from position {t} on changed "
+                              "the outputs of earlier queries; query i may only attend to keys 0..i")
+
+
+@case(STEP, "property", weight=0.5)
+def test_inputs_unchanged(impl):
+    """leaves Q, K and V unchanged"""
+    r = rng(1516)
+    arrays = [r.normal(size=(7, 4)).astype(np.float32) for _ in range(3)]
+    held = impl.hold(*arrays)
+    impl.online_softmax_attention(*held, 3, True)
+    for name, before, handle in zip("QKV", arrays, held):
+        checks.expect_unchanged(before, handle.call("copy"), f"{name} (use out-of-place operations)")
+
+
+LONG = 3072  # tokens: one float32 (n, n) array of scores is 36 MiB
+
+
+def _check_peak(impl, causal):
+    r = rng(1517 + causal)
+    Q, K, V = (r.normal(size=(LONG, 32)).astype(np.float32) for _ in range(3))
+    what = _label(Q.shape, K.shape, 64, causal)
+    out, peak = impl.measure_peak("online_softmax_attention", Q, K, V, 64, causal)
+    out = checks.to_array(out, what)
+    checks.expect_shape(out, (LONG, 32), what)
+    checks.expect_finite(out, what, NAN_HINT)
+    # The reference peaks near 5 MiB here; any (n_q, n_k) array of float32 scores is 36 MiB.
+    limit = LONG * LONG * 4 // 2
+    if peak > limit:
+        raise CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once, as much as a whole (n_q, n_k) array of "
+                          f"scores or weights ({LONG * LONG * 4 / 2**20:.0f} MiB in float32): keep only one block "
+                          "of scores (n_q, block_size) at a time, with the running maximum, sum and output")
+    # Spot checks against PyTorch on a few rows (the full answer is checked elsewhere).
+    rows = np.array([0, 1, 777, LONG - 1])
+    q, k, v = (torch.tensor(a, dtype=torch.float64) for a in (Q, K, V))
+    scores = q[rows] @ k.T / np.sqrt(32.0)
+    if causal:
+        scores = scores.masked_fill(torch.arange(LONG)[None, :] > torch.as_tensor(rows)[:, None], float("-inf"))
+    want = (torch.softmax(scores, dim=-1) @ v).numpy()
+    checks.expect_close(out[rows], want, what + f", rows 0, 1, 777 and {LONG - 1},", atol=1e-4, rtol=1e-3,
+                        finite_hint=NAN_HINT)
+
+
+@case(STEP, "property", timeout=15)
+def test_memory_far_below_the_score_matrix(impl):
+    """on 3072 tokens, holds far less memory at once than one (n_q, n_k) array of scores"""
+    _check_peak(impl, False)
+
+
+@case(STEP, "property", timeout=15)
+def test_causal_memory_far_below_the_score_matrix(impl):
+    """with causal=True on 3072 tokens, holds far less memory at once than one (n_q, n_k) array (no full mask)"""
+    _check_peak(impl, True)

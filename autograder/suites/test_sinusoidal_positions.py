@@ -1,0 +1,196 @@
+"""Hidden suite of `sinusoidal_positions` (assignment 05).
+
+No worked example: the notes print no position code (seed 003 asks "Why do need Positional
+Encoding?" and leaves the answer empty; the chapter stops before positions), so this step is
+graded by stored outputs, an independent PyTorch construction, and properties. A NumPy model
+with switches names the usual mistakes: sin and cos swapped, the exponent i/d instead of 2i/d,
+the cosine column using its own index, integer division, sines and cosines in two halves.
+"""
+
+import math
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.errors import CaseFailure
+from autograder.harness import case
+from autograder.suites._shared import rng
+
+STEP = "sinusoidal_positions"
+NAME = "sinusoidal_positions"
+
+
+def _model(num_tokens, d_model, *, swap=False, exponent="2i", layout="interleaved", first=0, divide=True):
+    """The position codes in float64; each keyword reproduces one known mistake."""
+    p = np.arange(first, first + num_tokens, dtype=np.float64)[:, None]
+    i = np.arange(d_model // 2, dtype=np.float64)[None, :]
+    power = {"2i": 2 * i / d_model, "i": i / d_model, "int": (2 * i) // d_model}[exponent]
+    speed = 10000.0 ** -power if divide else 10000.0 ** power
+    sin, cos = np.sin(p * speed), np.cos(p * speed)
+    if swap:
+        sin, cos = cos, sin
+    if layout == "halves":
+        return np.concatenate([sin, cos], axis=1)
+    out = np.empty((num_tokens, d_model))
+    out[:, 0::2], out[:, 1::2] = sin, cos
+    return out
+
+
+def _own_column(num_tokens, d_model):
+    """Every column j uses the exponent j / d_model: the cosine of pair i turns at (2i+1)/d."""
+    p = np.arange(num_tokens, dtype=np.float64)[:, None]
+    j = np.arange(d_model, dtype=np.float64)[None, :]
+    angles = p / 10000.0 ** (j / d_model)
+    return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+MISTAKES = [
+    (dict(swap=True), "sin and cos are swapped: the even columns (2i) hold the sines, the odd columns "
+                      "(2i+1) the cosines"),
+    (dict(exponent="i"), "the exponent is i / d_model; it is 2i / d_model (2i is the column of pair i's "
+                         "sine), so the pairs turn more slowly than they should"),
+    (dict(exponent="int"), "every pair turns at the same speed: 2i / d_model was computed with integer "
+                           "division (//), which gives 0; use true division (/)"),
+    (dict(layout="halves"), "the sines fill the first half of the columns and the cosines the second: "
+                            "interleave them (sine of pair i in column 2i, its cosine in column 2i+1)"),
+    (dict(first=1), "the positions start at 1; they start at 0 (row 0 is sin 0 = 0, cos 0 = 1)"),
+    (dict(divide=False), "the angle is p * 10000**(2i/d_model); divide instead: p / 10000**(2i/d_model)"),
+    (dict(swap=True, exponent="i"), "sin and cos are swapped, and the exponent is i / d_model instead of "
+                                    "2i / d_model"),
+]
+OWN_COLUMN = ("the cosine in column 2i+1 uses the exponent (2i+1) / d_model; both columns of a pair "
+              "share one angle, p / 10000**(2i / d_model)")
+
+
+def _symptoms(num_tokens, d_model):
+    found = [((lambda kw=kw: _model(num_tokens, d_model, **kw)), message) for kw, message in MISTAKES]
+    return found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN)]
+
+
+def _call(impl, num_tokens, d_model):
+    what = f"{NAME}({num_tokens}, {d_model})"
+    out = checks.to_array(impl.sinusoidal_positions(num_tokens, d_model), what)
+    return out, what
+
+
+# --- stored outputs ---------------------------------------------------------------------------
+
+SIZES = [(6, 4, "6 tokens, d_model=4"), (1, 2, "a single token, d_model=2"), (50, 16, "50 tokens, d_model=16"),
+         (7, 10, "7 tokens, d_model=10 (5 pairs)"), (3, 512, "3 tokens, d_model=512"),
+         (256, 64, "256 tokens, d_model=64"), (512, 6, "512 tokens, d_model=6 (large angles)")]
+
+
+def stored_inputs():
+    # Angles up to 511 radians: float32 arithmetic is allowed, so the tolerance there is wider.
+    return [dict(label=label, num_tokens=np.int64(n), d_model=np.int64(d), atol=np.float64(2e-4 if n > 100 else 2e-5))
+            for n, d, label in SIZES]
+
+
+def apply(impl, record):
+    return impl.sinusoidal_positions(int(record["num_tokens"]), int(record["d_model"]))
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """matches the reference for short and long sequences, narrow and wide codes"""
+    from autograder.fixtures import stored
+
+    for record in stored.load(STEP):
+        n, d = int(record["num_tokens"]), int(record["d_model"])
+        what = f"{NAME}({n}, {d}) ({record['label']})"
+        checks.expect_close(apply(impl, record), record["expected_0"], what, atol=float(record["atol"]),
+                            rtol=0, symptoms=_symptoms(n, d))
+
+
+# --- PyTorch as an oracle ---------------------------------------------------------------------
+
+def _torch_positions(num_tokens, d_model):
+    """The construction of PyTorch's own transformer tutorial: speeds exp(-2i ln(10000) / d)."""
+    position = torch.arange(num_tokens, dtype=torch.float64).unsqueeze(1)
+    speed = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    codes = torch.zeros(num_tokens, d_model, dtype=torch.float64)
+    codes[:, 0::2] = torch.sin(position * speed)
+    codes[:, 1::2] = torch.cos(position * speed)
+    return codes.numpy()
+
+
+@case(STEP, "oracle")
+def test_matches_torch_tutorial(impl):
+    """agrees with the positional encoding of PyTorch's transformer tutorial (exp/log form)"""
+    for n, d in ((20, 12), (64, 32), (9, 2)):
+        out, what = _call(impl, n, d)
+        checks.expect_close(out, _torch_positions(n, d), f"{what} compared with PyTorch's tutorial encoding",
+                            atol=2e-5, rtol=0, symptoms=_symptoms(n, d))
+
+
+# --- properties -------------------------------------------------------------------------------
+
+@case(STEP, "property")
+def test_unit_circle_pairs(impl):
+    """row 0 is [0, 1, 0, 1, ...], every (sin, cos) pair lies on the unit circle, column 0 is sin(p)"""
+    n, d = 30, 8
+    out, what = _call(impl, n, d)
+    checks.expect_shape(out, (n, d), what)
+    checks.expect_finite(out, what)
+    if not np.allclose(out[0], np.tile([0.0, 1.0], d // 2), atol=1e-6):
+        raise CaseFailure(f"row 0 of {what} should be [0, 1, 0, 1, ...] (sin 0 = 0 in the even columns, "
+                          "cos 0 = 1 in the odd ones)")
+    radius = out[:, 0::2] ** 2 + out[:, 1::2] ** 2
+    if not np.allclose(radius, 1.0, atol=1e-4):
+        raise CaseFailure(f"{what}: sin² + cos² of columns (2i, 2i+1) is not 1 everywhere (found "
+                          f"{float(radius.min()):.3g} to {float(radius.max()):.3g}): both columns of a pair "
+                          "must use the same angle")
+    if not np.allclose(out[:, 0], np.sin(np.arange(n)), atol=2e-5):
+        raise CaseFailure(f"column 0 of {what} should be sin(p): pair 0 turns by exactly 1 radian per position "
+                          "(10000**0 = 1)")
+
+
+@case(STEP, "property")
+def test_shift_is_a_rotation(impl):
+    """moving k positions turns every (sin, cos) pair by a fixed angle, whatever the start position"""
+    n, d, k = 40, 10, 3
+    out, what = _call(impl, n, d)
+    checks.expect_shape(out, (n, d), what)
+    sin_k, cos_k = out[k, 0::2], out[k, 1::2]  # sin(k w_i), cos(k w_i), from the codes themselves
+    sin_p, cos_p = out[:-k, 0::2], out[:-k, 1::2]
+    want_sin = sin_p * cos_k + cos_p * sin_k  # sin((p + k) w) = sin(pw) cos(kw) + cos(pw) sin(kw)
+    want_cos = cos_p * cos_k - sin_p * sin_k
+    if not (np.allclose(out[k:, 0::2], want_sin, atol=1e-4) and np.allclose(out[k:, 1::2], want_cos, atol=1e-4)):
+        raise CaseFailure(f"{what}: the code of position p + {k} is not the code of position p with each "
+                          "(column 2i, column 2i+1) pair turned by a fixed angle; sin belongs in the even "
+                          "column and cos in the odd column of each pair, both with the angle p * w_i")
+
+
+@case(STEP, "property")
+def test_independent_of_sequence_length(impl):
+    """the code of a position does not depend on how many positions are asked for"""
+    short, what_short = _call(impl, 10, 8)
+    long, what_long = _call(impl, 100, 8)
+    checks.expect_shape(short, (10, 8), what_short)
+    checks.expect_shape(long, (100, 8), what_long)
+    if not np.allclose(short, long[:10], atol=1e-6):
+        raise CaseFailure(f"the first 10 rows of {what_long} differ from {what_short}: a position's code "
+                          "must depend only on p and d_model, not on num_tokens")
+
+
+@case(STEP, "property", weight=0.5)
+def test_positions_are_distinguishable(impl):
+    """no two of 200 positions get the same code"""
+    out, what = _call(impl, 200, 16)
+    checks.expect_shape(out, (200, 16), what)
+    gaps = np.linalg.norm(out[:, None, :] - out[None, :, :], axis=-1) + np.eye(200) * 10
+    if float(gaps.min()) < 1e-3:
+        i, j = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
+        raise CaseFailure(f"{what}: positions {min(i, j)} and {max(i, j)} get the same code, so attention "
+                          "could not tell them apart")
+
+
+@case(STEP, "property", weight=0.5)
+def test_many_sizes(impl):
+    """works for any even d_model and any number of tokens, returning floats"""
+    r = rng(1501)
+    for _ in range(4):
+        n, d = int(r.integers(1, 40)), 2 * int(r.integers(1, 20))
+        out, what = _call(impl, n, d)
+        checks.expect_close(out, _model(n, d), what, atol=2e-5, rtol=0, symptoms=_symptoms(n, d))
