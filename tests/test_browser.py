@@ -1,0 +1,200 @@
+"""A student's first hour, in a real browser: JupyterLab in Debian's Chromium, driven by Playwright.
+
+`coursekit lab --student` serves a folder on 127.0.0.1 holding the released notebook 01 twice:
+untouched, and completed with the reference. For each the test clicks *Run > Run All Cells*
+(and, as a student would after an error, *Run Selected Cell and All Below* from the first cell
+that did not run), then clicks nbgrader's *Validate* button and reads its verdict.
+
+- Untouched: every graded cell raises NotImplementedError, every demo prints its one-line hint,
+  and Validate fails, naming every step.
+- Completed: no cell fails, no demo prints a hint, and Validate passes.
+
+Screenshots are kept under pytest's temporary folder; the test prints where. Chromium must be
+installed (`.ci/run` installs it with apt-get); without it the test fails, it does not skip.
+"""
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.steps import A01, graded_step, steps_of
+from coursekit import samples
+
+CHROMIUM = os.environ.get("COURSEKIT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+RELEASE = Path(__file__).resolve().parent.parent / "assignments" / A01 / f"{A01}.ipynb"
+HINT = "Nothing to show yet"
+DEMO = re.compile(r"^with needs\(", re.M)  # a demo cell: runs once the steps it names are done
+PROMPTS = ("() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt'))"
+           ".map(e => e.textContent.trim())")
+# JupyterLab settings for the test: every cell in the DOM, no news or update pop-ups.
+LAB_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+RUN_TIMEOUT = 60  # seconds for the cells started by one click to finish
+VALIDATE_TIMEOUT = 90  # seconds for Validate's verdict (it runs the notebook in its own kernel)
+
+
+def _chromium():
+    path = shutil.which(CHROMIUM) or (CHROMIUM if os.access(CHROMIUM, os.X_OK) else None)
+    if path is None:
+        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's package (`apt-get install -y "
+                    "chromium`, as .ci/run does) or set COURSEKIT_CHROMIUM to its path", pytrace=False)
+    return path
+
+
+@pytest.fixture
+def student_lab(tmp_path):
+    """A student's folder with the untouched and the completed release, served by `coursekit lab`."""
+    from test_server import labs
+
+    folder = tmp_path / "student"
+    release = samples.read(RELEASE)
+    samples.write(release, folder / "untouched" / RELEASE.name)
+    samples.write(samples.complete(release), folder / "completed" / RELEASE.name)
+    settings = tmp_path / "lab-settings"
+    for name, values in LAB_SETTINGS.items():
+        path = settings / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    env = dict(os.environ, COURSEKIT_EXCHANGE=str(tmp_path / "exchange"), MPLBACKEND="Agg",
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"),
+               JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    (tmp_path / "exchange").mkdir()
+    with labs(dict(course=RELEASE.parents[2], env=env, log=tmp_path / "lab.log", student=folder)) as (server,):
+        yield server, folder
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    executable = _chromium()
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=executable, headless=True,
+            args=CHROMIUM_FLAGS, viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(60_000)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def _wait_until_idle(page, timeout=RUN_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        prompts = page.evaluate(PROMPTS)
+        if "[*]:" not in prompts and page.locator("#jp-main-statusbar >> text=Idle").count():
+            return prompts
+        assert time.monotonic() < deadline, f"cells still running after {timeout} s: {prompts}"
+        time.sleep(0.2)
+
+
+def _run_menu(page, command):
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.locator(f'li[data-command="{command}"]').click()
+    time.sleep(0.3)  # let the first cell be queued before polling for idle
+
+
+def run_everything(page):
+    """Run All Cells; after an error stops the run, go on from the first cell that did not run."""
+    _run_menu(page, "runmenu:run-all")
+    prompts = _wait_until_idle(page)
+    for _ in range(len(prompts)):
+        if "[ ]:" not in prompts:
+            break
+        page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").nth(prompts.index("[ ]:")).click()
+        _run_menu(page, "notebook:run-all-below")
+        prompts = _wait_until_idle(page)
+    assert "[ ]:" not in prompts, f"cells never ran: {prompts}"
+
+
+def validate(page):
+    """Click nbgrader's Validate button; (dialog title, dialog text)."""
+    page.get_by_role("button", name="Validate").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=VALIDATE_TIMEOUT * 1000)
+    title = dialog.locator(".jp-Dialog-header").inner_text().strip()
+    return title, dialog.inner_text()
+
+
+def open_notebook(page, server, relative):
+    page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
+    page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
+    page.locator("#jp-main-statusbar >> text=Idle").wait_for()  # the kernel has started
+
+
+def _outputs(cell):
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    errors = [o.ename for o in cell.outputs if o.output_type == "error"]
+    return text, errors
+
+
+def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, browser, tmp_path):
+    server, folder = student_lab
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    steps = [s.name for s in steps_of(A01)]
+    started = time.monotonic()
+    timings = {}
+    page = browser.new_page()
+
+    # --- the untouched release ---------------------------------------------------------------
+    open_notebook(page, server, f"untouched/{RELEASE.name}")
+    timings["opened"] = time.monotonic() - started
+    run_everything(page)
+    timings["ran untouched"] = time.monotonic() - started
+    page.screenshot(path=str(shots / "untouched-run.png"))
+    page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type*='stderr']").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "untouched-first-error.png"))
+    # what the browser shows: a NotImplementedError in the page for every step, and the hints
+    shown = page.locator(".jp-Notebook").inner_text()
+    assert shown.count("NotImplementedError") >= len(steps)
+    assert HINT in shown
+    title, verdict = validate(page)
+    timings["validated untouched"] = time.monotonic() - started
+    page.screenshot(path=str(shots / "untouched-validate.png"))
+    assert "Success" not in title + verdict, verdict[:2000]
+    named = set(re.findall(r"# Graded cell of `(\w+)`", verdict))
+    assert named == set(steps), f"Validate named {sorted(named)}, the steps are {steps}"
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    # What ran in the browser, as Validate saved it: every graded cell raised NotImplementedError
+    # (its stub's), every demo printed its hint instead of a traceback.
+    ran = samples.read(folder / "untouched" / RELEASE.name)
+    for cell in ran.cells:
+        if cell.cell_type != "code":
+            continue
+        text, errors = _outputs(cell)
+        if graded_step(cell):
+            assert errors == ["NotImplementedError"], (graded_step(cell), errors)
+        elif DEMO.search(cell.source):
+            assert HINT in text and not errors, (cell.source[:200], text, errors)
+
+    # --- the completed notebook ----------------------------------------------------------------
+    open_notebook(page, server, f"completed/{RELEASE.name}")
+    run_everything(page)
+    timings["ran completed"] = time.monotonic() - started
+    page.screenshot(path=str(shots / "completed-run.png"), full_page=False)
+    title, verdict = validate(page)
+    timings["validated completed"] = time.monotonic() - started
+    page.screenshot(path=str(shots / "completed-validate.png"))
+    assert "Success" in verdict and "failed" not in verdict.lower(), verdict[:2000]
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    ran = samples.read(folder / "completed" / RELEASE.name)
+    for cell in ran.cells:
+        if cell.cell_type == "code":
+            text, errors = _outputs(cell)
+            assert not errors and HINT not in text, (cell.source[:200], text, errors)
+            if graded_step(cell):
+                assert "passed" in text, (graded_step(cell), text)
+
+    print(f"\nscreenshots: {shots}")
+    print("seconds since start: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
