@@ -104,3 +104,15 @@ def expect_unchanged(before, after, what):
 def expect_tensor(value, what):
     if not torch.is_tensor(value):
         raise CaseFailure(f"{what} is a {type(value).__name__}, expected a torch.Tensor")
+
+
+def expect_inputs_unchanged(impl, name, args, labels, hints=None, more=()):
+    """Call `impl.<name>(*args, *more)` with `args` held next to the code under test, then read
+    them back: each must still equal the array it was made from. `hints` may add advice per label."""
+    held = impl.hold(*args)
+    getattr(impl, name)(*held, *more)
+    for original, handle, label in zip(args, held, labels):
+        after = handle.call("clone" if torch.is_tensor(original) else "copy")
+        before = original.numpy() if torch.is_tensor(original) else np.asarray(original)
+        what = label if not hints or label not in hints else f"{label} ({hints[label]})"
+        expect_unchanged(before, after, what)

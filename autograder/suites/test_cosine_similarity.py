@@ -62,7 +62,4 @@ def test_inputs_unchanged(impl):
     """leaves its inputs unchanged"""
     r = rng(203)
     a, b = r.normal(size=6), r.normal(size=6)
-    a0, b0 = a.copy(), b.copy()
-    impl.cosine_similarity(a, b)
-    checks.expect_unchanged(a0, a, "a")
-    checks.expect_unchanged(b0, b, "b")
+    checks.expect_inputs_unchanged(impl, "cosine_similarity", [a, b], ["a", "b"])

@@ -132,7 +132,4 @@ def test_inputs_unchanged(impl):
     """leaves Q and K unchanged"""
     r = rng(1204)
     Q, K = r.normal(size=(3, 4)), r.normal(size=(5, 4))
-    Q0, K0 = Q.copy(), K.copy()
-    impl.scaled_attention_scores(Q, K)
-    checks.expect_unchanged(Q0, Q, "Q")
-    checks.expect_unchanged(K0, K, "K")
+    checks.expect_inputs_unchanged(impl, "scaled_attention_scores", [Q, K], ["Q", "K"])
