@@ -328,3 +328,20 @@ def test_dropout_off_in_eval_mode(impl):
     if not toolkit.close(plain, dropped):
         raise CaseFailure("CachedCausalAttention in eval mode with a cache gives other outputs with dropout=0.5 "
                           "than with dropout=0.0: use self.dropout (nn.Dropout), which is off in eval mode")
+
+
+@case(STEP, "property", weight=0.5)
+def test_input_unchanged(impl):
+    """leaves its input x unchanged"""
+    r = rng(1540)
+    module = _module(impl, 3, 2, 4, toolkit.random_projections(r, 3, 2, False))
+    toolkit.check_input_unchanged(impl, "CachedCausalAttention", module, toolkit.tensor(r.normal(size=(2, 4, 3))))
+
+
+@case(STEP, "property", weight=0.5)
+def test_gradients_reach_projections(impl):
+    """without a cache it trains like CausalAttention: gradients reach W_query, W_key and W_value"""
+    r = rng(1541)
+    module = _module(impl, 3, 4, 5, toolkit.random_projections(r, 3, 4, False))
+    toolkit.check_gradients("CachedCausalAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))),
+                            [f"{name}.weight" for name in PROJECTIONS])
