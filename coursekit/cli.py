@@ -18,6 +18,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from coursekit.autograde import add_autograde
+from coursekit.exports import add_export, add_feedback
+
 ROOT = Path(__file__).resolve().parent.parent  # the course directory of this checkout
 
 
@@ -72,7 +75,7 @@ def add_lab(subcommands):
     parser.set_defaults(run=run_lab)
 
 
-SUBCOMMANDS = [add_lab]
+SUBCOMMANDS = [add_lab, add_autograde, add_feedback, add_export]
 
 
 def main(argv=None):

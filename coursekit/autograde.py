@@ -1,0 +1,690 @@
+"""`coursekit autograde`: grade a whole class into nbgrader's gradebook, in parallel, on Dask.
+
+    coursekit autograde ASSIGNMENT [--student ID ...] [--workers N] [--scheduler ADDRESS] [--force]
+
+Run from an nbgrader course directory, like `nbgrader autograde`, it grades what `nbgrader
+collect` or `zip_collect` put under submitted/. nbgrader's `Autograde` converter does the work
+in three parts, and only the first and the last touch the course directory or the gradebook:
+
+A. the driver, per student, runs nbgrader's own code up to execution: the submission record and
+   its timestamp, the files copied into autograded/, and the sanitize preprocessors (ClearOutput,
+   DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata);
+B. a Dask task per submission gets plain data (the sanitized notebooks and the folder's other
+   files as bytes, and the course's nbgrader config) and runs the configured autograde
+   preprocessors that come before the gradebook ones (JudgedExecute, IgnorePattern,
+   ClearMetadataPreprocessor, LimitOutput) on a copy of the folder on its worker; it returns
+   the judged notebooks as text and a timing breakdown;
+C. the driver writes the judged notebook into autograded/ and runs the rest of the configured
+   list (SaveAutoGrades, AssignLatePenalties, CheckCellMetadata) on it.
+
+Both ends are nbgrader's code with the course's configuration, so the scores and the autograded
+notebooks are those of `nbgrader autograde` (tests/test_class_grading.py compares the two).
+Only the driver writes the SQLite gradebook: no write races, no gradebooks to merge.
+
+The engine: an embedded `LocalCluster` of `--workers` processes (default: the machine's cores),
+one thread each, or an existing cluster (`--scheduler tcp://host:8786`: `dask scheduler` on one
+machine, `dask worker tcp://host:8786 --nthreads 1` on each machine with this package
+installed). A worker lost mid-task: the scheduler gives its submissions to another worker, up
+to `ALLOWED_FAILURES` times for one submission (set on the embedded cluster; for your own
+scheduler: DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES).
+
+Resuming: after the gradebook has recorded a submission, a marker holding the hash of the
+submitted folder goes to `.coursekit/graded/<assignment>/<student>.json`. A run grades only the
+submissions without a valid marker (missing, a hash that no longer matches what is under
+submitted/, or no record of it in the gradebook or autograded/), so running the command again
+after the driver was killed grades only what is missing; `--force` grades everything again.
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.limits import SUBMISSION_TIMEOUT
+
+ALLOWED_FAILURES = 2  # a submission whose worker died this many times is given up as failing
+TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
+MAX_SUBMISSION_BYTES = 64 * 1024**2  # a submission folder larger than this is not shipped
+MARKERS = Path(".coursekit") / "graded"
+# Preprocessors that read or write the gradebook: these and everything after them run on the driver.
+GRADEBOOK_PREPROCESSORS = ("SaveAutoGrades", "AssignLatePenalties", "SaveCells", "OverwriteCells", "GetGrades")
+TIMING_KEYS = ("setup", "kernel_start", "imports", "cells", "judging", "kernel_stop", "other")
+
+
+class GradingError(Exception):
+    """Grading cannot start at all (no such assignment, no submissions, no gradebook access)."""
+
+
+@dataclass
+class Outcome:
+    student: str
+    ok: bool
+    problem: str = ""
+    seconds: float = 0.0  # the task's wall time on its worker
+    timings: dict = field(default_factory=dict)  # worker: TIMING_KEYS; driver: prepare, save
+    worker: str = ""
+
+
+@dataclass
+class Report:
+    assignment: str
+    outcomes: list = field(default_factory=list)  # graded in this run (ok or not)
+    skipped: list = field(default_factory=list)  # already graded, per their markers
+    seconds: float = 0.0
+    workers: int = 0
+
+    @property
+    def failed(self):
+        return [o for o in self.outcomes if not o.ok]
+
+
+# --- the worker's part ---------------------------------------------------------------------------
+
+def _imports_only_prefix(source):
+    """True if a cell's first statement is an import: such a cell counts as `imports`."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    return bool(body) and isinstance(body[0], (ast.Import, ast.ImportFrom))
+
+
+class SubmissionTimeout(Exception):
+    pass
+
+
+def _timed(execute_class, deadline):
+    """`execute_class` (nbgrader's Execute, or the judge) with a timing breakdown and a deadline
+    for the whole notebook. It inherits the configuration of the class it extends."""
+    from autograder.steps import graded_step
+
+    class Timed(execute_class):
+        timings = None
+
+        def preprocess(self, nb, resources=None, km=None):
+            self.timings = Counter()
+            return super().preprocess(nb, resources, km)
+
+        def _clock(self, key, function, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.timings[key] += time.perf_counter() - start
+
+        def start_new_kernel(self, **kwargs):
+            return self._clock("kernel_start", super().start_new_kernel, **kwargs)
+
+        def start_new_kernel_client(self):
+            return self._clock("kernel_start", super().start_new_kernel_client)
+
+        def _cleanup_kernel(self):
+            return self._clock("kernel_stop", super()._cleanup_kernel)
+
+        def preprocess_cell(self, cell, resources, index):
+            if time.monotonic() > deadline:
+                raise SubmissionTimeout(f"grading stopped after {SUBMISSION_TIMEOUT} s (cell {index})")
+            if cell.cell_type != "code":
+                return super().preprocess_cell(cell, resources, index)
+            kind = ("judging" if graded_step(cell) else
+                    "imports" if _imports_only_prefix(cell.source) else "cells")
+            return self._clock(kind, super().preprocess_cell, cell, resources, index)
+
+    Timed.__name__ = Timed.__qualname__ = f"Timed{execute_class.__name__}"
+    return Timed
+
+
+def _worker_exporter(config, preprocessors, deadline):
+    """An exporter configured as nbgrader's Autograde converter configures its own, holding the
+    worker's share of the preprocessors."""
+    from nbconvert.preprocessors import ExecutePreprocessor
+    from nbgrader.converters import Autograde
+    from traitlets.config import Config
+    from traitlets.utils.importstring import import_item
+
+    converter = Autograde(coursedir=None, config=Config(copy.deepcopy(config)))
+    exporter = converter.exporter_class(parent=converter, config=converter.config)
+    exporter._preprocessors = []
+    timed = []
+    for name in preprocessors:
+        cls = import_item(name)
+        if issubclass(cls, ExecutePreprocessor):
+            cls = _timed(cls, deadline)
+        exporter.register_preprocessor(cls)
+        if issubclass(cls, ExecutePreprocessor):
+            timed.append(exporter._preprocessors[-1])
+    return exporter, timed
+
+
+def judge_submission(payload):
+    """The Dask task: run the worker's preprocessors on one sanitized submission.
+
+    `payload`: plain data (see `ClassAutograde.prepare`). Returns plain data:
+    {"ok", "notebooks": {name: judged notebook JSON}, "problem", "seconds", "timings", "worker"}.
+    """
+    from nbgrader import utils
+
+    start = time.perf_counter()
+    deadline = time.monotonic() + payload.get("timeout", SUBMISSION_TIMEOUT)
+    result = {"ok": False, "notebooks": {}, "problem": "", "timings": {}, "worker": _worker_name()}
+    timings = Counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="coursekit-autograde-") as tmp:
+            folder = Path(tmp) / payload["student"] / payload["assignment"]
+            folder.mkdir(parents=True)
+            for relative, data in payload["files"].items():
+                target = folder / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            began = time.perf_counter()  # the worker's first task imports the grader (torch too)
+            exporter, timed = _worker_exporter(payload["config"], payload["preprocessors"], deadline)
+            timings["setup"] += time.perf_counter() - began
+            for name, text in payload["notebooks"].items():  # in nbgrader's order
+                path = folder / f"{name}.ipynb"
+                path.write_text(text, encoding="utf-8")
+                resources = copy.deepcopy(payload["resources"][name])
+                with utils.setenv(NBGRADER_EXECUTION="autograde"):
+                    output, _ = exporter.from_filename(str(path), resources=resources)
+                path.write_text(output, encoding="utf-8")  # later notebooks see it, as in nbgrader
+                result["notebooks"][name] = output
+                for executor in timed:
+                    timings.update(executor.timings or {})
+        result["ok"] = True
+    except Exception as error:  # noqa: BLE001 - the submission's failure is data for the driver
+        result["problem"] = _describe(error)
+        result["traceback"] = traceback.format_exc()[-4000:]
+    result["seconds"] = time.perf_counter() - start
+    timings["other"] = max(0.0, result["seconds"] - sum(timings.values()))
+    result["timings"] = {k: round(timings.get(k, 0.0), 4) for k in TIMING_KEYS}
+    return result
+
+
+def _worker_name():
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return f"pid {os.getpid()}"
+
+
+def _describe(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
+
+
+def _imports():
+    import nbgrader.converters  # noqa: F401
+
+    from autograder import judge  # noqa: F401 - the judge, and torch and numpy with it
+
+
+async def warm_up():
+    """The imports a worker needs, started on every worker before its first task arrives."""
+    import asyncio
+
+    await asyncio.get_running_loop().run_in_executor(None, _imports)
+
+
+# --- the driver's part ---------------------------------------------------------------------------
+
+def _dotted(preprocessor):
+    if isinstance(preprocessor, str):
+        return preprocessor
+    return f"{preprocessor.__module__}.{preprocessor.__qualname__}"
+
+
+def split_preprocessors(preprocessors):
+    """(the worker's, the driver's): the driver's start at the first that touches the gradebook."""
+    names = [_dotted(p) for p in preprocessors]
+    for index, name in enumerate(names):
+        if name.rsplit(".", 1)[-1] in GRADEBOOK_PREPROCESSORS:
+            return names[:index], names[index:]
+    return names, []
+
+
+def _plain(config):
+    return {key: _plain(value) if isinstance(value, dict) else value for key, value in config.items()}
+
+
+def submission_hash(folder):
+    """sha256 over every file of a submitted folder (names and contents)."""
+    digest = hashlib.sha256()
+    folder = Path(folder)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _make_converter_class():
+    from nbconvert.writers import FilesWriter
+    from nbgrader.converters import Autograde
+    from nbgrader.converters.base import BaseConverter
+
+    class ClassAutograde(Autograde):
+        """nbgrader's Autograde converter, cut where execution starts (module docstring)."""
+
+        _phase = "sanitize"
+        driver_preprocessors = ()
+
+        def _init_preprocessors(self):
+            if self._phase == "save":
+                self.exporter._preprocessors = []
+                for pp in self.driver_preprocessors:
+                    self.exporter.register_preprocessor(pp)
+            else:
+                super()._init_preprocessors()
+
+        def setup(self):
+            self.init_notebooks()
+            self.writer = FilesWriter(parent=self, config=self.config)
+            self.exporter = self.exporter_class(parent=self, config=self.config)
+            self.submissions = {}  # student -> (assignment folder, notebooks)
+            for folder in sorted(self.assignments):
+                student = self._parse(folder)["student_id"]
+                self.submissions[student] = (folder, sorted(self.assignments[folder]))
+
+        def _parse(self, folder):
+            import re
+
+            regexp = self._format_source("(?P<assignment_id>.*)", "(?P<student_id>.*)", escape=True)
+            match = re.match(regexp, folder)
+            if match is None:
+                raise GradingError(f"could not match {folder!r} with {regexp!r}")
+            return match.groupdict()
+
+        def dest(self, student):
+            return os.path.normpath(self._format_dest(self.coursedir.assignment_id, student))
+
+        def prepare(self, student):
+            """Part A for one student: nbgrader's steps up to execution. None if excluded."""
+            assignment = self.coursedir.assignment_id
+            folder, self.notebooks = self.submissions[student]
+            self.force = True  # which students to grade is decided by the caller
+            if not self.init_destination(assignment, student):
+                return None
+            self.run_pre_convert_hook()
+            self.init_assignment(assignment, student)
+            notebooks, resources = {}, {}
+            for filename in self.notebooks:
+                self._sanitizing, self._phase = True, "sanitize"
+                self._init_preprocessors()
+                BaseConverter.convert_single_notebook(self, filename)
+                name = os.path.splitext(os.path.basename(filename))[0]
+                sanitized = os.path.join(self.writer.build_directory, os.path.basename(filename))
+                notebooks[name] = Path(sanitized).read_text(encoding="utf-8")
+                self._sanitizing = False
+                try:
+                    resources[name] = self.init_single_notebook_resources(sanitized)
+                finally:
+                    self._sanitizing = True
+            dest = Path(self.dest(student))
+            files, size = {}, 0
+            for path in sorted(p for p in dest.rglob("*") if p.is_file()):
+                if path.suffix == ".ipynb" and path.stem in notebooks:
+                    continue
+                files[str(path.relative_to(dest))] = data = path.read_bytes()
+                size += len(data)
+            size += sum(len(t) for t in notebooks.values())
+            if size > MAX_SUBMISSION_BYTES:
+                raise ValueError(f"the submission holds {size / 1024**2:.0f} MiB, more than the "
+                                 f"{MAX_SUBMISSION_BYTES / 1024**2:.0f} MiB a worker is sent")
+            return {"student": student, "assignment": assignment, "notebooks": notebooks,
+                    "resources": resources, "files": files}
+
+        def save(self, student, judged):
+            """Part C: the judged notebooks into autograded/, then the driver's preprocessors."""
+            self._phase, self._sanitizing = "save", False
+            try:
+                self._init_preprocessors()
+                for name, text in judged.items():
+                    path = os.path.join(self.dest(student), f"{name}.ipynb")
+                    if os.path.exists(path):
+                        os.remove(path)
+                    Path(path).write_text(text, encoding="utf-8")
+                    BaseConverter.convert_single_notebook(self, path)
+                self.set_permissions(self.coursedir.assignment_id, student)
+                self.run_post_convert_hook()
+            finally:
+                self._phase, self._sanitizing = "sanitize", True
+
+        def discard(self, student):
+            """What nbgrader does with a submission that failed: its autograded notebooks go."""
+            from nbgrader.utils import rmtree
+
+            dest = self.dest(student)
+            if os.path.exists(dest):
+                rmtree(dest)
+
+    return ClassAutograde
+
+
+class Driver:
+    """nbgrader's app and converter for one assignment, in a course directory."""
+
+    def __init__(self, course_dir, assignment, log_level=logging.ERROR):
+        from nbgrader.apps.autogradeapp import AutogradeApp
+
+        self.course_dir = Path(course_dir).resolve()
+        self.assignment = assignment
+        _interpreter_on_path()
+        self._cwd = os.getcwd()
+        os.chdir(self.course_dir)
+        try:
+            self.app = AutogradeApp()
+            self.app.initialize([assignment])
+            self.app.log.setLevel(log_level)
+            self.app.coursedir.assignment_id = assignment
+            self.converter = _make_converter_class()(coursedir=self.app.coursedir, parent=self.app)
+            self.converter.log.setLevel(log_level)
+            worker_pps, driver_pps = split_preprocessors(self.converter.autograde_preprocessors)
+            self.converter.driver_preprocessors = driver_pps
+            self.task_template = {"config": _plain(self.app.config), "preprocessors": worker_pps,
+                                  "timeout": SUBMISSION_TIMEOUT}
+            self.root = Path(self.app.coursedir.root).resolve()
+            try:
+                self.converter.setup()
+            except Exception as error:  # noqa: BLE001 - nbgrader says why (and logged it)
+                self.converter.submissions = {}
+                self.setup_problem = str(error) or type(error).__name__
+            else:
+                self.setup_problem = ""
+        except BaseException:
+            os.chdir(self._cwd)
+            raise
+
+    def close(self):
+        os.chdir(self._cwd)
+
+    # markers
+    @staticmethod
+    def marker_path(root, assignment, student):
+        return Path(root) / MARKERS / assignment / f"{student}.json"
+
+    def marker(self, student):
+        return self.marker_path(self.root, self.assignment, student)
+
+    def submitted_folder(self, student):
+        return Path(self.converter.submissions[student][0])
+
+    def is_graded(self, student, recorded):
+        """True if this student's current submission is graded and recorded (resume)."""
+        try:
+            marker = json.loads(self.marker(student).read_text())
+        except (OSError, ValueError):
+            return False
+        if student not in recorded or marker.get("hash") != submission_hash(self.submitted_folder(student)):
+            return False
+        dest = Path(self.converter.dest(student))
+        return all((dest / f"{n}.ipynb").is_file() for n in marker.get("notebooks", []))
+
+    def write_marker(self, student, notebooks):
+        path = self.marker(student)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"hash": submission_hash(self.submitted_folder(student)),
+                                   "notebooks": sorted(notebooks), "graded_at": time.time()}))
+        os.replace(tmp, path)
+
+    def forget(self, student):
+        try:
+            self.marker(student).unlink()
+        except FileNotFoundError:
+            pass
+
+    def recorded_students(self):
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.app.coursedir.db_url, self.app.coursedir.course_id) as gb:
+            try:
+                return {s.student.id for s in gb.assignment_submissions(self.assignment)}
+            except Exception:  # noqa: BLE001 - no such assignment yet: nothing recorded
+                return set()
+
+
+def _interpreter_on_path():
+    """nbgrader runs `alembic` by name when it creates a gradebook."""
+    bindir = os.path.dirname(sys.executable)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bindir:
+        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+
+
+def default_workers():
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+class Cluster:
+    """A Dask client: on an embedded LocalCluster, or on the scheduler at `address`."""
+
+    def __init__(self, workers=None, address=None):
+        import dask
+        from distributed import Client, LocalCluster
+
+        self.cluster = None
+        if address:
+            self.client = Client(address, timeout="30s")
+        else:
+            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                                  "distributed.worker.daemon": False}):
+                self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                            processes=True, memory_limit=0, dashboard_address=None,
+                                            silence_logs=logging.ERROR)
+            self.client = Client(self.cluster)
+        self.client.run(warm_up, wait=False)
+
+    @property
+    def workers(self):
+        return len(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+
+    def close(self):
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def _progress(total, enabled, desc):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="nb", file=sys.stderr, disable=not enabled, smoothing=0.1,
+                dynamic_ncols=True, mininterval=0.5)
+
+
+def autograde(course_dir, assignment, students=None, workers=None, scheduler=None, force=False,
+              progress=True, cluster=None, stop_after=None):
+    """Grade `assignment`'s submissions (all, or `students`) into nbgrader's gradebook -> Report.
+
+    `cluster`: a `Cluster` to reuse (the caller closes it). `stop_after`: stop as if killed once
+    this many submissions are recorded (tests of resuming).
+    """
+    from distributed import as_completed
+
+    start = time.perf_counter()
+    warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy's session notes, as in nbgrader
+    driver = Driver(course_dir, assignment)
+    report = Report(assignment)
+    own_cluster = None
+    try:
+        submitted = driver.converter.submissions
+        wanted = list(students) if students else sorted(submitted)
+        if driver.setup_problem and not students:
+            raise GradingError(driver.setup_problem)
+        for student in wanted:
+            if student not in submitted:
+                report.outcomes.append(Outcome(student, False, f"no submission under "
+                                               f"submitted/{student}/{assignment}/"))
+        wanted = [s for s in wanted if s in submitted]
+        recorded = set() if force else driver.recorded_students()
+        todo = []
+        for student in wanted:
+            if not force and driver.is_graded(student, recorded):
+                report.skipped.append(student)
+            else:
+                todo.append(student)
+        if not todo:
+            return report
+        bar = _progress(len(todo), progress, assignment)
+        futures, finished = {}, None  # key -> (student, future)
+        prepared_at = {}
+        recorded_now = 0
+
+        def finish(future):
+            nonlocal recorded_now
+            student, _ = futures.pop(future.key)
+            try:
+                result = future.result()
+            except Exception as error:  # noqa: BLE001 - a lost worker too often, a task that raised
+                result = {"ok": False, "problem": f"the task failed on the cluster ({_describe(error)})",
+                          "timings": {}, "seconds": 0.0, "worker": ""}
+            outcome = Outcome(student, bool(result.get("ok")), result.get("problem", ""),
+                              result.get("seconds", 0.0), dict(result.get("timings", {})),
+                              result.get("worker", ""))
+            outcome.timings["prepare"] = prepared_at[student]
+            save_start = time.perf_counter()
+            if outcome.ok:
+                try:
+                    driver.converter.save(student, result["notebooks"])
+                    driver.write_marker(student, result["notebooks"])
+                    recorded_now += 1
+                except Exception as error:  # noqa: BLE001
+                    outcome.ok, outcome.problem = False, f"recording the grades failed ({_describe(error)})"
+                    driver.converter.discard(student)
+            else:
+                driver.converter.discard(student)
+            outcome.timings["save"] = time.perf_counter() - save_start
+            report.outcomes.append(outcome)
+            bar.update(1)
+            if not outcome.ok:
+                bar.set_postfix(failed=len(report.failed), refresh=False)
+
+        for student in todo:
+            if stop_after is not None and recorded_now >= stop_after:
+                break
+            driver.forget(student)  # from here on, the student's old record is being replaced
+            began = time.perf_counter()
+            try:
+                payload = driver.converter.prepare(student)
+            except Exception as error:  # noqa: BLE001 - nbgrader's own failure of this submission
+                driver.converter.discard(student)
+                report.outcomes.append(Outcome(student, False, _describe(error)))
+                bar.update(1)
+                bar.set_postfix(failed=len(report.failed), refresh=False)
+                continue
+            prepared_at[student] = time.perf_counter() - began
+            if payload is None:  # excluded by CourseDirectory.student_id_exclude
+                bar.update(1)
+                continue
+            if cluster is None:  # started once there is work for it
+                cluster = own_cluster = Cluster(workers, scheduler)
+            report.workers = report.workers or cluster.workers
+            if finished is None:
+                finished = as_completed(loop=cluster.client.loop)
+            future = cluster.client.submit(judge_submission, dict(driver.task_template, **payload), pure=False,
+                                           retries=TASK_RETRIES,
+                                           key=f"autograde-{assignment}-{student}-{time.time_ns()}")
+            futures[future.key] = (student, future)
+            finished.add(future)
+            if finished.has_ready():
+                for done in finished.next_batch(block=False):
+                    finish(done)
+        for done in finished if finished is not None else []:
+            if stop_after is not None and recorded_now >= stop_after:
+                cluster.client.cancel([future for _, future in futures.values()])
+                break
+            finish(done)
+        bar.close()
+        return report
+    finally:
+        report.seconds = time.perf_counter() - start
+        if own_cluster is not None:
+            own_cluster.close()
+        driver.close()
+
+
+# --- what the instructor sees --------------------------------------------------------------------
+
+def class_scores(course_dir, assignment):
+    """{student: {step: points}} for every submission of `assignment` in the gradebook."""
+    from coursekit import grading
+
+    return {student: row for (student, name), row in grading.step_scores(course_dir).items() if name == assignment}
+
+
+def summary(course_dir, report):
+    """The table (full step names, class average per step) and the failures, as text."""
+    from coursekit import classroom
+
+    scores = class_scores(course_dir, report.assignment)
+    failed = {o.student: o.problem for o in report.failed}
+    rows = [classroom.StudentResult(student, report.assignment, student not in failed, failed.get(student, ""),
+                                    {k: float(v or 0.0) for k, v in row.items()})
+            for student, row in sorted(scores.items())]
+    lines = [classroom.table(rows, report.assignment, average=True)]
+    graded = len(report.outcomes) - len(report.failed)
+    lines.append(f"\n{report.assignment}: {graded} graded, {len(report.skipped)} already graded (skipped), "
+                 f"{len(report.failed)} failed, in {report.seconds:.1f} s"
+                 + (f" on {report.workers} workers" if report.workers else ""))
+    if report.failed:
+        lines.append("Could not be graded:")
+        for outcome in sorted(report.failed, key=lambda o: o.student):
+            lines.append(f"  {outcome.student}: {outcome.problem}")
+    return "\n".join(lines)
+
+
+def run_autograde(args, extra=()):
+    course = Path(args.course).resolve()
+    try:
+        report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force)
+    except GradingError as error:
+        print(f"coursekit autograde: {error}", file=sys.stderr)
+        return 2
+    print(summary(course, report))
+    if args.timings:
+        Path(args.timings).write_text(json.dumps([vars(o) for o in report.outcomes], indent=1))
+    return 1 if report.failed else 0
+
+
+def add_autograde(subcommands):
+    parser = subcommands.add_parser(
+        "autograde", help="grade a class's submissions in parallel (Dask), into nbgrader's gradebook",
+        description="Grade what nbgrader collect / zip_collect put under submitted/, with the scores and "
+                    "autograded notebooks of `nbgrader autograde`, on an embedded Dask cluster or an "
+                    "existing one. Submissions already graded are skipped unless --force.")
+    parser.add_argument("assignment")
+    parser.add_argument("--student", nargs="+", metavar="ID", help="grade only these students")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes of the embedded cluster (default: the machine's cores)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="an existing Dask scheduler, e.g. tcp://host:8786, instead of the embedded cluster")
+    parser.add_argument("--force", action="store_true", help="grade again submissions already graded")
+    parser.add_argument("--course", metavar="DIR", default=".",
+                        help="the nbgrader course directory (default: the current directory)")
+    parser.add_argument("--timings", metavar="FILE",
+                        help="write each graded submission's outcome and timing breakdown to FILE (JSON)")
+    parser.set_defaults(run=run_autograde)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="coursekit")
+    add_autograde(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args, [])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""`coursekit feedback` and `coursekit export`: what follows `coursekit autograde`.
+
+    coursekit feedback ASSIGNMENT [--student ID ...]   # nbgrader generate_feedback
+    coursekit export [--canvas-id ASSIGNMENT=ID ...]    # grades.csv, step_scores.csv, canvas_grades.csv
+
+`export` writes, in the course directory:
+
+- `grades.csv`: nbgrader's own export (`nbgrader export`), one row per student and assignment;
+- `step_scores.csv`: one row per student, assignment and step (`grading.export_step_scores`);
+- `canvas_grades.csv`: for Canvas's gradebook import (Grades > Import). Its columns:
+
+  | column | from nbgrader's gradebook |
+  | --- | --- |
+  | Student | "last name, first name"; the student id where the gradebook has no name |
+  | ID | the student's `lms_user_id` (Canvas's user id), empty if unknown |
+  | SIS User ID | the nbgrader student id |
+  | SIS Login ID | the student's email, empty if unknown |
+  | Section | empty (Canvas keeps the section it has) |
+  | NAME (ID), one per assignment | the submission's score less its late penalty (grades.csv's `score`); empty where there is no submission |
+
+  Canvas identifies a student by any of ID, SIS User ID or SIS Login ID. An assignment column
+  is headed "NAME (CANVAS_ID)" when `--canvas-id NAME=CANVAS_ID` says which Canvas assignment it
+  is, so its scores go to that assignment; headed "NAME" alone, Canvas offers to create a new
+  assignment of that name. The second row, "Points Possible", holds each assignment's maximum.
+"""
+
+import csv
+import sys
+from pathlib import Path
+
+from coursekit import grading
+
+CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+
+
+def feedback(course_dir, assignment, students=()):
+    """nbgrader generate_feedback for `assignment` (all students, or `students`)."""
+    runs = [["--student", s] for s in students] or [[]]
+    for extra in runs:
+        code, output = grading._nbgrader(course_dir, "generate_feedback", assignment, "--force", *extra)
+        if code != 0:
+            raise RuntimeError(f"nbgrader generate_feedback {assignment} {' '.join(extra)} failed:\n{output}")
+    return Path(course_dir) / "feedback"
+
+
+def canvas_column(assignment, canvas_ids):
+    canvas_id = canvas_ids.get(assignment)
+    return f"{assignment} ({canvas_id})" if canvas_id else assignment
+
+
+def export_canvas(course_dir, canvas_ids=None, db_url=None):
+    """canvas_grades.csv (module docstring) from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    canvas_ids = canvas_ids or {}
+    db_url = db_url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
+    path = Path(course_dir) / "canvas_grades.csv"
+    with Gradebook(db_url) as gb, path.open("w", newline="") as handle:
+        assignments = sorted(gb.assignments, key=lambda a: (a.duedate is None, a.duedate or 0, a.name))
+        writer = csv.writer(handle)
+        writer.writerow(CANVAS_IDENTITY + [canvas_column(a.name, canvas_ids) for a in assignments])
+        writer.writerow(["    Points Possible", "", "", "", ""] + [f"{a.max_score:g}" for a in assignments])
+        for student in sorted(gb.students, key=lambda s: s.id):
+            name = ", ".join(p for p in (student.last_name, student.first_name) if p) or student.id
+            row = [name, student.lms_user_id or "", student.id, student.email or "", ""]
+            for assignment in assignments:
+                try:
+                    submission = gb.find_submission(assignment.name, student.id)
+                except MissingEntry:
+                    row.append("")
+                else:  # as nbgrader's grades.csv computes `score`
+                    penalty = submission.late_submission_penalty or 0.0
+                    row.append(f"{max(0.0, submission.score - penalty):g}")
+            writer.writerow(row)
+    return path
+
+
+def export_all(course_dir, canvas_ids=None):
+    """grades.csv, step_scores.csv and canvas_grades.csv in the course directory."""
+    grades = grading.export_grades(course_dir)
+    steps = grading.export_step_scores(course_dir, grading.step_scores(course_dir))
+    canvas = export_canvas(course_dir, canvas_ids)
+    return grades, steps, canvas
+
+
+def _canvas_ids(pairs):
+    ids = {}
+    for pair in pairs or []:
+        name, sep, canvas_id = pair.partition("=")
+        if not sep or not name or not canvas_id:
+            raise SystemExit(f"coursekit export: --canvas-id takes ASSIGNMENT=CANVAS_ID, not {pair!r}")
+        ids[name] = canvas_id
+    return ids
+
+
+def run_feedback(args, extra=()):
+    try:
+        folder = feedback(Path(args.course).resolve(), args.assignment, args.student or ())
+    except RuntimeError as error:
+        print(f"coursekit feedback: {error}", file=sys.stderr)
+        return 1
+    print(f"feedback: {folder}")
+    return 0
+
+
+def run_export(args, extra=()):
+    course = Path(args.course).resolve()
+    try:
+        for path in export_all(course, _canvas_ids(args.canvas_id)):
+            print(path)
+    except RuntimeError as error:
+        print(f"coursekit export: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_feedback(subcommands):
+    parser = subcommands.add_parser("feedback", help="nbgrader generate_feedback for an assignment",
+                                    description="Write feedback (nbgrader generate_feedback --force) for "
+                                                "an assignment's autograded submissions.")
+    parser.add_argument("assignment")
+    parser.add_argument("--student", nargs="+", metavar="ID", help="only these students")
+    parser.add_argument("--course", metavar="DIR", default=".", help="the nbgrader course directory")
+    parser.set_defaults(run=run_feedback)
+
+
+def add_export(subcommands):
+    parser = subcommands.add_parser(
+        "export", help="grades.csv, step_scores.csv and canvas_grades.csv",
+        description="Export the gradebook: nbgrader's grades.csv, per-step scores (step_scores.csv) and "
+                    "a CSV for Canvas's gradebook import (canvas_grades.csv).")
+    parser.add_argument("--canvas-id", nargs="+", metavar="ASSIGNMENT=ID",
+                        help="the Canvas assignment id of an nbgrader assignment (column 'NAME (ID)')")
+    parser.add_argument("--course", metavar="DIR", default=".", help="the nbgrader course directory")
+    parser.set_defaults(run=run_export)
