@@ -1,16 +1,17 @@
 """Grade a set of submissions end to end: submit, autograde, read scores and reports.
 
-`grade_class` is what the main job and the catalogue tests call; it only composes the stages
-of `grading.py`. What the instructor must look at (a submission autograde could not grade, a
-kernel the judge had to restart, a grader error) comes back as the result's `flags`.
+`grade_class` is what the main job and the catalogue tests call: it writes the submissions
+under submitted/ and grades them with `coursekit autograde` (`coursekit/autograde.py`). What
+the instructor must look at (a submission autograde could not grade, a kernel the judge had to
+restart, a grader error) comes back as the result's `flags`.
 """
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.steps import STEPS, graded_step, steps_of
 from autograder.judge import FLAG
+from autograder.steps import STEPS, graded_step, steps_of
 from coursekit import grading, samples
 
 
@@ -66,12 +67,20 @@ def flags_of(reports):
             for line in report.splitlines() if FLAG in line]
 
 
-def grade_class(course_dir, assignment, submissions, workers=2):
-    """Grade {student: notebook or bytes} for one released assignment -> {student: StudentResult}."""
+def grade_class(course_dir, assignment, submissions, workers=2, cluster=None, progress=False):
+    """Grade {student: notebook or bytes} for one released assignment -> {student: StudentResult}.
+
+    The submissions go under submitted/ as `nbgrader collect` puts them, and are graded by
+    `coursekit autograde` (`coursekit.autograde.autograde`, forced: these are new submissions).
+    """
+    from coursekit import autograde
+
     course_dir = Path(course_dir)
     for student, nb in submissions.items():
         samples.write(nb, grading.submission_path(course_dir, assignment, student))
-    outcomes = {o.student: o for o in grading.autograde(course_dir, assignment, list(submissions), workers)}
+    report = autograde.autograde(course_dir, assignment, list(submissions), workers=workers, force=True,
+                                 progress=progress, cluster=cluster)
+    outcomes = {o.student: o for o in report.outcomes}
     scores = grading.step_scores(course_dir)
     results = {}
     for student in submissions:
@@ -80,24 +89,35 @@ def grade_class(course_dir, assignment, submissions, workers=2):
         graded = outcome.ok and row is not None
         autograded = course_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
         reports = _grade_cell_reports(autograded) if graded else {}
+        problem = outcome.problem or ("" if graded else "no grades recorded")
         result = StudentResult(
-            student, assignment, graded, outcome.problem if not graded else "",
+            student, assignment, graded, problem if not graded else "",
             {s.name: float((row or {}).get(s.name) or 0.0) for s in steps_of(assignment)},
             reports, flags_of(reports), seconds=outcome.seconds)
         if not graded:
-            result.flags.append(f"autograde failed: {outcome.problem or 'no grades recorded'}")
+            result.flags.append(f"autograde failed: {problem}")
         results[student] = result
     return results
 
 
-def table(results, assignment):
-    """A plain-text table: one row per student, one column per step of `assignment`."""
+def table(results, assignment, average=False):
+    """A plain-text table: one row per student, one column per step of `assignment`, headed by
+    the step's full name; with `average`, a last row of the class average per step (over the
+    submissions that were graded)."""
     steps = [s.name for s in steps_of(assignment)]
-    width = max([len("student")] + [len(r.student) for r in results])
-    head = f"{'student':<{width}}  " + "  ".join(f"{s[:10]:>10}" for s in steps) + "       total  flags"
+    maximum = sum(STEPS[s].points for s in steps)
+    widths = [max(len(s), 6) for s in steps]
+    first = max([len("student"), len("class average")] + [len(r.student) for r in results])
+    head = f"{'student':<{first}}  " + "  ".join(f"{s:>{w}}" for s, w in zip(steps, widths)) + "       total  flags"
     lines = [head, "-" * len(head)]
     for r in results:
-        cells = "  ".join(f"{r.points.get(s, 0):>10g}" for s in steps)
-        total = f"{r.total:g}/{sum(STEPS[s].points for s in steps)}"
-        lines.append(f"{r.student:<{width}}  {cells}  {total:>10}  {len(r.flags) or ''}")
+        cells = "  ".join(f"{r.points.get(s, 0):>{w}g}" for s, w in zip(steps, widths))
+        total = f"{r.total:g}/{maximum}"
+        lines.append(f"{r.student:<{first}}  {cells}  {total:>10}  {len(r.flags) or ''}")
+    graded = [r for r in results if r.graded]
+    if average and graded:
+        means = [sum(r.points.get(s, 0) for r in graded) / len(graded) for s in steps]
+        cells = "  ".join(f"{m:>{w}.2f}" for m, w in zip(means, widths))
+        total = f"{sum(means):.2f}/{maximum}"
+        lines += ["-" * len(head), f"{'class average':<{first}}  {cells}  {total:>10}  (of {len(graded)} graded)"]
     return "\n".join(lines)

@@ -2,29 +2,25 @@
 
     prepare -> release -> submit -> autograde -> feedback -> export -> report
 
-Every stage drives nbgrader's own commands in a course directory; `autograde` runs each
-submission in its own process group with a wall-clock bound and a memory cap, so a broken or
-hostile submission costs its author points and never the run or another student's grades.
+Every stage drives nbgrader's own commands in a course directory. Autograding a class is
+`coursekit autograde` (`coursekit/autograde.py`): nbgrader's converter on a Dask cluster, each
+student's kernel in its own sandbox with the judge's bounds, so a broken or hostile submission
+costs its author points and never the run or another student's grades.
 """
 
 import csv
-import json
 import os
 import resource
 import shutil
 import signal
 import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.limits import MEMORY_LIMIT, SUBMISSION_TIMEOUT
+from autograder.limits import MEMORY_LIMIT
 from autograder.steps import STEPS, grade_id, steps_of
 
 ROOT = Path(__file__).resolve().parent.parent
-BATCH_TIMEOUT_PER_STUDENT = 90  # a worker's deadline, per student in its share
 
 
 def _path_with_interpreter():
@@ -35,7 +31,8 @@ def _path_with_interpreter():
 
 
 def _run(command, cwd, timeout=None, limit_memory=False):
-    """Run `command` in its own process group; (exit code or None on timeout, output)."""
+    """Run `command` in its own process group; (exit code or None on timeout, output).
+    `limit_memory`: cap its address space (and its children's) at MEMORY_LIMIT."""
 
     def limits():
         os.setsid()  # own process group: a timeout kills the kernel too
@@ -78,61 +75,6 @@ def release(course_dir, assignment):
 
 def submission_path(course_dir, assignment, student):
     return Path(course_dir) / "submitted" / student / assignment / f"{assignment}.ipynb"
-
-
-@dataclass
-class AutogradeOutcome:
-    student: str
-    ok: bool
-    seconds: float
-    problem: str = ""
-
-
-def autograde_one(course_dir, assignment, student, timeout=SUBMISSION_TIMEOUT):
-    start = time.perf_counter()
-    code, output = _nbgrader(course_dir, "autograde", assignment, "--student", student, "--force",
-                             timeout=timeout, limit_memory=True)
-    seconds = time.perf_counter() - start
-    if code is None:
-        return AutogradeOutcome(student, False, seconds, f"grading stopped after {timeout} s")
-    if code != 0 or "[AutogradeApp | ERROR]" in output:
-        lines = [line for line in output.splitlines() if "ERROR" in line or "Error" in line]
-        return AutogradeOutcome(student, False, seconds, (lines[-1] if lines else output[-300:]).strip())
-    return AutogradeOutcome(student, True, seconds)
-
-
-def _autograde_batch(course_dir, assignment, students):
-    """One worker process for several students; {student: outcome} for those it reported."""
-    command = [sys.executable, "-m", "coursekit.autograde_worker", str(course_dir), assignment, *students]
-    code, output = _run(command, course_dir, timeout=BATCH_TIMEOUT_PER_STUDENT * len(students),
-                        limit_memory=True)
-    outcomes = {}
-    for line in output.splitlines():
-        if line.startswith('{"student"'):
-            data = json.loads(line)
-            outcomes[data["student"]] = AutogradeOutcome(data["student"], data["ok"], data["seconds"],
-                                                         data["problem"])
-    return outcomes
-
-
-def autograde(course_dir, assignment, students, workers=2):
-    """Autograde `students`, `workers` at a time (nbgrader alone grades one after another).
-
-    Fast path: each worker process grades a share of the class, paying nbgrader's start-up
-    once. Anyone a worker did not report on (its deadline passed, it died with a kernel) or
-    whose autograde failed is graded again alone, in an isolated process with its own bound,
-    so the outcome and its reason belong to that student only.
-    """
-    students = list(students)
-    shares = [students[i::workers] for i in range(workers) if students[i::workers]]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = {}
-        for batch in pool.map(lambda share: _autograde_batch(course_dir, assignment, share), shares):
-            outcomes.update(batch)
-        retry = [s for s in students if s not in outcomes or not outcomes[s].ok]
-        for outcome in pool.map(lambda s: autograde_one(course_dir, assignment, s), retry):
-            outcomes[outcome.student] = outcome
-    return [outcomes[s] for s in students]
 
 
 def feedback(course_dir, assignment):
