@@ -4,9 +4,10 @@
 
 On the embedded SQLite gradebook of a fresh course directory: generates the release with
 nbgrader (and says whether it matches the committed assignments/), builds sample submissions
-(reference-complete, the untouched release, typical mistakes from the catalogue), autogrades
-them with nbgrader, writes feedback, exports grades.csv and step_scores.csv, audits every
-submission, and prints a table of points per student and step.
+(reference-complete, the untouched release, typical mistakes from the catalogue), grades them
+with `coursekit autograde`'s code path (one embedded Dask cluster for every assignment, with
+its progress bar), writes feedback, exports grades.csv, step_scores.csv and canvas_grades.csv,
+and prints a table of points per student and step with the class average.
 """
 
 import argparse
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS
-from coursekit import catalogue, classroom, grading, samples
+from coursekit import autograde, catalogue, classroom, exports, grading, samples
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,35 +29,47 @@ def sample_submissions(release_nb, assignment):
     return subs
 
 
+def _grade(course, assignments, cluster):
+    all_results = {}
+    for assignment in assignments:
+        release_path = grading.release(course, assignment)
+        committed = ROOT / "assignments" / assignment / release_path.name
+        same = committed.exists() and filecmp.cmp(committed, release_path, shallow=False)
+        print(f"\n== {assignment}: released ({'identical to' if same else 'DIFFERS from'} the committed assignments/)",
+              flush=True)
+        subs = sample_submissions(samples.read(release_path), assignment)
+        results = classroom.grade_class(course, assignment, subs, cluster=cluster, progress=True)
+        grading.feedback(course, assignment)
+        all_results[assignment] = results
+        print(classroom.table(list(results.values()), assignment, average=True))
+        for r in results.values():
+            for flag in r.flags:
+                print(f"  flag {r.student}: {flag}")
+    return all_results
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", default=str(ROOT / "work-run"))
     parser.add_argument("--assignments", nargs="*", default=list(ASSIGNMENTS))
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=None, help="Dask workers (default: the machine's cores)")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
     course = grading.prepare(args.course_dir)
     print(f"course directory: {course}")
     all_results = {}
-    for assignment in args.assignments:
-        release_path = grading.release(course, assignment)
-        committed = ROOT / "assignments" / assignment / release_path.name
-        same = committed.exists() and filecmp.cmp(committed, release_path, shallow=False)
-        print(f"\n== {assignment}: released ({'identical to' if same else 'DIFFERS from'} the committed assignments/)")
-        subs = sample_submissions(samples.read(release_path), assignment)
-        results = classroom.grade_class(course, assignment, subs, workers=args.workers)
-        grading.feedback(course, assignment)
-        all_results[assignment] = results
-        print(classroom.table(list(results.values()), assignment))
-        for r in results.values():
-            for flag in r.flags:
-                print(f"  flag {r.student}: {flag}")
+    cluster = autograde.Cluster(args.workers)
+    try:
+        all_results = _grade(course, args.assignments, cluster)
+    finally:
+        cluster.close()
 
-    grades_csv = grading.export_grades(course)
+    grades_csv, steps_csv, canvas_csv = exports.export_all(course)
     flags = {(r.student, a): r.flags for a, rs in all_results.items() for r in rs.values()}
     steps_csv = grading.export_step_scores(course, grading.step_scores(course), flags)
-    print(f"\ngrades: {grades_csv}\nper-step scores: {steps_csv}\nfeedback: {course / 'feedback'}")
+    print(f"\ngrades: {grades_csv}\nper-step scores: {steps_csv}\nfor Canvas: {canvas_csv}\n"
+          f"feedback: {course / 'feedback'}")
     print(f"done in {time.perf_counter() - start:.0f} s")
     # The job fails loudly if the two anchors of the scale are off.
     wrong = [f"{a}: reference scored {rs['reference'].total:g}" for a, rs in all_results.items()
