@@ -1,0 +1,225 @@
+"""`coursekit autograde` (coursekit/autograde.py) against plain `nbgrader autograde`.
+
+One released course (assignment 01) and one small class: the reference, the untouched release,
+a mistake, a hostile submission and a file that is no notebook. Each test grades a copy of that
+course directory:
+
+- the command and `nbgrader autograde` give the same score in every grade cell, the same
+  comments and the same autograded notebooks (execution timestamps aside), and fail the same
+  submission;
+- a real `dask scheduler` and two `dask worker` processes on 127.0.0.1 grade the class through
+  `--scheduler`, both workers take part, and the grades are the local run's;
+- a run stopped after k recorded submissions (as if the driver was killed) is finished by a
+  second run that grades only the rest and leaves the first k as they were;
+- the console script exits non-zero and names a submission that is not JSON, and why.
+
+The local runs share one embedded cluster (`Cluster`), so its workers start once.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.steps import steps_of
+from coursekit import autograde, catalogue, classroom, grading, samples
+
+A = "01_simplified_self_attention"
+NOT_JSON = "not-json-file"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory):
+    """A course with assignment 01 released and the class under submitted/ (not graded)."""
+    course = grading.prepare(tmp_path_factory.mktemp("class") / "course")
+    release = samples.read(grading.release(course, A))
+    mistake = catalogue.by_assignment(catalogue.MISTAKES, A)[0]
+    hostile = next(v for v in catalogue.by_assignment(catalogue.HOSTILE, A) if v.id == "patch-np-allclose")
+    subs = {"reference": classroom.build_submission(release), "untouched": release,
+            mistake.id: classroom.build_submission(release, mistake),
+            hostile.id: classroom.build_submission(release, hostile),
+            NOT_JSON: b"this is not a notebook"}
+    for student, nb in subs.items():
+        samples.write(nb, grading.submission_path(course, A, student))
+    return course
+
+
+def copy_course(template, tmp_path, name):
+    return Path(shutil.copytree(template, tmp_path / name, symlinks=True))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    cluster = autograde.Cluster(workers=2)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def local_run(submitted, cluster, tmp_path_factory):
+    course = copy_course(submitted, tmp_path_factory.mktemp("local"), "course")
+    return course, autograde.autograde(course, A, cluster=cluster, progress=False)
+
+
+@pytest.fixture(scope="module")
+def plain_run(submitted, tmp_path_factory):
+    course = copy_course(submitted, tmp_path_factory.mktemp("plain"), "course")
+    code, output = grading._nbgrader(course, "autograde", A)
+    return course, code, output
+
+
+def gradebook(course):
+    """Every grade and comment of assignment A: {(student, notebook, cell, kind): values}."""
+    from nbgrader.api import Gradebook
+
+    rows = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for submission in gb.assignment_submissions(A):
+            for nb in submission.notebooks:
+                for g in nb.grades:
+                    rows[(submission.student.id, nb.name, g.name, "grade")] = (
+                        g.auto_score, g.manual_score, g.needs_manual_grade, g.max_score)
+                for c in nb.comments:
+                    rows[(submission.student.id, nb.name, c.name, "comment")] = (c.auto_comment, c.manual_comment)
+            rows[(submission.student.id, "late penalty")] = submission.late_submission_penalty
+    return rows
+
+
+# What two runs of the same notebook print differently: the durations a demo measures ("loop
+# over 512 queries: 20.67 ms", "(2.7 times faster here)").
+MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:ms|s|µs)\b| times faster)")
+
+
+def autograded(course):
+    """{path: file}, notebooks parsed, without each cell's execution timestamps and with the
+    durations its cells measured masked."""
+    files = {}
+    for path in sorted((course / "autograded").rglob("*")):
+        if path.is_file():
+            content = path.read_bytes()
+            if path.suffix == ".ipynb":
+                content = json.loads(content)
+                for cell in content["cells"]:
+                    cell.get("metadata", {}).pop("execution", None)
+                    for output in cell.get("outputs", []):
+                        if output.get("output_type") == "stream":
+                            text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
+                            output["text"] = MEASURED.sub("#", text)
+            files[str(path.relative_to(course))] = content
+    return files
+
+
+def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
+    course, report = local_run
+    plain_course, code, output = plain_run
+    assert code == 1  # nbgrader too fails the file that is no notebook, and says so
+    assert f"There was an error processing assignment '{A}' for student '{NOT_JSON}'" in output
+    assert [o.student for o in report.failed] == [NOT_JSON]
+    assert "JSON" in report.failed[0].problem
+    ours, theirs = gradebook(course), gradebook(plain_course)
+    assert len(ours) > 5 * len(steps_of(A))
+    assert ours == theirs
+    ours, theirs = autograded(course), autograded(plain_course)
+    assert sorted(ours) == sorted(theirs)
+    assert len(ours) == 4  # the four notebooks; nothing of the one that failed
+    for path in ours:
+        assert ours[path] == theirs[path], path
+    scores = grading.step_scores(course)
+    assert scores[("reference", A)] == {s.name: s.points for s in steps_of(A)}
+    assert sum(scores[("untouched", A)].values()) == 0
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(processes):
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, submitted, tmp_path):
+    from distributed import Client
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    logs = tmp_path / "dask"
+    logs.mkdir()
+    processes = []
+
+    def start(name, *args):
+        log = (logs / f"{name}.log").open("wb")
+        processes.append(subprocess.Popen([str(BIN / "dask"), *args], cwd=logs, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True))
+
+    try:
+        start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard")
+        for name in ("worker-1", "worker-2"):
+            start(name, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+                  "--host", "127.0.0.1", "--name", name, "--memory-limit", "0")
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(2, timeout=120)
+        course = copy_course(submitted, tmp_path, "course")
+        report = autograde.autograde(course, A, scheduler=address, progress=False)
+    finally:
+        _stop(processes)
+    assert [o.student for o in report.failed] == [NOT_JSON]
+    assert len({o.worker for o in report.outcomes if o.ok}) == 2, [(o.student, o.worker) for o in report.outcomes]
+    assert gradebook(course) == gradebook(local_run[0])
+    assert autograded(course) == autograded(local_run[0])
+
+
+def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, cluster, tmp_path):
+    course = copy_course(submitted, tmp_path, "course")
+    first = autograde.autograde(course, A, cluster=cluster, progress=False, stop_after=2)
+    done = [o.student for o in first.outcomes if o.ok]
+    assert len(done) == 2
+    kept = {s: ((course / "autograded" / s / A / f"{A}.ipynb").read_bytes(),
+                (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns,
+                autograde.Driver.marker_path(course, A, s).read_bytes()) for s in done}
+    recorded = {k: v for k, v in gradebook(course).items() if k[0] in done}
+
+    second = autograde.autograde(course, A, cluster=cluster, progress=False)
+    assert sorted(second.skipped) == sorted(done)
+    everyone = {p.name for p in (course / "submitted").iterdir()}
+    assert sorted(o.student for o in second.outcomes) == sorted(everyone - set(done))
+    for student, (content, mtime, marker) in kept.items():
+        path = course / "autograded" / student / A / f"{A}.ipynb"
+        assert (path.read_bytes(), path.stat().st_mtime_ns) == (content, mtime)
+        assert autograde.Driver.marker_path(course, A, student).read_bytes() == marker
+    assert {k: v for k, v in gradebook(course).items() if k[0] in done} == recorded
+    assert gradebook(course) == gradebook(local_run[0])
+    assert autograded(course) == autograded(local_run[0])
+
+    third = autograde.autograde(course, A, cluster=cluster, progress=False)  # only the failure is left
+    assert [o.student for o in third.outcomes] == [NOT_JSON] and len(third.skipped) == 4
+
+
+def test_the_command_names_a_submission_it_cannot_grade(submitted, tmp_path):
+    course = copy_course(submitted, tmp_path, "course")
+    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    result = subprocess.run([str(BIN / "coursekit"), "autograde", A, "--student", NOT_JSON, "missing-student"],
+                            cwd=course, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    failures = result.stdout.split("Could not be graded:", 1)[1]
+    assert f"{NOT_JSON}: NotJSONError" in failures
+    assert "missing-student: no submission under submitted/missing-student/" in failures
+    assert not (course / "autograded" / NOT_JSON / A).exists()
