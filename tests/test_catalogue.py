@@ -1,7 +1,7 @@
 """Every catalogue entry graded through real nbgrader: each row of docs/grading_matrix.md.
 
 For each assignment, one `grade_class` call submits the reference (the control) and every
-entry of the three catalogues in `coursekit/catalogue.py`, runs `nbgrader autograde` per
+entry of the three catalogues in `coursekit/catalogue/`, runs `nbgrader autograde` per
 student, reads the per-step points and the reports, and audits. Then every row is asserted
 with `coursekit.matrix.problems`, the rule the matrix document shows:
 
@@ -17,6 +17,7 @@ four), rather than being skipped.
 """
 
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -71,12 +72,52 @@ def test_catalogues_are_large_enough_and_well_formed():
         assert variant.loses and variant.symptom, variant.id
     for variant in catalogue.CORRECT:
         assert not variant.loses and variant.graded and not variant.flagged, variant.id
+    mistakes = {v.id: v for v in catalogue.MISTAKES}
+    for variant in catalogue.MISTAKES + catalogue.CORRECT:
+        assert not variant.baseline, f"{variant.id}: only hostile entries have a baseline"
     for variant in catalogue.HOSTILE:
-        assert variant.loses or variant.flagged, f"{variant.id}: a hostile entry must lose points or be flagged"
         assert variant.graded or variant.flagged, variant.id
+        if variant.baseline:
+            baseline = mistakes.get(variant.baseline)
+            assert baseline is not None, f"{variant.id}: its baseline {variant.baseline!r} is no mistake"
+            assert baseline.assignment == variant.assignment, (
+                f"{variant.id}: its baseline {variant.baseline!r} belongs to another assignment, so it is not "
+                "graded in the same run")
     for assignment in ASSIGNMENTS:
         kinds = {kind for kind, _ in matrix.entries(assignment)}
         assert kinds == {"mistake", "correct", "hostile"}, (assignment, kinds)
+
+
+def test_mistake_edits_are_well_formed():
+    """Every edit of mistakes.toml finds its text exactly once in the source it edits."""
+    entries = tomllib.loads((catalogue.HERE / "mistakes.toml").read_text())["mistake"]
+    wrong = []
+    for entry in entries:
+        assert entry["edits"], entry["id"]
+        sources = {}
+        for edit in entry["edits"]:
+            assert set(edit) == {"name", "old", "new"}, (entry["id"], edit)
+            assert edit["old"] and edit["old"] != edit["new"], (entry["id"], edit)
+            text = sources.get(edit["name"]) or catalogue.reference(edit["name"])
+            count = text.count(edit["old"])
+            if count != 1:
+                wrong.append(f"{entry['id']}: {edit['old']!r} occurs {count} times in {edit['name']}")
+            sources[edit["name"]] = text.replace(edit["old"], edit["new"])
+        assert set(entry["loses"]) >= set(sources) & {s.name for s in steps_of(entry["assignment"])}, entry["id"]
+    assert wrong == []
+
+
+def test_program_files_are_well_formed():
+    """Every program file is an entry, says what it is and where its code comes from, sits in a
+    folder of its assignment and kind, and puts its text somewhere."""
+    ids = {v.id for v in catalogue.all_variants()}
+    for path in sorted(catalogue.PROGRAMS.glob("*/*/*.py")):
+        header, cells = catalogue.parse_program(path.read_text(), str(path))
+        assert header.get("description") and header.get("source"), f"{path}: description and source headers"
+        assert path.parent.parent.name in ASSIGNMENTS, path
+        assert path.parent.name in catalogue.KIND_FOLDERS, path
+        assert path.stem in ids, path
+        assert cells or header.get("transform"), f"{path}: no code and no transform"
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])

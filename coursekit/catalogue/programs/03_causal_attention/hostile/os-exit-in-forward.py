@@ -1,0 +1,18 @@
+# description: CausalAttention.forward kills the kernel with os._exit(1)
+# source: written for this catalogue
+# replaces: CausalAttention
+# flagged: true
+# flag: autograde failed
+# graded: false
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        import os
+        os._exit(1)
