@@ -9,8 +9,9 @@ with `coursekit.matrix.problems`, the rule the matrix document shows:
   marks everywhere else, and is not flagged;
 - a correct alternative gets full marks everywhere and is not flagged;
 - a hostile or broken submission does not keep full marks where it must lose, is flagged by
-  name where it says so, and never stops the grading of the others (every other submission of
-  the same run is graded).
+  name where it says so, scores no more at any step than its baseline (the mistake with the
+  same wrong code, graded in the same run), and never stops the grading of the others (every
+  other submission of the same run is graded).
 
 An assignment whose release is missing fails here (the shared `course` fixture releases all
 four), rather than being skipped.
@@ -126,7 +127,7 @@ def test_row(catalogue_results, row):
     results = catalogue_results(assignment)
     student = matrix.CONTROL if variant is None else variant.id
     result = results[student]
-    problems = matrix.problems(kind, variant, result)
+    problems = matrix.problems(kind, variant, result, results)
     shown = [s.name for s in steps_of(assignment)
              if result.points.get(s.name) != s.points or (variant is not None and s.name in variant.loses)]
     detail = "\n".join(result.reports.get(step, f"{step}: no report") for step in shown)
