@@ -49,15 +49,11 @@ Where the entries live (this package's folder):
   cell's text are not part of it. Every `.py` file under programs/ is an entry (new ones are
   picked up without registering them); entries of one kind and assignment come in id order.
   `programs/ruff.toml` keeps the linter out of them: they are students' code, not the project's.
-- `coursekit/catalogue_efficient.py`, where present: entries still written as Variants in code;
-  its MISTAKES, CORRECT and HOSTILE join these lists.
 
 `tests/test_catalogue.py` grades every entry through real nbgrader and asserts its row;
 `python -m coursekit.matrix` writes the same rows to docs/grading_matrix.md.
 """
 
-import importlib
-import importlib.util
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -282,13 +278,6 @@ _programs = load_programs()
 MISTAKES = load_mistakes() + _programs["mistake"]
 CORRECT = _programs["correct"]
 HOSTILE = _programs["hostile"]
-
-# Entries still written as a module of Variants (assignment 05's, while it is being written) join in.
-if importlib.util.find_spec("coursekit.catalogue_efficient") is not None:
-    _module = importlib.import_module("coursekit.catalogue_efficient")
-    MISTAKES += getattr(_module, "MISTAKES", [])
-    CORRECT += getattr(_module, "CORRECT", [])
-    HOSTILE += getattr(_module, "HOSTILE", [])
 
 
 def all_variants():
