@@ -225,17 +225,19 @@ def _describe(error):
     return f"{type(error).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
 
 
-def _imports():
+def warm_up():
+    """A worker's first task: the grader's imports (torch with them) and the judge's warm parent
+    (`sandbox.warm_parent`), started from the thread that will run the grading tasks, while the
+    driver is still preparing the first submissions."""
     import nbgrader.converters  # noqa: F401
 
-    from autograder import judge  # noqa: F401 - the judge, and torch and numpy with it
+    from autograder import judge, sandbox  # noqa: F401 - the judge, and torch and numpy with it
 
-
-async def warm_up():
-    """The imports a worker needs, started on every worker before its first task arrives."""
-    import asyncio
-
-    await asyncio.get_running_loop().run_in_executor(None, _imports)
+    try:
+        sandbox.warm_parent()
+    except Exception:  # noqa: BLE001 - the first grading task will start it, or say why not
+        pass
+    return _worker_name()
 
 
 # --- the driver's part ---------------------------------------------------------------------------
@@ -486,7 +488,9 @@ class Cluster:
                                             processes=True, memory_limit=0, dashboard_address=None,
                                             silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
-        self.client.run(warm_up, wait=False)
+        self.warming = [self.client.submit(warm_up, pure=False, workers=[address], allow_other_workers=False,
+                                           key=f"warm-up-{address}-{time.time_ns()}")
+                        for address in self.client.scheduler_info(n_workers=-1).get("workers", {})]
 
     @property
     def workers(self):

@@ -1,0 +1,188 @@
+"""Grade a generated class with `coursekit autograde` and with plain `nbgrader autograde`.
+
+    python benchmarks/class_grading.py [--students 40] [--assignments A ...] [--workers N]
+                                       [--out benchmarks/results.md] [--keep DIR]
+
+For each assignment, a class of `--students` submissions built from the catalogues
+(`coursekit.catalogue`, `classroom.build_submission`): 40% correct (the reference and the
+catalogue's other correct styles), 30% mistakes, 10% broken (the untouched release, a file
+that is not JSON) and 20% hostile. One course directory is released and submitted, then copied
+twice; on the same machine, one after the other per assignment:
+
+1. `nbgrader autograde ASSIGNMENT`: nbgrader alone, one notebook after another;
+2. `coursekit autograde ASSIGNMENT --workers N --timings FILE`: the command, as an instructor
+   runs it (its embedded Dask cluster is started by each run).
+
+Then it checks that the two gradebooks agree on every grade cell of every submission and fail
+the same submissions, and reports the wall times, their ratio, and the command's time per
+notebook broken down (`coursekit.autograde.TIMING_KEYS`: the worker's set-up, kernel start,
+the cells that start with an import, the student's other cells, judging, kernel shutdown, the
+rest of the task; and the driver's nbgrader work before and after). With `--out`, the results
+are appended to that file as a markdown section.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder.steps import ASSIGNMENTS  # noqa: E402
+from coursekit import autograde, catalogue, classroom, grading, samples  # noqa: E402
+
+BIN = Path(sys.executable).parent
+MIX = (("correct", 0.4), ("mistake", 0.3), ("broken", 0.1), ("hostile", 0.2))
+
+
+def build_class(release, assignment, size):
+    """{student id: notebook or bytes}: `size` submissions in the proportions of MIX."""
+    correct = [None] + catalogue.by_assignment(catalogue.CORRECT, assignment)
+    mistakes = catalogue.by_assignment(catalogue.MISTAKES, assignment)
+    hostile = [v for v in catalogue.by_assignment(catalogue.HOSTILE, assignment) if v.graded]
+    unreadable = [v for v in catalogue.by_assignment(catalogue.HOSTILE, assignment) if not v.graded]
+    broken = ["untouched"] + unreadable
+    pools = {"correct": correct, "mistake": mistakes, "broken": broken, "hostile": hostile}
+    counts = {kind: int(round(share * size)) for kind, share in MIX}
+    counts["correct"] += size - sum(counts.values())
+    subs = {}
+    for kind, count in counts.items():
+        pool = pools[kind] or correct
+        for i in range(count):
+            variant = pool[i % len(pool)]
+            if variant == "untouched":
+                name, nb = "untouched", release
+            else:
+                name = "reference" if variant is None else variant.id
+                nb = classroom.build_submission(release, variant)
+            subs[f"{len(subs):03d}-{kind}-{name}"] = nb
+    return subs
+
+
+def gradebook(course, assignment):
+    from nbgrader.api import Gradebook
+
+    rows = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for submission in gb.assignment_submissions(assignment):
+            for nb in submission.notebooks:
+                for g in nb.grades:
+                    rows[(submission.student.id, nb.name, g.name)] = (g.auto_score, g.needs_manual_grade)
+    return rows
+
+
+def autograded_students(course, assignment):
+    return sorted(p.parent.name for p in (course / "autograded").glob(f"*/{assignment}") if any(p.glob("*.ipynb")))
+
+
+def run(command, cwd):
+    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    return time.perf_counter() - start, result
+
+
+def mean(values):
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=40, help="submissions per assignment")
+    parser.add_argument("--assignments", nargs="+",
+                        default=[a for a in ASSIGNMENTS if (ROOT / "source" / a).is_dir()])
+    parser.add_argument("--workers", type=int, default=autograde.default_workers())
+    parser.add_argument("--out", help="append the results to this markdown file")
+    parser.add_argument("--keep", help="build the course directories here and keep them")
+    args = parser.parse_args(argv)
+
+    base = Path(args.keep) if args.keep else Path(os.environ.get("TMPDIR", "/tmp")) / "class-grading-benchmark"
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    course = grading.prepare(base / "submitted")
+    print(f"building the class in {course}", flush=True)
+    sizes = {}
+    for assignment in args.assignments:
+        release = samples.read(grading.release(course, assignment))
+        subs = build_class(release, assignment, args.students)
+        sizes[assignment] = len(subs)
+        for student, nb in subs.items():
+            samples.write(nb, grading.submission_path(course, assignment, student))
+    plain = Path(shutil.copytree(course, base / "nbgrader", symlinks=True))
+    ours = Path(shutil.copytree(course, base / "coursekit", symlinks=True))
+
+    rows, problems, timings = [], [], []
+    for assignment in args.assignments:
+        print(f"\n== {assignment}: {sizes[assignment]} submissions", flush=True)
+        plain_s, plain_result = run([sys.executable, "-m", "nbgrader", "autograde", assignment], plain)
+        print(f"nbgrader autograde: {plain_s:.1f} s (exit {plain_result.returncode})", flush=True)
+        timing_file = base / f"timings-{assignment}.json"
+        ours_s, ours_result = run([str(BIN / "coursekit"), "autograde", assignment, "--workers", str(args.workers),
+                                   "--timings", str(timing_file)], ours)
+        print(f"coursekit autograde: {ours_s:.1f} s (exit {ours_result.returncode})", flush=True)
+        print(ours_result.stdout[-3000:], flush=True)
+        a, b = gradebook(plain, assignment), gradebook(ours, assignment)
+        differ = sorted({k[0] for k in set(a) | set(b) if a.get(k) != b.get(k)})
+        if differ:
+            problems.append(f"{assignment}: grades differ for {', '.join(differ)}")
+        graded_a, graded_b = autograded_students(plain, assignment), autograded_students(ours, assignment)
+        if graded_a != graded_b:
+            problems.append(f"{assignment}: nbgrader graded {len(graded_a)}, the command {len(graded_b)}: "
+                            f"{sorted(set(graded_a) ^ set(graded_b))}")
+        outcomes = json.loads(timing_file.read_text()) if timing_file.exists() else []
+        timings += [o for o in outcomes if o["ok"]]
+        rows.append((assignment, sizes[assignment], len(a) and len({k[0] for k in a}), plain_s, ours_s,
+                     sizes[assignment] - len(graded_b)))
+
+    total_plain, total_ours = sum(r[3] for r in rows), sum(r[4] for r in rows)
+    total_n = sum(r[1] for r in rows)
+    keys = [*autograde.TIMING_KEYS, "prepare", "save"]
+    breakdown = {k: mean(o["timings"].get(k, 0.0) for o in timings) for k in keys}
+    task = mean(o["seconds"] for o in timings)
+    lines = [
+        f"\n## Grading a class: `coursekit autograde` against `nbgrader autograde` ({time.strftime('%Y-%m-%d')})\n",
+        f"Command: `python benchmarks/class_grading.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
+        f"on {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"`coursekit autograde --workers {args.workers}` (embedded Dask cluster started by each run).\n",
+        "| assignment | submissions | not gradable | nbgrader autograde (s) | coursekit autograde (s) | speed-up |",
+        "| --- | --- | --- | --- | --- | --- |"]
+    for assignment, n, _, plain_s, ours_s, failed in rows:
+        lines.append(f"| {assignment} | {n} | {failed} | {plain_s:.1f} | {ours_s:.1f} | {plain_s / ours_s:.2f}x |")
+    lines.append(f"| all | {total_n} | {sum(r[5] for r in rows)} | {total_plain:.1f} | {total_ours:.1f} | "
+                 f"{total_plain / total_ours:.2f}x |")
+    lines += [
+        "",
+        f"Per notebook: nbgrader {total_plain / total_n:.2f} s of wall time, the command "
+        f"{total_ours / total_n:.2f} s of wall time; one task took {task:.2f} s on its worker, on average "
+        f"over the {len(timings)} graded notebooks:",
+        "",
+        "| part | mean s per notebook |",
+        "| --- | --- |"]
+    names = {"setup": "worker set-up (imports; the first task of each worker)", "kernel_start": "kernel start",
+             "imports": "cells that start with an import", "cells": "the student's other cells",
+             "judging": "judging (graded cells)", "kernel_stop": "kernel shutdown",
+             "other": "rest of the task (sandbox, nbformat, preprocessors)",
+             "prepare": "driver: nbgrader before execution (records, copy, sanitize)",
+             "save": "driver: nbgrader after execution (SaveAutoGrades, penalties, metadata)"}
+    for key in keys:
+        lines.append(f"| {names[key]} | {breakdown[key]:.3f} |")
+    lines += ["", "Agreement: " + ("every grade cell of every submission is the same in both gradebooks, and both "
+                                    "failed the same submissions." if not problems else "; ".join(problems))]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "a") as handle:
+            handle.write(text)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
