@@ -94,7 +94,8 @@ class KernelChannel(PeakMemory):
         self.reply_path = os.path.join(self.outbox, agent.REPLY_FILE)
 
     def pid(self):
-        """The kernel's process id, as this process sees it (found under the sandbox's)."""
+        """The kernel's process id, as this process sees it: the first process under the one
+        that was launched (bubblewrap's, or the warm parent's monitor) that is not bubblewrap."""
         children = {}
         for entry in os.listdir("/proc"):
             if entry.isdigit():
@@ -104,15 +105,16 @@ class KernelChannel(PeakMemory):
                     children.setdefault(parent, []).append(int(entry))
                 except (OSError, ValueError, IndexError):
                     continue
-        todo = [self.launcher_pid]
+        todo = list(children.get(self.launcher_pid, []))
         while todo:
-            pid = todo.pop()
+            pid = todo.pop(0)
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    if b"ipykernel" in handle.read():
-                        return pid
+                    program = handle.read().split(b"\0")[0]
             except OSError:
-                pass
+                continue
+            if not program.endswith(b"bwrap"):
+                return pid
             todo += children.get(pid, [])
         raise OSError("the kernel's process was not found")
 

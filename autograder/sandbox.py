@@ -29,6 +29,7 @@ import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -326,7 +327,7 @@ class SandboxedKernel:
         self.workdir = self.root / "work"  # a copy of the submission's folder
         self.inbox.mkdir(mode=0o755)
         self.outbox.mkdir()
-        shutil.copytree(self.submission_dir, self.workdir, symlinks=True)
+        _copy_submission(self.submission_dir, self.workdir)
         if os.getuid() == 0:
             for path in [self.outbox, self.workdir, *self.workdir.rglob("*")]:
                 os.lchown(path, uid, uid)
@@ -338,6 +339,33 @@ class SandboxedKernel:
         elif self.root is not None and not os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
             shutil.rmtree(self.root, ignore_errors=True)
         self.root = self.enclosure = None
+
+
+MAX_COPIED_FILES = 2000
+MAX_COPIED_BYTES = 200 * 1024**2
+
+
+def _copy_submission(source, target):
+    """A working copy of a submission's folder, links kept as links. Bounded, and never into
+    a sandbox's own folders: a notebook graded straight from /tmp or a home folder must not
+    copy the world (or itself)."""
+    budget = {"files": MAX_COPIED_FILES, "bytes": MAX_COPIED_BYTES}
+
+    def ignore(folder, names):
+        skipped = {n for n in names if n.startswith(("judge-", "job-"))}
+        for name in sorted(set(names) - skipped):
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                skipped.add(name)  # sockets, pipes, devices: nothing a notebook reads
+            elif stat.S_ISREG(mode):
+                budget["files"] -= 1
+                budget["bytes"] -= os.path.getsize(path)
+                if budget["files"] < 0 or budget["bytes"] < 0:
+                    skipped.add(name)
+        return skipped
+
+    shutil.copytree(source, target, symlinks=True, ignore=ignore)
 
 
 class HostProcess:
