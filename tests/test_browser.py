@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import time
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
 }
-RUN_TIMEOUT = 60  # seconds for the cells started by one click to finish
+RUN_TIMEOUT = 90  # seconds for the cells started by one click to finish
 VALIDATE_TIMEOUT = 90  # seconds for Validate's verdict (it runs the notebook in its own kernel)
 
 
@@ -81,7 +82,7 @@ def browser(tmp_path):
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"), executable_path=executable, headless=True,
             args=CHROMIUM_FLAGS, viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(60_000)
+        context.set_default_timeout(90_000)  # any one click or wait
         try:
             yield context
         finally:
@@ -142,30 +143,43 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
     server, folder = student_lab
     shots = tmp_path / "screenshots"
     shots.mkdir()
+    print(f"\nscreenshots: {shots}")
     steps = [s.name for s in steps_of(A01)]
     started = time.monotonic()
     timings = {}
     page = browser.new_page()
 
+    @contextmanager
+    def stage(name):
+        """One stage of the test: timed, and on failure a screenshot and the stage's name."""
+        try:
+            yield
+        except BaseException as error:
+            with suppress(Exception):
+                page.screenshot(path=str(shots / f"failed-{name.replace(' ', '-')}.png"))
+            error.add_note(f"while: {name} ({time.monotonic() - started:.1f} s in); screenshots in {shots}")
+            raise
+        timings[name] = round(time.monotonic() - started, 1)
+
     # --- the untouched release ---------------------------------------------------------------
-    open_notebook(page, server, f"untouched/{RELEASE.name}")
-    timings["opened"] = time.monotonic() - started
-    run_everything(page)
-    timings["ran untouched"] = time.monotonic() - started
-    page.screenshot(path=str(shots / "untouched-run.png"))
-    page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type*='stderr']").first.scroll_into_view_if_needed()
-    page.screenshot(path=str(shots / "untouched-first-error.png"))
-    # what the browser shows: a NotImplementedError in the page for every step, and the hints
-    shown = page.locator(".jp-Notebook").inner_text()
-    assert shown.count("NotImplementedError") >= len(steps)
-    assert HINT in shown
-    title, verdict = validate(page)
-    timings["validated untouched"] = time.monotonic() - started
-    page.screenshot(path=str(shots / "untouched-validate.png"))
-    assert "Success" not in title + verdict, verdict[:2000]
-    named = set(re.findall(r"# Graded cell of `(\w+)`", verdict))
-    assert named == set(steps), f"Validate named {sorted(named)}, the steps are {steps}"
-    page.locator(".jp-Dialog .jp-mod-accept").click()
+    with stage("open untouched"):
+        open_notebook(page, server, f"untouched/{RELEASE.name}")
+    with stage("run untouched"):
+        run_everything(page)
+        page.screenshot(path=str(shots / "untouched-run.png"))
+        page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type*='stderr']").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "untouched-first-error.png"))
+        # what the browser shows: a NotImplementedError in the page for every step, and the hints
+        shown = page.locator(".jp-Notebook").inner_text()
+        assert shown.count("NotImplementedError") >= len(steps)
+        assert HINT in shown
+    with stage("validate untouched"):
+        title, verdict = validate(page)
+        page.screenshot(path=str(shots / "untouched-validate.png"))
+        assert "Success" not in title + verdict, verdict[:2000]
+        named = set(re.findall(r"# Graded cell of `(\w+)`", verdict))
+        assert named == set(steps), f"Validate named {sorted(named)}, the steps are {steps}"
+        page.locator(".jp-Dialog .jp-mod-accept").click()
     # What ran in the browser, as Validate saved it: every graded cell raised NotImplementedError
     # (its stub's), every demo printed its hint instead of a traceback.
     ran = samples.read(folder / "untouched" / RELEASE.name)
@@ -179,15 +193,16 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
             assert HINT in text and not errors, (cell.source[:200], text, errors)
 
     # --- the completed notebook ----------------------------------------------------------------
-    open_notebook(page, server, f"completed/{RELEASE.name}")
-    run_everything(page)
-    timings["ran completed"] = time.monotonic() - started
-    page.screenshot(path=str(shots / "completed-run.png"), full_page=False)
-    title, verdict = validate(page)
-    timings["validated completed"] = time.monotonic() - started
-    page.screenshot(path=str(shots / "completed-validate.png"))
-    assert "Success" in verdict and "failed" not in verdict.lower(), verdict[:2000]
-    page.locator(".jp-Dialog .jp-mod-accept").click()
+    with stage("open completed"):
+        open_notebook(page, server, f"completed/{RELEASE.name}")
+    with stage("run completed"):
+        run_everything(page)
+        page.screenshot(path=str(shots / "completed-run.png"))
+    with stage("validate completed"):
+        title, verdict = validate(page)
+        page.screenshot(path=str(shots / "completed-validate.png"))
+        assert "Success" in verdict and "failed" not in verdict.lower(), verdict[:2000]
+        page.locator(".jp-Dialog .jp-mod-accept").click()
     ran = samples.read(folder / "completed" / RELEASE.name)
     for cell in ran.cells:
         if cell.cell_type == "code":
@@ -195,6 +210,4 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
             assert not errors and HINT not in text, (cell.source[:200], text, errors)
             if graded_step(cell):
                 assert "passed" in text, (graded_step(cell), text)
-
-    print(f"\nscreenshots: {shots}")
-    print("seconds since start: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+    print(f"seconds since start: {timings}")
