@@ -48,7 +48,11 @@ class Implementation:
 
         reply = self._channel.request(payload, self._timeout())
         if "ok" in reply:
-            return agent.decode(reply["ok"], lambda data: Handle(self, data))
+            try:
+                return agent.decode(reply["ok"], lambda data: Handle(self, data))
+            except Exception as error:  # noqa: BLE001 - whatever the kernel sent, it is not data
+                raise RemoteError.from_reply({"type": "InvalidAnswer", "submission": True,
+                                              "message": f"the answer is not plain data ({error})"[:300]}) from None
         if reply.get("interrupted"):
             raise CaseTimeout()
         if "undefined" in reply:
