@@ -51,7 +51,8 @@ def complete(release_nb, replacements=None):
     for cell, names in solution_cells(nb):
         overridden = [n for n in names if n in replacements]
         if overridden:
-            cell.source = "\n\n\n".join(replacements[n] for n in overridden)
+            # one program may replace several names of this cell: its text goes in once
+            cell.source = "\n\n\n".join(dict.fromkeys(replacements[n] for n in overridden))
             rest = [n for n in names if n not in replacements]
             if rest:
                 cell.source += "\n\n\n" + reference_cell(rest)
