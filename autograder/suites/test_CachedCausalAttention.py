@@ -21,14 +21,13 @@ import torch.nn.functional as F
 
 from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
-from autograder.fixtures import notes_efficient
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import rng
+from autograder.suites._shared import add_notes_cases, rng
 from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "CachedCausalAttention"
-notes_efficient.cases_for(globals(), STEP)
+add_notes_cases(globals(), STEP)
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
