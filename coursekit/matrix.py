@@ -18,7 +18,8 @@ from autograder.steps import ASSIGNMENTS, steps_of
 from coursekit import catalogue, classroom, grading, samples
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTROL = "catalogue-reference"
+CONTROL = "catalogue-reference"  # the reference: full marks everywhere
+UNTOUCHED = "catalogue-untouched"  # the release as handed out: graded, and 0 everywhere
 KINDS = (("mistake", catalogue.MISTAKES), ("correct", catalogue.CORRECT), ("hostile", catalogue.HOSTILE))
 
 
@@ -28,8 +29,8 @@ def entries(assignment):
 
 
 def submissions(release_nb, assignment):
-    """{student: notebook or bytes}: the control, then every catalogue entry of `assignment`."""
-    subs = {CONTROL: classroom.build_submission(release_nb)}
+    """{student: notebook or bytes}: the two controls, then every catalogue entry of `assignment`."""
+    subs = {CONTROL: classroom.build_submission(release_nb), UNTOUCHED: release_nb}
     for _, variant in entries(assignment):
         subs[variant.id] = classroom.build_submission(release_nb, variant)
     return subs
@@ -45,11 +46,15 @@ def grade(course_dir, assignment, workers=2):
 def problems(kind, variant, result, results=None):
     """Why `result` is not what the catalogue says `variant` (of `kind`) must get; [] if it is.
 
-    kind is "mistake", "correct", "hostile", or "control" (variant None: the reference).
+    kind is "mistake", "correct", "hostile", "control" (variant None: the reference) or
+    "untouched" (variant None: the release as handed out).
     `results` ({student: StudentResult} of the same graded run) holds a hostile entry's baseline:
     the mistake with the same wrong code, which the entry must not outscore at any step."""
     found = []
     steps = steps_of(result.assignment)
+    if kind == "untouched":
+        return ([] if result.graded else [f"not graded: {result.problem}"]) + (
+            [f"scored {result.total:g}, expected 0"] if result.total else [])
     expect_graded = variant is None or variant.graded
     if expect_graded and not result.graded:
         return [f"not graded: {result.problem}"]
@@ -95,7 +100,7 @@ def grade_all(course_dir, assignments, workers=2):
     for assignment in assignments:
         grading.release(course_dir, assignment)
         results = grade(course_dir, assignment, workers)
-        rows = [("control", None, results[CONTROL])]
+        rows = [("control", None, results[CONTROL]), ("untouched", None, results[UNTOUCHED])]
         rows += [(kind, v, results[v.id]) for kind, v in entries(assignment)]
         out[assignment] = rows
     return out
@@ -139,7 +144,7 @@ def render(graded):
         lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         results = {result.student: result for _, _, result in rows}
         for kind, variant, result in rows:
-            name = CONTROL if variant is None else variant.id
+            name = result.student
             loses = () if variant is None else variant.loses
             cells = [f"`{name}`", kind]
             for s in steps:
@@ -153,8 +158,10 @@ def render(graded):
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "What each submission is:", ""]
         for kind, variant, _ in rows:
-            if variant is None:
+            if kind == "control":
                 lines.append(f"- `{CONTROL}`: the reference solution (the control).")
+            elif kind == "untouched":
+                lines.append(f"- `{UNTOUCHED}`: the release as handed out, every stub untouched (graded, 0 points).")
             else:
                 what = variant.description
                 if variant.symptom:

@@ -1,9 +1,14 @@
-"""A released course shared by the slow end-to-end tests: nbgrader's start-up is paid once."""
+"""A released course and one graded run of the whole catalogue, shared by the slow tests:
+each submission goes through real nbgrader once (test_catalogue asserts every row,
+test_end_to_end reads the controls, a mistake, the feedback and the exports of the same run)."""
+
+import os
+from pathlib import Path
 
 import pytest
 
 from autograder.steps import ASSIGNMENTS
-from coursekit import grading, samples
+from coursekit import grading, matrix, samples
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +25,27 @@ def release_notebook(course):
         return samples.read(course / "assignments" / assignment / f"{assignment}.ipynb")
 
     return read
+
+
+@pytest.fixture(scope="session")
+def catalogue_results(course):
+    """assignment -> {student: StudentResult}, graded on first use (one grade_class call each).
+    At the end the matrix of this run is written next to the course directory (or to
+    $CATALOGUE_MATRIX_OUT): what `python -m coursekit.matrix` would write."""
+    cache = {}
+
+    def results(assignment):
+        if assignment not in cache:
+            cache[assignment] = matrix.grade(course, assignment)
+        return cache[assignment]
+
+    yield results
+    graded = {}
+    for assignment, by_student in cache.items():
+        rows = [("control", None, by_student[matrix.CONTROL]), ("untouched", None, by_student[matrix.UNTOUCHED])]
+        rows += [(kind, v, by_student[v.id]) for kind, v in matrix.entries(assignment)]
+        graded[assignment] = rows
+    if graded:
+        out = Path(os.environ.get("CATALOGUE_MATRIX_OUT") or Path(course).parent / "grading_matrix.md")
+        out.write_text(matrix.render(graded))
+        print(f"\ncatalogue matrix of this run: {out}")

@@ -1,8 +1,8 @@
 """Every catalogue entry graded through real nbgrader: each row of docs/grading_matrix.md.
 
-For each assignment, one `grade_class` call submits the reference (the control) and every
-entry of the three catalogues in `coursekit/catalogue/`, runs `nbgrader autograde` per
-student, reads the per-step points and the reports, and audits. Then every row is asserted
+For each assignment, one `grade_class` call submits the reference and the untouched release
+(the controls) and every entry of the three catalogues in `coursekit/catalogue/`, runs
+`nbgrader autograde` per student, and reads the per-step points and the reports. Then every row is asserted
 with `coursekit.matrix.problems`, the rule the matrix document shows:
 
 - a mistake loses points at its own step, with its symptom in that step's report, keeps full
@@ -13,47 +13,27 @@ with `coursekit.matrix.problems`, the rule the matrix document shows:
   same wrong code, graded in the same run), and never stops the grading of the others (every
   other submission of the same run is graded).
 
-An assignment whose release is missing fails here (the shared `course` fixture releases all
-four), rather than being skipped.
+The graded run (`catalogue_results`, in conftest.py) is shared with test_end_to_end. An
+assignment whose release is missing fails here (the shared `course` fixture releases all five),
+rather than being skipped.
 """
 
-import os
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from autograder.steps import ASSIGNMENTS, STEPS, steps_of
 from coursekit import catalogue, matrix
 
-ROWS = [(assignment, "control", None) for assignment in ASSIGNMENTS] + [
+ROWS = [(assignment, control, None) for assignment in ASSIGNMENTS for control in ("control", "untouched")] + [
     (assignment, kind, variant) for assignment in ASSIGNMENTS for kind, variant in matrix.entries(assignment)]
 
 
 def _row_id(row):
     assignment, kind, variant = row
-    return f"{assignment[:2]}-{matrix.CONTROL}" if variant is None else variant.id
-
-
-@pytest.fixture(scope="session")
-def catalogue_results(course):
-    """assignment -> {student: StudentResult}, graded on first use (one grade_class call each).
-    At the end the matrix of this run is written next to the course directory (or to
-    $CATALOGUE_MATRIX_OUT): what `python -m coursekit.matrix` would write."""
-    cache = {}
-
-    def results(assignment):
-        if assignment not in cache:
-            cache[assignment] = matrix.grade(course, assignment)
-        return cache[assignment]
-
-    yield results
-    graded = {a: [(kind, v, cache[a][matrix.CONTROL if v is None else v.id]) for row_a, kind, v in ROWS
-                  if row_a == a] for a in ASSIGNMENTS if a in cache}
-    if graded:
-        out = Path(os.environ.get("CATALOGUE_MATRIX_OUT") or Path(course).parent / "grading_matrix.md")
-        out.write_text(matrix.render(graded))
-        print(f"\ncatalogue matrix of this run: {out}")
+    if variant is None:
+        return f"{assignment[:2]}-{matrix.CONTROL if kind == 'control' else matrix.UNTOUCHED}"
+    return variant.id
 
 
 def test_catalogues_are_large_enough_and_well_formed():
@@ -125,7 +105,7 @@ def test_program_files_are_well_formed():
 def test_row(catalogue_results, row):
     assignment, kind, variant = row
     results = catalogue_results(assignment)
-    student = matrix.CONTROL if variant is None else variant.id
+    student = variant.id if variant else (matrix.CONTROL if kind == "control" else matrix.UNTOUCHED)
     result = results[student]
     problems = matrix.problems(kind, variant, result, results)
     shown = [s.name for s in steps_of(assignment)

@@ -2,7 +2,8 @@
 
 The reference scores full marks, the untouched release scores 0 without breaking grading, a
 typical mistake loses points at its own step only, and the feedback shows why without
-showing hidden tests, tracebacks or expected values.
+showing hidden tests, tracebacks or expected values. The submissions are those of the
+catalogue's graded run (`catalogue_results`, conftest.py): each is autograded once per CI run.
 """
 
 import csv
@@ -14,18 +15,20 @@ import pytest
 
 from autograder.fixtures import stored
 from autograder.steps import ASSIGNMENTS, STEPS, steps_of
-from coursekit import catalogue, classroom, grading
+from coursekit import catalogue, grading, matrix
+
+REFERENCE, UNTOUCHED = matrix.CONTROL, matrix.UNTOUCHED
 
 
 @pytest.fixture(scope="module")
-def graded(course, release_notebook):
+def graded(course, catalogue_results):
+    """assignment -> (the typical mistake, {role: StudentResult}), feedback written."""
     results = {}
     for assignment in ASSIGNMENTS:
-        release = release_notebook(assignment)
-        subs = {"e2e-reference": classroom.build_submission(release), "e2e-untouched": release}
         mistake = catalogue.by_assignment(catalogue.MISTAKES, assignment)[0]
-        subs["e2e-mistake"] = classroom.build_submission(release, mistake)
-        results[assignment] = (mistake, classroom.grade_class(course, assignment, subs))
+        run = catalogue_results(assignment)
+        results[assignment] = (mistake, {"e2e-reference": run[REFERENCE], "e2e-untouched": run[UNTOUCHED],
+                                         "e2e-mistake": run[mistake.id]})
         grading.feedback(course, assignment)
     return results
 
@@ -66,7 +69,7 @@ def _feedback_html(course, student, assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_feedback_explains_failures_without_revealing_hidden_tests(graded, course, assignment):
     mistake, _ = graded[assignment]
-    html = _feedback_html(course, "e2e-mistake", assignment)
+    html = _feedback_html(course, mistake.id, assignment)
     # nbgrader's stylesheet names pygments classes like "Generic.Traceback": drop style and script
     html = re.sub(r"<(style|script)[^>]*>.*?</\1>", "", html, flags=re.S)
     text = htmllib.unescape(re.sub(r"<[^>]+>", "", html))
@@ -91,9 +94,9 @@ def test_feedback_explains_failures_without_revealing_hidden_tests(graded, cours
 def test_grades_and_step_scores_export(graded, course):
     grades = list(csv.DictReader(grading.export_grades(course).open()))
     students = {row["student_id"] for row in grades}
-    assert {"e2e-reference", "e2e-untouched", "e2e-mistake"} <= students
+    assert {REFERENCE, UNTOUCHED} <= students
     step_csv = grading.export_step_scores(course, grading.step_scores(course))
     rows = list(csv.DictReader(step_csv.open()))
-    reference_rows = [r for r in rows if r["student"] == "e2e-reference"]
+    reference_rows = [r for r in rows if r["student"] == REFERENCE]
     assert len(reference_rows) == len(STEPS)
     assert all(float(r["points"]) == float(r["max_points"]) for r in reference_rows)
