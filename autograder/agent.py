@@ -19,13 +19,15 @@ import base64
 import io
 import json
 import os
+import socket
+import struct
 import sys
+import threading
 
 import numpy as np
 
 MODULE_NAME = "__grader_agent__"
-REQUEST_FILE = "request.json"
-REPLY_FILE = "reply.json"
+SOCKET_NAME = "agent.sock"  # the judge listens here, in the folder the kernel sees read-only
 
 # Frames of this file and of reference code the judge ships in are not the submission's.
 AGENT_FILENAME = "<grader-agent>"
@@ -120,6 +122,39 @@ def decode(data, resolve=None):
     raise ValueError(f"unknown data tag in {sorted(data)[:3]}")
 
 
+# --- framing: one JSON document per message, after its length ----------------------------------
+
+_LENGTH = struct.Struct(">Q")
+
+
+class TooLarge(ValueError):
+    """A message longer than the reader allows."""
+
+
+def send(sock, message):
+    data = json.dumps(message, allow_nan=True).encode()
+    sock.sendall(_LENGTH.pack(len(data)) + data)
+
+
+def _exactly(sock, size):
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the connection closed")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(sock, limit=None):
+    """The next message; EOFError when the other side is gone; TooLarge past `limit` bytes."""
+    (size,) = _LENGTH.unpack(_exactly(sock, _LENGTH.size))
+    if limit is not None and size > limit:
+        raise TooLarge(size)
+    return json.loads(_exactly(sock, size))
+
+
 # --- errors ---------------------------------------------------------------------------------
 
 def _library_dirs():
@@ -156,6 +191,7 @@ class Agent:
         self.namespace = namespace
         self.objects = {}  # handle -> object
         self.saved = None  # what `begin` replaced, put back by `end`
+        self.thread = None  # the thread serving the judge, in a kernel
 
     # handles
     def _register(self, obj):
@@ -325,41 +361,61 @@ class Agent:
         except BaseException as error:  # noqa: BLE001 - SystemExit from a submission included
             return {"error": describe_error(error)}
 
-    def serve(self, inbox, outbox):
-        """Read the request file in `inbox`, write the reply file into `outbox`."""
-        with open(os.path.join(inbox, REQUEST_FILE), encoding="utf-8") as handle:
-            request = json.load(handle)
-        reply = self.handle(request)
-        try:
-            text = json.dumps(reply, allow_nan=True)
-        except (TypeError, ValueError) as error:
-            text = json.dumps({"error": describe_error(error)})
-        with open(os.path.join(outbox, REPLY_FILE), "w", encoding="utf-8") as handle:
-            handle.write(text)
+    def serve(self, sock):
+        """Answer the judge's requests on `sock` until it closes: runs in a thread of its own,
+        so a request costs no trip through IPython's execution machinery."""
+        with sock:
+            while True:
+                try:
+                    request = receive(sock)
+                except KeyboardInterrupt:
+                    continue  # an interrupt that arrived just after its request was answered
+                except (EOFError, OSError, ValueError):
+                    return
+                try:
+                    send(sock, self.handle(request))
+                except (TypeError, ValueError) as error:  # a reply json cannot write
+                    send(sock, {"error": describe_error(error)})
+                except OSError:
+                    return
+
+    def interrupt(self):
+        """Raise KeyboardInterrupt in the thread that serves the judge (the judge asks for this
+        from the kernel's main thread when a request runs over its time)."""
+        import ctypes
+
+        if self.thread is not None and self.thread.is_alive():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread.ident),
+                                                       ctypes.py_object(KeyboardInterrupt))
 
 
 _MISSING = object()
 
 
-def install(namespace):
-    """In the kernel: make the agent reachable for the judge's requests (`boot_code`)."""
+def install(namespace, socket_path):
+    """In the kernel: connect to the judge at `socket_path` and answer it from a thread."""
     import types
 
     module = types.ModuleType(MODULE_NAME)
     module.agent = Agent(namespace)
     sys.modules[MODULE_NAME] = module
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(socket_path)
+    module.agent.thread = threading.Thread(target=module.agent.serve, args=(connection,), daemon=True,
+                                           name="grader-agent")
+    module.agent.thread.start()
     return module.agent
 
 
-
-def boot_code(agent_path):
-    """The code the judge runs in the kernel to load this file from `agent_path` and install it."""
+def boot_code(agent_path, socket_path):
+    """The code the judge runs in the kernel to load this file from `agent_path`, install it and
+    connect it to the judge."""
     return (f"exec(compile(open({str(agent_path)!r}).read(), {AGENT_FILENAME!r}, 'exec'), "
             f"__grader_boot__ := {{'__name__': {MODULE_NAME!r}}}); "
-            "__grader_boot__['install'](__import__('IPython').get_ipython().user_ns); "
+            f"__grader_boot__['install'](__import__('IPython').get_ipython().user_ns, {str(socket_path)!r}); "
             "del __grader_boot__")
 
 
-def serve_code(inbox, outbox):
-    """The code the judge runs in the kernel for each request."""
-    return f"__import__('sys').modules[{MODULE_NAME!r}].agent.serve({str(inbox)!r}, {str(outbox)!r})"
+def interrupt_code():
+    """The code the judge runs in the kernel's main thread to interrupt the agent's request."""
+    return f"__import__('sys').modules[{MODULE_NAME!r}].agent.interrupt()"

@@ -7,7 +7,7 @@ the very codec the judge uses against a kernel.
 import json
 import os
 import signal
-import stat
+import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -76,22 +76,24 @@ class LocalChannel(PeakMemory):
 
 
 class KernelChannel(PeakMemory):
-    """The agent inside a running kernel, reached with a blocking client.
+    """The agent inside a running kernel.
 
-    Each request is a file in `inbox` (which the sandbox sees read-only) and a one-line
-    execute request that makes the agent answer into a file in `outbox` (the one place the
-    sandbox shares writable with the judge). The reply is opened without following links and
-    read only up to MAX_REPLY_BYTES, so no kernel can point the judge at another file or make
-    it hold more than that.
+    The judge listens on a Unix socket in `inbox`, a folder the sandbox sees read-only, so no
+    kernel can replace it or point the judge elsewhere. Each step, a one-line execute request
+    boots the agent, which connects and answers requests from a thread of its own: a request
+    costs a socket round trip, not a trip through IPython's execution machinery. A reply is
+    read only up to MAX_REPLY_BYTES. A request that runs over its time is interrupted from the
+    kernel's main thread; a kernel that does not answer even then is stuck (`KernelStuck`).
     """
 
     def __init__(self, client, inbox, outbox, interrupt, launcher_pid=None):
         self.client = client
         self.launcher_pid = launcher_pid  # the kernel, or the sandbox around it
         self.inbox, self.outbox = str(inbox), str(outbox)
-        self.interrupt = interrupt  # callable: interrupt the kernel
-        self.request_path = os.path.join(self.inbox, agent.REQUEST_FILE)
-        self.reply_path = os.path.join(self.outbox, agent.REPLY_FILE)
+        self.interrupt = interrupt  # callable: interrupt the kernel's main thread
+        self.socket_path = os.path.join(self.inbox, agent.SOCKET_NAME)
+        self.listener = None
+        self.connection = None
 
     def pid(self):
         """The kernel's process id, as this process sees it: the first process under the one
@@ -141,31 +143,61 @@ class KernelChannel(PeakMemory):
                 return not interrupted
 
     def boot(self, agent_path, timeout):
-        self._execute(agent.boot_code(agent_path), timeout)
+        """Start a fresh agent in the kernel, connected to this judge."""
+        self.close()
+        if self.listener is None:
+            if os.path.lexists(self.socket_path):
+                os.unlink(self.socket_path)
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(self.socket_path)
+            os.chmod(self.socket_path, 0o666)  # the kernel's user connects
+            self.listener.listen(1)
+        self._execute(agent.boot_code(agent_path, self.socket_path), timeout)
+        self.listener.settimeout(max(timeout, 1.0))
+        try:
+            self.connection, _ = self.listener.accept()
+        except OSError:
+            self.connection = None  # the kernel never connected: every request says so
 
-    def _read_reply(self):
-        fd = os.open(self.reply_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError("the reply is not a file")
-            data = handle.read(MAX_REPLY_BYTES + 1)
-        if len(data) > MAX_REPLY_BYTES:
-            return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "submission": True,
-                              "message": "the answer is far larger than the task needs"}}
-        return json.loads(data)
+    def close(self):
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def shutdown(self):
+        self.close()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+
+    def _answer(self, timeout):
+        self.connection.settimeout(max(timeout, 1e-3))
+        return agent.receive(self.connection, MAX_REPLY_BYTES)
 
     def request(self, payload, timeout):
-        with open(self.request_path, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle)
-        answered = self._execute(agent.serve_code(self.inbox, self.outbox), timeout)
-        if not answered:
-            return {"interrupted": True}
+        if self.connection is None:
+            return _no_answer("the grader's agent is not connected (was it removed?)")
         try:
-            reply = self._read_reply()
-            os.unlink(self.reply_path)
-        except (OSError, ValueError):
-            return {"error": {"type": "NoAnswer", "bases": [], "submission": True,
-                              "message": "the kernel gave no answer (was the grader's agent removed?)"}}
-        return reply if isinstance(reply, dict) else {"error": {"type": "NoAnswer", "bases": [],
-                                                                "message": "malformed answer"}}
+            agent.send(self.connection, payload)
+            try:
+                reply = self._answer(timeout)
+            except TimeoutError:
+                # Over time: interrupt the agent's thread from the kernel's main thread.
+                if not self._execute(agent.interrupt_code(), INTERRUPT_GRACE):
+                    raise KernelStuck() from None
+                try:
+                    reply = self._answer(INTERRUPT_GRACE)
+                except TimeoutError:
+                    raise KernelStuck() from None
+        except agent.TooLarge:
+            self.close()  # the rest of that message is still in the stream
+            return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "submission": True,
+                              "message": "the answer is far larger than the task needs"}}
+        except (EOFError, OSError, ValueError) as error:
+            self.close()
+            return _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
+        return reply if isinstance(reply, dict) else _no_answer("malformed answer")
+
+
+def _no_answer(message):
+    return {"error": {"type": "NoAnswer", "bases": [], "submission": True, "message": message}}

@@ -97,6 +97,7 @@ class JudgedExecute(Execute):
     # the channel to the agent
     def _close_channel(self):
         if self._channel is not None:
+            self._channel.shutdown()
             self._channel.client.stop_channels()
             self._channel = None
 

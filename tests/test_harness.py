@@ -3,7 +3,6 @@ report, the channel's file handling and the feedback sanitiser. (`test_judge.py`
 against real sandboxed kernels.)"""
 
 import json
-import os
 import time
 
 import numpy as np
@@ -176,29 +175,28 @@ def test_every_step_has_points_and_its_dependencies_are_steps():
 
 # --- the channel reads only what it should -------------------------------------------------
 
-@pytest.fixture
-def folders(tmp_path):
+def test_a_message_past_the_limit_is_refused_before_it_is_read():
+    import socket
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        agent.send(theirs, {"ok": "x" * 100})
+        with pytest.raises(agent.TooLarge):
+            agent.receive(ours, limit=10)
+        agent.send(theirs, {"ok": 1})
+        theirs.close()
+        ours.recv(1 << 20)  # the unread rest of the refused message, then the next one
+        with pytest.raises(EOFError):
+            agent.receive(ours)
+
+
+def test_the_kernel_channel_listens_where_the_kernel_cannot_write(tmp_path):
     inbox, outbox = tmp_path / "inbox", tmp_path / "outbox"
     inbox.mkdir()
     outbox.mkdir()
-    return KernelChannel(None, inbox, outbox, interrupt=lambda: None)
-
-
-def test_a_reply_that_links_elsewhere_is_not_followed(folders, tmp_path):
-    secret = tmp_path / "secret.json"
-    secret.write_text('{"ok": "the grader\'s file"}')
-    os.symlink(secret, os.path.join(folders.outbox, agent.REPLY_FILE))
-    with pytest.raises(OSError):
-        folders._read_reply()
-
-
-def test_an_oversized_reply_is_refused(folders, monkeypatch):
-    import autograder.channel as channel
-
-    monkeypatch.setattr(channel, "MAX_REPLY_BYTES", 10)
-    with open(os.path.join(folders.outbox, agent.REPLY_FILE), "w") as handle:
-        handle.write(json.dumps({"ok": "x" * 100}))
-    assert folders._read_reply()["error"]["type"] == "MemoryError"
+    channel = KernelChannel(None, inbox, outbox, interrupt=lambda: None)
+    assert channel.socket_path.startswith(str(inbox))
+    assert channel.request({"op": "len"}, 1.0)["error"]["type"] == "NoAnswer"  # nothing connected
 
 
 def test_peak_memory_is_measured_from_outside_the_call():
