@@ -93,6 +93,14 @@ def mean(values):
     return sum(values) / len(values) if values else 0.0
 
 
+def median(values):
+    values = sorted(values)
+    if not values:
+        return 0.0
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40, help="submissions per assignment")
@@ -146,6 +154,7 @@ def main(argv=None):
     total_n = sum(r[1] for r in rows)
     keys = [*autograde.TIMING_KEYS, "prepare", "save"]
     breakdown = {k: mean(o["timings"].get(k, 0.0) for o in timings) for k in keys}
+    middle = {k: median(o["timings"].get(k, 0.0) for o in timings) for k in keys}
     task = mean(o["seconds"] for o in timings)
     lines = [
         f"\n## Grading a class: `coursekit autograde` against `nbgrader autograde` ({time.strftime('%Y-%m-%d')})\n",
@@ -164,8 +173,8 @@ def main(argv=None):
         f"{total_ours / total_n:.2f} s of wall time; one task took {task:.2f} s on its worker, on average "
         f"over the {len(timings)} graded notebooks:",
         "",
-        "| part | mean s per notebook |",
-        "| --- | --- |"]
+        "| part | mean s per notebook | median s |",
+        "| --- | --- | --- |"]
     names = {"setup": "worker set-up (imports; the first task of each worker)", "kernel_start": "kernel start",
              "imports": "cells that start with an import", "cells": "the student's other cells",
              "judging": "judging (graded cells)", "kernel_stop": "kernel shutdown",
@@ -173,7 +182,7 @@ def main(argv=None):
              "prepare": "driver: nbgrader before execution (records, copy, sanitize)",
              "save": "driver: nbgrader after execution (SaveAutoGrades, penalties, metadata)"}
     for key in keys:
-        lines.append(f"| {names[key]} | {breakdown[key]:.3f} |")
+        lines.append(f"| {names[key]} | {breakdown[key]:.3f} | {middle[key]:.3f} |")
     lines += ["", "Agreement: " + ("every grade cell of every submission is the same in both gradebooks, and both "
                                     "failed the same submissions." if not problems else "; ".join(problems))]
     text = "\n".join(lines) + "\n"

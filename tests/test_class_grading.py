@@ -11,11 +11,13 @@ course directory:
   `--scheduler`, both workers take part, and the grades are the local run's;
 - a run stopped after k recorded submissions (as if the driver was killed) is finished by a
   second run that grades only the rest and leaves the first k as they were;
-- the console script exits non-zero and names a submission that is not JSON, and why.
+- the console script exits non-zero and names a submission that is not JSON, and why;
+- `coursekit export`'s three CSVs agree with the gradebook (Canvas's columns included).
 
 The local runs share one embedded cluster (`Cluster`), so its workers start once.
 """
 
+import csv
 import json
 import os
 import re
@@ -29,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from autograder.steps import steps_of
-from coursekit import autograde, catalogue, classroom, grading, samples
+from coursekit import autograde, catalogue, classroom, exports, grading, samples
 
 A = "01_simplified_self_attention"
 NOT_JSON = "not-json-file"
@@ -135,6 +137,23 @@ def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
     scores = grading.step_scores(course)
     assert scores[("reference", A)] == {s.name: s.points for s in steps_of(A)}
     assert sum(scores[("untouched", A)].values()) == 0
+
+
+def test_exports_for_nbgrader_and_canvas(local_run):
+    course, _ = local_run
+    grades, steps, canvas = exports.export_all(course, {A: "4711"})
+    maximum = sum(s.points for s in steps_of(A))
+    by_student = {row["student_id"]: row for row in csv.DictReader(grades.open())}
+    assert float(by_student["reference"]["score"]) == maximum
+    step_rows = [r for r in csv.DictReader(steps.open()) if r["student"] == "reference"]
+    assert [r["step"] for r in step_rows] == [s.name for s in steps_of(A)]
+    rows = list(csv.reader(canvas.open()))
+    assert rows[0] == exports.CANVAS_IDENTITY + [f"{A} (4711)"]
+    assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == maximum
+    by_sis_id = {row[2]: row for row in rows[2:]}
+    assert float(by_sis_id["reference"][5]) == maximum and float(by_sis_id["untouched"][5]) == 0
+    assert {sid: float(row[5] or 0) for sid, row in by_sis_id.items()} == {
+        sid: float(row["score"]) for sid, row in by_student.items()}
 
 
 def _free_port():
