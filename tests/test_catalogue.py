@@ -18,7 +18,9 @@ assignment whose release is missing fails here (the shared `course` fixture rele
 rather than being skipped.
 """
 
+import os
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +115,59 @@ def test_row(catalogue_results, row):
     detail = "\n".join(result.reports.get(step, f"{step}: no report") for step in shown)
     assert problems == [], (f"{student} ({kind}): {'' if variant is None else variant.description}\n"
                             + "\n".join(problems) + f"\nflags: {result.flags}\n{detail}")
+
+
+def _sandbox_processes_but_warm_parents():
+    """Processes running as a sandbox user that are neither bubblewrap nor a warm parent
+    (a zygote whose parent is bubblewrap): whatever a kernel left behind."""
+    from autograder.sandbox import SANDBOX_UID_BASE
+
+    def info(pid):
+        with open(f"/proc/{pid}/status") as handle:
+            fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            program = handle.read().split(b"\0")[0]
+        return int(fields["Uid"].split()[0]), int(fields["PPid"]), program
+
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                table[int(entry)] = info(entry)
+            except (OSError, KeyError, ValueError):
+                continue
+    left = []
+    for pid, (uid, parent, program) in table.items():
+        if uid < SANDBOX_UID_BASE or program.endswith(b"bwrap"):
+            continue
+        if parent in table and table[parent][2].endswith(b"bwrap"):
+            continue  # a warm parent, idle between kernels
+        left.append((pid, program.decode(errors="replace")))
+    return left
+
+
+def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_results):
+    """After every entry (fork daemons, background work, gradebook writers included): nothing a
+    kernel started is still running, and every submitted notebook is still the one handed in."""
+    import time
+
+    from coursekit import samples
+
+    for assignment in ASSIGNMENTS:
+        catalogue_results(assignment)
+    for _ in range(50):
+        left = _sandbox_processes_but_warm_parents() if os.getuid() == 0 else []
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == []
+    changed = []
+    for assignment in ASSIGNMENTS:
+        release = samples.read(Path(course) / "assignments" / assignment / f"{assignment}.ipynb")
+        for student, nb in matrix.submissions(release, assignment).items():
+            handed_in = Path(course) / "submitted" / student / assignment / f"{assignment}.ipynb"
+            expected = Path(course) / "expected.ipynb"
+            samples.write(nb, expected)
+            if expected.read_bytes() != handed_in.read_bytes():
+                changed.append(f"{assignment}/{student}")
+    assert changed == []
