@@ -9,7 +9,7 @@ For each it forks a *monitor* that, before any student code exists:
 
 1. enters new user, mount, PID, IPC and UTS namespaces;
 2. mounts a fresh /tmp over everything under /tmp, the other jobs included, and binds back
-   only its own job folder, with the requests folder read-only;
+   only its own job folder (the requests folder read-only) and Python, if it lives there;
 3. forks the kernel as PID 1 of the new PID namespace (so nothing the kernel starts outlives
    it, and it dies with its monitor), which mounts its own /proc, sets resource limits, drops
    every capability, closes every inherited descriptor, and starts ipykernel in the job's
@@ -72,11 +72,19 @@ def _enter_namespaces(job, limits):
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
     _mount(None, "/", flags=MS_REC | MS_PRIVATE)
-    keep = os.open(job, os.O_PATH | os.O_DIRECTORY)
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")  # hides every other job
-    os.makedirs(job)
-    _mount(f"/proc/self/fd/{keep}", job, flags=MS_BIND | MS_REC)
-    os.close(keep)
+    # A fresh /tmp of its own (nothing an earlier kernel left there), which also hides every
+    # other job. What must stay visible under /tmp (this job, and Python itself when it lives
+    # there) is bound back; Python read-only, as everywhere else.
+    python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))}
+    keep = [(job, False)] + [(p, True) for p in sorted(python) if p.startswith("/tmp/")]
+    handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY), read_only) for path, read_only in keep]
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    for path, handle, read_only in handles:
+        os.makedirs(path, exist_ok=True)
+        _mount(f"/proc/self/fd/{handle}", path, flags=MS_BIND | MS_REC)
+        if read_only:
+            _mount(None, path, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(handle)
     inbox = os.path.join(job, "inbox")
     _mount(inbox, inbox, flags=MS_BIND)
     _mount(None, inbox, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
