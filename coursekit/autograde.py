@@ -82,6 +82,7 @@ class Report:
     skipped: list = field(default_factory=list)  # already graded, per their markers
     seconds: float = 0.0
     workers: int = 0
+    db_url: str = ""  # the gradebook it was recorded in
 
     @property
     def failed(self):
@@ -521,7 +522,7 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
     start = time.perf_counter()
     warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy's session notes, as in nbgrader
     driver = Driver(course_dir, assignment)
-    report = Report(assignment)
+    report = Report(assignment, db_url=driver.app.coursedir.db_url)
     own_cluster = None
     try:
         submitted = driver.converter.submissions
@@ -622,18 +623,31 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
 
 # --- what the instructor sees --------------------------------------------------------------------
 
-def class_scores(course_dir, assignment):
-    """{student: {step: points}} for every submission of `assignment` in the gradebook."""
-    from coursekit import grading
+def class_scores(db_url, assignment):
+    """{student: {step: points}} for every submission of `assignment` in the gradebook (one pass
+    over its submissions, not a lookup per student, assignment and step)."""
+    from nbgrader.api import Gradebook
 
-    return {student: row for (student, name), row in grading.step_scores(course_dir).items() if name == assignment}
+    from autograder.steps import grade_id, steps_of
+
+    cells = {grade_id(step.name): step.name for step in steps_of(assignment)}
+    scores = {}
+    with Gradebook(db_url) as gb:
+        for submission in gb.assignment_submissions(assignment):
+            row = dict.fromkeys(cells.values())
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.name in cells:
+                        row[cells[grade.name]] = grade.score
+            scores[submission.student.id] = row
+    return scores
 
 
-def summary(course_dir, report):
+def summary(db_url, report):
     """The table (full step names, class average per step) and the failures, as text."""
     from coursekit import classroom
 
-    scores = class_scores(course_dir, report.assignment)
+    scores = class_scores(db_url, report.assignment)
     failed = {o.student: o.problem for o in report.failed}
     rows = [classroom.StudentResult(student, report.assignment, student not in failed, failed.get(student, ""),
                                     {k: float(v or 0.0) for k, v in row.items()})
@@ -657,7 +671,7 @@ def run_autograde(args, extra=()):
     except GradingError as error:
         print(f"coursekit autograde: {error}", file=sys.stderr)
         return 2
-    print(summary(course, report))
+    print(summary(report.db_url, report))
     if args.timings:
         Path(args.timings).write_text(json.dumps([vars(o) for o in report.outcomes], indent=1))
     return 1 if report.failed else 0
