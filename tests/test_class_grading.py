@@ -100,9 +100,27 @@ def gradebook(course):
 MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:ms|s|µs)\b| times faster)")
 
 
+def _streams_joined(outputs):
+    """Outputs with consecutive writes to one stream joined (how a kernel chunks a print into
+    messages varies from run to run: "text" and "\\n" or "text\\n") and measured durations masked."""
+    joined = []
+    for output in outputs:
+        if output.get("output_type") == "stream":
+            text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
+            if joined and joined[-1].get("output_type") == "stream" and joined[-1]["name"] == output["name"]:
+                joined[-1]["text"] += text
+                continue
+            output = dict(output, text=text)
+        joined.append(output)
+    for output in joined:
+        if output.get("output_type") == "stream":
+            output["text"] = MEASURED.sub("#", output["text"])
+    return joined
+
+
 def autograded(course):
-    """{path: file}, notebooks parsed, without each cell's execution timestamps and with the
-    durations its cells measured masked."""
+    """{path: file}, notebooks parsed, without each cell's execution timestamps, with each
+    stream's consecutive writes joined and the durations its cells measured masked."""
     files = {}
     for path in sorted((course / "autograded").rglob("*")):
         if path.is_file():
@@ -111,10 +129,8 @@ def autograded(course):
                 content = json.loads(content)
                 for cell in content["cells"]:
                     cell.get("metadata", {}).pop("execution", None)
-                    for output in cell.get("outputs", []):
-                        if output.get("output_type") == "stream":
-                            text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
-                            output["text"] = MEASURED.sub("#", text)
+                    if "outputs" in cell:
+                        cell["outputs"] = _streams_joined(cell["outputs"])
             files[str(path.relative_to(course))] = content
     return files
 
