@@ -96,8 +96,9 @@ def gradebook(course):
 
 
 # What two runs of the same notebook print differently: the durations a demo measures ("loop
-# over 512 queries: 20.67 ms", "(2.7 times faster here)").
-MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:ms|s|µs)\b| times faster)")
+# over 512 queries: 20.67 ms") and its verdict on them ("(2.7 times faster here)", or "(no faster
+# this time: ...)" on a busy machine).
+MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:ms|s|µs)\b)|\((?:[\d.]+ times faster here|no faster this time[^)]*)\)")
 
 
 def _streams_joined(outputs):
