@@ -112,7 +112,9 @@ def run_everything(page):
     for _ in range(len(prompts)):
         if "[ ]:" not in prompts:
             break
-        page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").nth(prompts.index("[ ]:")).click()
+        prompt = page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").nth(prompts.index("[ ]:"))
+        prompt.scroll_into_view_if_needed()
+        prompt.click(force=True)  # selects the cell; under load it may still be settling
         _run_menu(page, "notebook:run-all-below")
         prompts = _wait_until_idle(page)
     assert "[ ]:" not in prompts, f"cells never ran: {prompts}"

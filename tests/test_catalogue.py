@@ -19,6 +19,7 @@ rather than being skipped.
 """
 
 import os
+import sys
 import tomllib
 from pathlib import Path
 
@@ -136,9 +137,10 @@ def _sandbox_processes_but_warm_parents():
                 table[int(entry)] = info(entry)
             except (OSError, KeyError, ValueError):
                 continue
+    ours = os.path.dirname(sys.executable).encode()  # this run's Python: not another run's
     left = []
     for pid, (uid, parent, program) in table.items():
-        if uid < SANDBOX_UID_BASE or program.endswith(b"bwrap"):
+        if uid < SANDBOX_UID_BASE or program.endswith(b"bwrap") or not program.startswith(ours):
             continue
         if parent in table and table[parent][2].endswith(b"bwrap"):
             continue  # a warm parent, idle between kernels
