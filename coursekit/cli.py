@@ -3,6 +3,9 @@
     coursekit lab                       # JupyterLab for the instructor, in the course directory
     coursekit lab --student DIR         # JupyterLab for a student on this machine, in DIR
     coursekit lab -- --port 8890        # anything after `--` goes to `jupyter lab`
+    coursekit autograde ASSIGNMENT      # grade a class on Dask (see coursekit/autograde.py)
+    coursekit feedback ASSIGNMENT       # nbgrader generate_feedback for it
+    coursekit export                    # grades.csv, step_scores.csv, canvas_grades.csv
 
 nbgrader runs its helpers by name (`alembic` when it creates a gradebook), so JupyterLab must
 start with this interpreter's bin directory on PATH; `coursekit lab` puts it there, so nothing
