@@ -4,7 +4,7 @@ For each assignment: the wall time of `nbgrader autograde` for one reference-com
 submission, against `jupyter nbconvert --execute` of the same completed notebook (as the
 student would hand it in), median of --runs runs each, on a fresh course directory.
 
-    python benchmarks/grading_overhead.py [--runs 5] [--out benchmarks/results.md]
+    python benchmarks/grading_overhead.py [--runs 5] [--out table.md]   (results so far: benchmarks/results.md)
 """
 
 import argparse
