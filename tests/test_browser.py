@@ -142,9 +142,27 @@ def _outputs(cell):
 
 
 def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, browser, tmp_path):
+    """One student's first hour; tried twice when the page itself times out (a busy machine can
+    leave JupyterLab's widgets settling past a click's wait), never when an assertion fails."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+
     server, folder = student_lab
+    release = samples.read(RELEASE)
+    for attempt in (1, 2):
+        try:
+            _first_hour(server, folder, browser, tmp_path / f"attempt-{attempt}")
+            return
+        except PageTimeout:
+            if attempt == 2:
+                raise
+            print("\nthe page timed out; trying once more from fresh notebooks")
+            samples.write(release, folder / "untouched" / RELEASE.name)
+            samples.write(samples.complete(release), folder / "completed" / RELEASE.name)
+
+
+def _first_hour(server, folder, browser, tmp_path):
     shots = tmp_path / "screenshots"
-    shots.mkdir()
+    shots.mkdir(parents=True)
     print(f"\nscreenshots: {shots}")
     steps = [s.name for s in steps_of(A01)]
     started = time.monotonic()
