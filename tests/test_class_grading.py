@@ -8,7 +8,8 @@ course directory:
   comments and the same autograded notebooks (execution timestamps aside), and fail the same
   submission;
 - a real `dask scheduler` and two `dask worker` processes on 127.0.0.1 grade the class through
-  `--scheduler`, both workers take part, and the grades are the local run's;
+  `--scheduler` and the grades are the local run's, although one worker is killed (SIGKILL)
+  while it holds a submission: the scheduler gives that submission to the other worker;
 - a run stopped after k recorded submissions (as if the driver was killed) is finished by a
   second run that grades only the rest and leaves the first k as they were;
 - the console script exits non-zero and names a submission that is not JSON, and why;
@@ -191,7 +192,36 @@ def _stop(processes):
             process.wait()
 
 
+# Loaded into one of the two `dask worker` processes (`--preload`): that worker's first grading
+# task says which submission it holds, then waits (as a task does whose notebook runs long) until
+# the test kills the worker. The task function travels by reference (module and name), so the
+# worker unpickles this wrapper.
+LOSE_A_TASK = """
+import json, os, threading
+from distributed import get_worker
+from coursekit import autograde
+
+HOLDING = {holding!r}
+_judge = autograde.judge_submission
+
+def judge_submission(payload):
+    with open(HOLDING + ".tmp", "w") as handle:
+        json.dump({{"student": payload["student"], "pid": os.getpid(),
+                   "worker": get_worker().address}}, handle)
+    os.replace(HOLDING + ".tmp", HOLDING)
+    threading.Event().wait(600)  # killed long before
+    return _judge(payload)
+
+autograde.judge_submission = judge_submission
+"""
+
+
 def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, submitted, tmp_path):
+    """...and a worker lost mid-task: worker-1 is killed (SIGKILL, nanny and all) while it holds
+    a submission, and that submission is graded by worker-2 with the local run's grades."""
+    import threading
+    import time
+
     from distributed import Client
 
     port = _free_port()
@@ -199,26 +229,56 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
     logs = tmp_path / "dask"
     logs.mkdir()
-    processes = []
+    holding = tmp_path / "worker-1-holds.json"
+    preload = tmp_path / "lose_a_task.py"
+    preload.write_text(LOSE_A_TASK.format(holding=str(holding)))
+    processes = {}
 
     def start(name, *args):
         log = (logs / f"{name}.log").open("wb")
-        processes.append(subprocess.Popen([str(BIN / "dask"), *args], cwd=logs, env=env, stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True))
+        processes[name] = subprocess.Popen([str(BIN / "dask"), *args], cwd=logs, env=env, stdout=log,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
 
+    killed, done = {}, threading.Event()
+
+    def kill_worker_1_once_it_holds_a_task():
+        victim = processes["worker-1"]
+        while not done.is_set():
+            if holding.exists():
+                held = json.loads(holding.read_text())
+                killed["group_of_task"] = os.getpgid(held["pid"])  # the task's process is alive here
+                os.killpg(victim.pid, signal.SIGKILL)
+                killed.update(held, code=victim.wait(timeout=30), at=time.monotonic())
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=kill_worker_1_once_it_holds_a_task, daemon=True)
     try:
         start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard")
         for name in ("worker-1", "worker-2"):
             start(name, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-                  "--host", "127.0.0.1", "--name", name, "--memory-limit", "0")
+                  "--host", "127.0.0.1", "--name", name, "--memory-limit", "0",
+                  *(["--preload", str(preload)] if name == "worker-1" else []))
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(2, timeout=120)
         course = copy_course(submitted, tmp_path, "course")
+        watcher.start()
         report = autograde.autograde(course, A, scheduler=address, progress=False)
+        finished = time.monotonic()
     finally:
-        _stop(processes)
+        done.set()
+        _stop(list(processes.values()))
+    watcher.join(timeout=30)
+    # worker-1 took a submission, and was killed while its task ran (its process group, the
+    # task's process in it) before the class was graded: the scheduler gave the task to worker-2.
+    assert killed, "worker-1 never started a grading task"
+    assert killed["code"] == -signal.SIGKILL and killed["group_of_task"] == processes["worker-1"].pid
+    assert killed["at"] < finished
+    by_student = {o.student: o for o in report.outcomes}
+    lost = by_student[killed["student"]]
+    assert lost.ok and lost.worker and lost.worker != killed["worker"], (lost, killed)
     assert [o.student for o in report.failed] == [NOT_JSON]
-    assert len({o.worker for o in report.outcomes if o.ok}) == 2, [(o.student, o.worker) for o in report.outcomes]
+    assert {o.worker for o in report.outcomes if o.ok} == {lost.worker}  # worker-1 finished none
     assert gradebook(course) == gradebook(local_run[0])
     assert autograded(course) == autograded(local_run[0])
 
