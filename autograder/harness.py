@@ -6,6 +6,7 @@ function is a pytest test (the plugin supplies `impl`) and a unit the judge runs
 `run_step` against a student's kernel, so both paths grade with identical code.
 """
 
+import functools
 import importlib
 import time
 from dataclasses import dataclass, field
@@ -14,11 +15,11 @@ from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
 from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, STEP_BUDGET
 from autograder.steps import STEPS, suite_module
 
-KINDS = ("notes", "stored", "oracle", "property")
+CASE_KINDS = ("notes", "stored", "oracle", "property")
 GRADER_ERROR = "GRADER ERROR"
 MAX_MESSAGE = 400
 
-__all__ = ["CaseFailure", "CaseTimeout", "case", "cases_of", "run_case", "run_step"]
+__all__ = ["CaseFailure", "CaseTimeout", "case", "case_family", "cases_of", "run_case", "run_step"]
 
 
 @dataclass(frozen=True)
@@ -29,18 +30,23 @@ class Case:
     weight: float
     timeout: float
     func: object = field(repr=False, compare=False)
+    doc: str = ""  # the first line of a family member's own docstring (a partial has none)
 
     @property
     def title(self):
-        return (self.func.__doc__ or self.name).strip().splitlines()[0]
+        return (self.doc or self.func.__doc__ or self.name).strip().splitlines()[0]
+
+
+def _check_mark(step, kind):
+    if step not in STEPS:
+        raise ValueError(f"unknown step {step!r}")
+    if kind not in CASE_KINDS:
+        raise ValueError(f"kind must be one of {CASE_KINDS}")
 
 
 def case(step, kind, weight=1.0, timeout=CASE_TIMEOUT):
-    """Mark a suite function as a graded case of `step`."""
-    if step not in STEPS:
-        raise ValueError(f"unknown step {step!r}")
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}")
+    """Mark a suite function of `impl` as a graded case of `step`."""
+    _check_mark(step, kind)
 
     def mark(func):
         func.autograder_case = Case(step, func.__name__, kind, float(weight), float(timeout), func)
@@ -49,10 +55,34 @@ def case(step, kind, weight=1.0, timeout=CASE_TIMEOUT):
     return mark
 
 
+def case_family(step, kind, members, weight=1.0, timeout=CASE_TIMEOUT):
+    """Mark a suite function of (`impl`, `member`) as one graded case per member.
+
+    `members` maps a name suffix to (argument, docstring). Each member is a case of its own,
+    named `<function>_<suffix>` and weighted `weight`; pytest sees one parametrized test
+    (the plugin's `pytest_generate_tests`).
+    """
+    _check_mark(step, kind)
+
+    def mark(func):
+        func.autograder_family = {
+            suffix: Case(step, f"{func.__name__}_{suffix}", kind, float(weight), float(timeout),
+                         functools.partial(func, member=argument), doc)
+            for suffix, (argument, doc) in members.items()
+        }
+        return func
+
+    return mark
+
+
 def cases_of(step):
     """The cases of one step, in the order its suite defines them."""
     module = importlib.import_module(suite_module(step))
-    found = [obj.autograder_case for obj in vars(module).values() if hasattr(obj, "autograder_case")]
+    found = []
+    for obj in vars(module).values():
+        if hasattr(obj, "autograder_case"):
+            found.append(obj.autograder_case)
+        found.extend(getattr(obj, "autograder_family", {}).values())
     return [c for c in found if c.step == step]
 
 

@@ -48,9 +48,23 @@ def impl(request):
     return _state(request.config)["impl"]
 
 
+def pytest_generate_tests(metafunc):
+    """A case family (`harness.case_family`) is one pytest test per member."""
+    family = getattr(metafunc.function, "autograder_family", None)
+    if family is not None:
+        metafunc.parametrize("member", list(family), ids=list(family))
+
+
+def _case_of(item):
+    family = getattr(item.obj, "autograder_family", None)
+    if family is not None:
+        return family[item.callspec.params["member"]]
+    return getattr(item.obj, "autograder_case", None)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
-    case = getattr(pyfuncitem.obj, "autograder_case", None)
+    case = _case_of(pyfuncitem)
     if case is None:
         return None
     state = _state(pyfuncitem.config)

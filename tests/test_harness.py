@@ -110,6 +110,22 @@ def test_a_wrong_step_loses_points_with_its_symptom_and_only_there():
     assert run_step("attention_weights", impl).fraction < 1.0
 
 
+def test_each_worked_example_of_the_notes_is_a_case_of_its_own():
+    from autograder.harness import cases_of, run_case
+
+    notes_cases = [c for c in cases_of("softmax") if c.kind == "notes"]
+    assert len(notes_cases) == 5 and all(c.name.startswith("test_notes_") for c in notes_cases)
+    assert all(c.title.startswith("notes' worked example: ") for c in notes_cases)
+    ns = notebook_namespace("01_simplified_self_attention")
+    impl = implementation(ns)
+    assert all(run_case(c, impl).passed for c in notes_cases)
+    # a softmax that is wrong only on two-token inputs fails those examples, and only those
+    right = ns["softmax"]
+    ns["softmax"] = lambda x, axis=-1: np.full_like(x, 0.5) if np.size(x) == 2 else right(x, axis)
+    failed = [c.name for c in notes_cases if not run_case(c, impl).passed]
+    assert "test_notes_bat_cave_softmax" in failed and "test_notes_journey_query2_softmax" not in failed
+
+
 def test_the_reference_of_a_dependency_is_only_its_own_source():
     source = reference_source(["softmax"])
     assert "def softmax" in source and "def attention_weights" not in source

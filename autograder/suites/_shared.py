@@ -5,22 +5,27 @@ import numpy as np
 from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.fixtures import notes, stored
-from autograder.harness import case
+from autograder.harness import case_family
 
 
-def add_notes_cases(module_globals, step, weight=1.0):
-    """One case per worked example of `step`, named test_notes_<key>."""
-    for example in notes.examples_of(step):
+def notes_cases(step, weight=1.0):
+    """One case per worked example of `step` in the notes, named test_notes_<key>.
 
-        def check(impl, example=example):
-            actual = example.call(impl)  # inputs travel as copies: nothing can write into them
-            checks.expect_close(actual, notes.expected(example),
-                                f"the notes' example \"{example.where}\"", atol=example.atol, rtol=0)
+    A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
+    """
+    members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
+               for example in notes.examples_of(step)}
+    if not members:
+        # pytest would skip an empty family, and a skipped case is no check at all
+        raise ValueError(f"the notes work no example of {step}")
 
-        name = f"test_notes_{example.key}"
-        check.__name__ = name
-        check.__doc__ = f"notes' worked example: {example.where} ({example.source})"
-        module_globals[name] = case(step, "notes", weight=weight)(check)
+    @case_family(step, "notes", members, weight=weight)
+    def test_notes(impl, member):
+        actual = member.call(impl)  # inputs travel as copies: nothing can write into them
+        checks.expect_close(actual, notes.expected(member),
+                            f"the notes' example \"{member.where}\"", atol=member.atol, rtol=0)
+
+    return test_notes
 
 
 def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None):

@@ -11,7 +11,7 @@ grow past context_length (ValueError); the attributes of `CausalAttention`.
 
 While this step is graded the reference `KVCache` stands in for the student's (`depends_on`),
 so a wrong cache costs points at its own step only. Weights are copied in by attribute name
-(`toolkit.build`). A NumPy model of cached attention names the known mistakes: a mask that
+(`toolkit.loaded_module`). A NumPy model of cached attention names the known mistakes: a mask that
 ignores the cache's offset, a cache that is filled but never read, unscaled scores.
 """
 
@@ -23,18 +23,18 @@ from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import add_notes_cases, rng
+from autograder.suites._shared import notes_cases, rng
 from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "CachedCausalAttention"
-add_notes_cases(globals(), STEP)
+test_notes = notes_cases(STEP)
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 
 def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
-    return toolkit.build(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
-                         f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+    return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
+                                 f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
 def _generate(impl, module, x, sizes, what):

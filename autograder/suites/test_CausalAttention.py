@@ -1,6 +1,6 @@
 """Hidden suite of `CausalAttention` (assignment 03).
 
-Weights are always copied into the student's module by attribute name (`toolkit.build`), so the
+Weights are always copied into the student's module by attribute name (`toolkit.loaded_module`), so the
 order in which a submission creates its layers does not matter. The NumPy model, the known
 mistakes and the property checks live in `toolkit`, shared with the multi-head suites.
 """
@@ -12,11 +12,11 @@ from torch import nn
 from autograder import checks
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import add_notes_cases, rng
+from autograder.suites._shared import notes_cases, rng
 from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "CausalAttention"
-add_notes_cases(globals(), STEP)
+test_notes = notes_cases(STEP)
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
@@ -31,8 +31,8 @@ MISTAKES = toolkit.MASK_MISTAKES + SCALE_MISTAKES
 
 def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
     """CausalAttention with the given {name: (weight, bias)} loaded, in eval mode."""
-    return toolkit.build(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
-                         f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+    return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
+                                 f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
 def _mistakes(x, linears):

@@ -2,7 +2,7 @@
 
 While this step is graded, `split_heads`, `merge_heads` and the mask helpers are the
 reference's. Weights are copied into W_query, W_key, W_value and out_proj by attribute name
-(`toolkit.build`). Several cases make head_dim differ from both d_in and d_out, so each wrong
+(`toolkit.loaded_module`). Several cases make head_dim differ from both d_in and d_out, so each wrong
 scale shows.
 """
 
@@ -14,11 +14,11 @@ from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import add_notes_cases, rng
+from autograder.suites._shared import notes_cases, rng
 from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "MultiHeadAttention"
-add_notes_cases(globals(), STEP)
+test_notes = notes_cases(STEP)
 
 LAYERS = PROJECTIONS + ("out_proj",)
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
@@ -58,9 +58,9 @@ def _random_layers(r, d_in, d_out, bias):
 
 
 def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bias=False):
-    return toolkit.build(impl, STEP, (d_in, d_out, context_length, dropout, num_heads, bias), linears,
-                         f"MultiHeadAttention({d_in}, {d_out}, {context_length}, {dropout}, "
-                         f"num_heads={num_heads}, qkv_bias={bias})")
+    return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, num_heads, bias), linears,
+                                 f"MultiHeadAttention({d_in}, {d_out}, {context_length}, {dropout}, "
+                                 f"num_heads={num_heads}, qkv_bias={bias})")
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):

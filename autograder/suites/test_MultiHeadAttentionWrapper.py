@@ -2,7 +2,7 @@
 
 While this step is graded, `CausalAttention` (and the mask helpers) are the reference's, so the
 cases grade the wrapping: one causal head per `heads` entry, concatenated head 0 first. Weights
-are copied into `heads[i].W_query` etc. by attribute name (`toolkit.build`).
+are copied into `heads[i].W_query` etc. by attribute name (`toolkit.loaded_module`).
 """
 
 import numpy as np
@@ -13,11 +13,11 @@ from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import add_notes_cases, rng
+from autograder.suites._shared import notes_cases, rng
 from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "MultiHeadAttentionWrapper"
-add_notes_cases(globals(), STEP)
+test_notes = notes_cases(STEP)
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 

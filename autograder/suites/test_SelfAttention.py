@@ -1,7 +1,7 @@
 """Hidden suite of `SelfAttention` (assignment 02).
 
 Every case builds the student's module, then copies known weights into `W_query`, `W_key` and
-`W_value` by attribute name (`toolkit.build`), so the order in which the student creates the
+`W_value` by attribute name (`toolkit.loaded_module`), so the order in which the student creates the
 layers, or how the forward pass combines them, does not matter: only the attributes are ever
 used. The cases run in float32, torch's default dtype, except one that checks float64 agrees.
 """
@@ -14,11 +14,11 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import stored
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import add_notes_cases, rng
+from autograder.suites._shared import notes_cases, rng
 from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "SelfAttention"
-add_notes_cases(globals(), STEP)
+test_notes = notes_cases(STEP)
 
 SHORT = {"W_query": "Wq", "W_key": "Wk", "W_value": "Wv"}
 
@@ -53,10 +53,10 @@ def _weights(record):
     return {name: (record[SHORT[name]], record.get(SHORT[name] + "_bias")) for name in PROJECTIONS}
 
 
-def build(impl, d_in, d_out, qkv_bias, weights, dtype=None):
+def _self_attention(impl, d_in, d_out, qkv_bias, weights, dtype=None):
     """The student's SelfAttention(d_in, d_out, qkv_bias) holding `weights`, in `dtype`."""
-    return toolkit.build(impl, STEP, (d_in, d_out, qkv_bias), weights,
-                         f"SelfAttention({d_in}, {d_out}, qkv_bias={qkv_bias})", dtype)
+    return toolkit.loaded_module(impl, STEP, (d_in, d_out, qkv_bias), weights,
+                                 f"SelfAttention({d_in}, {d_out}, qkv_bias={qkv_bias})", dtype)
 
 
 def _works(module, x):
@@ -112,7 +112,7 @@ def forward(impl, module, x, label, d_in, d_out):
 def apply(impl, record):
     x = record["x"]
     d_in, d_out, bias = x.shape[-1], int(record["d_out"]), bool(record["qkv_bias"])
-    module = build(impl, d_in, d_out, bias, _weights(record))
+    module = _self_attention(impl, d_in, d_out, bias, _weights(record))
     return forward(impl, module, torch.from_numpy(x.copy()), record["label"], d_in, d_out)
 
 
@@ -198,7 +198,7 @@ def test_matches_torch_sdpa(impl):
     r = rng(1502)
     for d_in, d_out, bias, shape in ((4, 3, False, (5, 4)), (6, 2, True, (4, 6)), (3, 5, True, (7, 3))):
         weights = _random_weights(r, d_in, d_out, bias)
-        module = build(impl, d_in, d_out, bias, weights)
+        module = _self_attention(impl, d_in, d_out, bias, weights)
         x = toolkit.tensor(r.normal(size=shape))
         label = f"input {checks.fmt_shape(shape)}, d_out {d_out}, qkv_bias={bias}"
         out = forward(impl, module, x, label, d_in, d_out)
@@ -211,7 +211,7 @@ def test_matches_torch_sdpa(impl):
 def test_gradients_reach_every_projection(impl):
     """lets gradients flow back to W_query, W_key and W_value (weights and biases)"""
     r = rng(1503)
-    module = build(impl, 4, 3, True, _random_weights(r, 4, 3, True))
+    module = _self_attention(impl, 4, 3, True, _random_weights(r, 4, 3, True))
     x = toolkit.tensor(r.normal(size=(5, 4)))
     out = forward(impl, module, x, "5 tokens", 4, 3)
     paths = [f"{name}.{part}" for name in PROJECTIONS for part in ("weight", "bias")]
@@ -235,7 +235,7 @@ def test_gradients_reach_every_projection(impl):
 def test_shapes_and_batches(impl):
     """accepts (T, d_in) and (batch, T, d_in), returns d_out wide, each batch item as if alone"""
     r = rng(1504)
-    module = build(impl, 5, 3, False, _random_weights(r, 5, 3, False))
+    module = _self_attention(impl, 5, 3, False, _random_weights(r, 5, 3, False))
     x = toolkit.tensor(r.normal(size=(3, 4, 5)))
     out = forward(impl, module, x, "a (3, 4, 5) batch", 5, 3)
     checks.expect_shape(out, (3, 4, 3), "the output of SelfAttention(5, 3) on a (3, 4, 5) batch")
@@ -249,7 +249,7 @@ def test_shapes_and_batches(impl):
 def test_permutation_equivariant(impl):
     """reordering the tokens reorders the output the same way"""
     r = rng(1505)
-    module = build(impl, 4, 2, False, _random_weights(r, 4, 2, False))
+    module = _self_attention(impl, 4, 2, False, _random_weights(r, 4, 2, False))
     x = toolkit.tensor(r.normal(size=(6, 4)))
     order = torch.tensor([2, 5, 0, 3, 1, 4])
     out = forward(impl, module, x, "6 tokens", 4, 2)
@@ -262,7 +262,7 @@ def test_edge_cases(impl):
     """a single token's output is its value; inputs scaled by 300 give finite outputs"""
     r = rng(1506)
     weights = _random_weights(r, 3, 4, True)
-    module = build(impl, 3, 4, True, weights)
+    module = _self_attention(impl, 3, 4, True, weights)
     token = toolkit.tensor(r.normal(size=(1, 3)))
     out = forward(impl, module, token, "a single token", 3, 4)
     checks.expect_close(out, _linear(token, weights["W_value"]).numpy(),
@@ -277,8 +277,8 @@ def test_float64(impl):
     r = rng(1508)
     weights = _random_weights(r, 3, 4, True)
     x = toolkit.tensor(r.normal(size=(5, 3)))
-    out32 = forward(impl, build(impl, 3, 4, True, weights), x, "5 tokens in float32", 3, 4)
-    module64 = build(impl, 3, 4, True, weights, torch.float64)
+    out32 = forward(impl, _self_attention(impl, 3, 4, True, weights), x, "5 tokens in float32", 3, 4)
+    module64 = _self_attention(impl, 3, 4, True, weights, torch.float64)
     out64 = forward(impl, module64, x.double(), "5 tokens in float64 (after module.double())", 3, 4)
     checks.expect_close(out64, out32.numpy(), "the float64 output compared with the float32 output", atol=1e-4)
 
@@ -287,7 +287,7 @@ def test_float64(impl):
 def test_input_unchanged(impl):
     """leaves its input unchanged"""
     r = rng(1507)
-    module = build(impl, 3, 2, False, _random_weights(r, 3, 2, False))
+    module = _self_attention(impl, 3, 2, False, _random_weights(r, 3, 2, False))
     x = toolkit.tensor(r.normal(size=(4, 3)))
     forward(impl, module, x, "4 tokens", 3, 2)  # a wrong forward is explained here, not below
     _, after = toolkit.run_on_held(impl, module, x)

@@ -6,11 +6,11 @@ import torch
 from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites._shared import add_notes_cases, check_stored, rng
+from autograder.suites._shared import check_stored, notes_cases, rng
 
 STEP = "project_qkv"
 # Six worked examples (the notes' Bank Q, K, V and the chapter's query_2 and its scores).
-add_notes_cases(globals(), STEP, weight=0.5)
+test_notes = notes_cases(STEP, weight=0.5)
 
 ROLES = ("Q", "K", "V")
 WEIGHTS = ("W_q", "W_k", "W_v")
