@@ -20,12 +20,12 @@ from coursekit import catalogue, classroom, grading, samples
 ROOT = Path(__file__).resolve().parent.parent
 CONTROL = "catalogue-reference"  # the reference: full marks everywhere
 UNTOUCHED = "catalogue-untouched"  # the release as handed out: graded, and 0 everywhere
-KINDS = (("mistake", catalogue.MISTAKES), ("correct", catalogue.CORRECT), ("hostile", catalogue.HOSTILE))
+CATALOGUE_KINDS = (("mistake", catalogue.MISTAKES), ("correct", catalogue.CORRECT), ("hostile", catalogue.HOSTILE))
 
 
 def entries(assignment):
     """[(kind, variant)] of one assignment, in catalogue order."""
-    return [(kind, v) for kind, vs in KINDS for v in catalogue.by_assignment(vs, assignment)]
+    return [(kind, v) for kind, vs in CATALOGUE_KINDS for v in catalogue.by_assignment(vs, assignment)]
 
 
 def submissions(release_nb, assignment):
@@ -36,7 +36,7 @@ def submissions(release_nb, assignment):
     return subs
 
 
-def grade(course_dir, assignment, workers=2):
+def grade_catalogue(course_dir, assignment, workers=2):
     """{student: StudentResult} for the control and every entry of one released assignment:
     one `grade_class` call, audit included."""
     release = samples.read(Path(course_dir) / "assignments" / assignment / f"{assignment}.ipynb")
@@ -99,7 +99,7 @@ def grade_all(course_dir, assignments, workers=2):
     out = {}
     for assignment in assignments:
         grading.release(course_dir, assignment)
-        results = grade(course_dir, assignment, workers)
+        results = grade_catalogue(course_dir, assignment, workers)
         rows = [("control", None, results[CONTROL]), ("untouched", None, results[UNTOUCHED])]
         rows += [(kind, v, results[v.id]) for kind, v in entries(assignment)]
         out[assignment] = rows

@@ -1,11 +1,11 @@
-"""The attention toolkit every class suite shares: build a module, model it, check its properties.
+"""The attention toolkit every class suite shares: load a module, model it, check its properties.
 
 - **Building.** `construct` calls `impl.ClassName(*args)` and checks that a module came back;
   `load_linear` copies known weights into the `nn.Linear` at an attribute path by name, so the
   order in which a submission creates its layers, or how its forward pass combines them, never
   matters. One rule for an unwanted bias: it is zeroed while loading, so it costs points once, in
   the step's attribute case (`check_linear`), and nowhere else. A missing bias that the weights
-  need cannot be loaded, and fails the case. `build` does both and switches to eval mode.
+  need cannot be loaded, and fails the case. `loaded_module` does both and switches to eval mode.
 - **A NumPy model** (`softmax`, `attention`, `heads_side_by_side`) of (multi-head, causal)
   attention in float64, whose keyword switches each reproduce one known mistake, so a wrong
   output can be named by its symptom (`symptoms`).
@@ -104,7 +104,7 @@ def load_linear(module, path, weight, bias, what):
     module.set_linear(path, weight, None if bias is None else np.asarray(bias, dtype=np.float32))
 
 
-def build(impl, class_name, args, linears, what=None, dtype=None):
+def loaded_module(impl, class_name, args, linears, what=None, dtype=None):
     """impl.<class_name>(*args) holding `linears` {attribute path: (weight, bias or None)}, in
     eval mode (and converted to `dtype` if given)."""
     what = what or f"{class_name}{tuple(args)}"
