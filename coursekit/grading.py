@@ -19,8 +19,7 @@ from pathlib import Path
 
 from autograder.limits import MEMORY_LIMIT
 from autograder.steps import STEPS, grade_id, steps_of
-
-ROOT = Path(__file__).resolve().parent.parent
+from coursekit.paths import ROOT, SOURCE
 
 
 def _path_with_interpreter():
@@ -62,7 +61,7 @@ def prepare(course_dir):
         shutil.rmtree(course_dir)
     course_dir.mkdir(parents=True)
     shutil.copy(ROOT / "nbgrader_config.py", course_dir)
-    shutil.copytree(ROOT / "source", course_dir / "source")
+    shutil.copytree(SOURCE, course_dir / "source")
     return course_dir
 
 

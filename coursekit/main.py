@@ -14,12 +14,10 @@ import argparse
 import filecmp
 import sys
 import time
-from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS
 from coursekit import autograde, catalogue, classroom, exports, grading, samples
-
-ROOT = Path(__file__).resolve().parent.parent
+from coursekit.paths import ROOT, released_notebook
 
 
 def sample_submissions(release_nb, assignment):
@@ -33,7 +31,7 @@ def _grade(course, assignments, cluster):
     all_results = {}
     for assignment in assignments:
         release_path = grading.release(course, assignment)
-        committed = ROOT / "assignments" / assignment / release_path.name
+        committed = released_notebook(assignment)
         same = committed.exists() and filecmp.cmp(committed, release_path, shallow=False)
         print(f"\n== {assignment}: released ({'identical to' if same else 'DIFFERS from'} the committed assignments/)",
               flush=True)

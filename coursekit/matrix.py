@@ -16,8 +16,8 @@ from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS, steps_of
 from coursekit import catalogue, classroom, grading, samples
+from coursekit.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CONTROL = "catalogue-reference"  # the reference: full marks everywhere
 UNTOUCHED = "catalogue-untouched"  # the release as handed out: graded, and 0 everywhere
 CATALOGUE_KINDS = (("mistake", catalogue.MISTAKES), ("correct", catalogue.CORRECT), ("hostile", catalogue.HOSTILE))

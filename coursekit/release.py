@@ -16,8 +16,7 @@ from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS
 from coursekit import grading
-
-ROOT = Path(__file__).resolve().parent.parent
+from coursekit.paths import RELEASE, ROOT
 
 
 def generate(scratch, assignments):
@@ -43,18 +42,17 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         generated = generate(scratch, ASSIGNMENTS)
-        committed = ROOT / "assignments"
         if args.check:
-            problems = differences(generated, committed)
+            problems = differences(generated, RELEASE)
             for problem in problems:
                 print(problem)
             if problems:
                 print("assignments/ is stale: run `python -m coursekit.release`")
             return 1 if problems else 0
-        if committed.exists():
-            shutil.rmtree(committed)
-        shutil.copytree(generated, committed)
-        print(f"wrote {committed.relative_to(ROOT)}/")
+        if RELEASE.exists():
+            shutil.rmtree(RELEASE)
+        shutil.copytree(generated, RELEASE)
+        print(f"wrote {RELEASE.relative_to(ROOT)}/")
         return 0
 
 

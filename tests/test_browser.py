@@ -19,17 +19,17 @@ import re
 import shutil
 import time
 from contextlib import contextmanager, suppress
-from pathlib import Path
 
 import pytest
 
 from autograder.steps import A01, graded_step, steps_of
 from coursekit import samples
+from coursekit.paths import ROOT, released_notebook
 
 CHROMIUM = os.environ.get("COURSEKIT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-RELEASE = Path(__file__).resolve().parent.parent / "assignments" / A01 / f"{A01}.ipynb"
+NOTEBOOK = released_notebook(A01)
 HINT = "Nothing to show yet"
 DEMO = re.compile(r"^with needs\(", re.M)  # a demo cell: runs once the steps it names are done
 PROMPTS = ("() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt'))"
@@ -57,9 +57,9 @@ def student_lab(tmp_path):
     from test_server import labs
 
     folder = tmp_path / "student"
-    release = samples.read(RELEASE)
-    samples.write(release, folder / "untouched" / RELEASE.name)
-    samples.write(samples.complete(release), folder / "completed" / RELEASE.name)
+    release = samples.read(NOTEBOOK)
+    samples.write(release, folder / "untouched" / NOTEBOOK.name)
+    samples.write(samples.complete(release), folder / "completed" / NOTEBOOK.name)
     settings = tmp_path / "lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / f"{name}.jupyterlab-settings"
@@ -69,7 +69,7 @@ def student_lab(tmp_path):
                JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"),
                JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
     (tmp_path / "exchange").mkdir()
-    with labs(dict(course=RELEASE.parents[2], env=env, log=tmp_path / "lab.log", student=folder)) as (server,):
+    with labs(dict(course=ROOT, env=env, log=tmp_path / "lab.log", student=folder)) as (server,):
         yield server, folder
 
 
@@ -147,7 +147,7 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
     from playwright.sync_api import TimeoutError as PageTimeout
 
     server, folder = student_lab
-    release = samples.read(RELEASE)
+    release = samples.read(NOTEBOOK)
     for attempt in (1, 2):
         try:
             _first_hour(server, folder, browser, tmp_path / f"attempt-{attempt}")
@@ -156,8 +156,8 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
             if attempt == 2:
                 raise
             print("\nthe page timed out; trying once more from fresh notebooks")
-            samples.write(release, folder / "untouched" / RELEASE.name)
-            samples.write(samples.complete(release), folder / "completed" / RELEASE.name)
+            samples.write(release, folder / "untouched" / NOTEBOOK.name)
+            samples.write(samples.complete(release), folder / "completed" / NOTEBOOK.name)
 
 
 def _first_hour(server, folder, browser, tmp_path):
@@ -183,7 +183,7 @@ def _first_hour(server, folder, browser, tmp_path):
 
     # --- the untouched release ---------------------------------------------------------------
     with stage("open untouched"):
-        open_notebook(page, server, f"untouched/{RELEASE.name}")
+        open_notebook(page, server, f"untouched/{NOTEBOOK.name}")
     with stage("run untouched"):
         run_everything(page)
         page.screenshot(path=str(shots / "untouched-run.png"))
@@ -202,7 +202,7 @@ def _first_hour(server, folder, browser, tmp_path):
         page.locator(".jp-Dialog .jp-mod-accept").click()
     # What ran in the browser, as Validate saved it: every graded cell raised NotImplementedError
     # (its stub's), every demo printed its hint instead of a traceback.
-    ran = samples.read(folder / "untouched" / RELEASE.name)
+    ran = samples.read(folder / "untouched" / NOTEBOOK.name)
     for cell in ran.cells:
         if cell.cell_type != "code":
             continue
@@ -214,7 +214,7 @@ def _first_hour(server, folder, browser, tmp_path):
 
     # --- the completed notebook ----------------------------------------------------------------
     with stage("open completed"):
-        open_notebook(page, server, f"completed/{RELEASE.name}")
+        open_notebook(page, server, f"completed/{NOTEBOOK.name}")
     with stage("run completed"):
         run_everything(page)
         page.screenshot(path=str(shots / "completed-run.png"))
@@ -223,7 +223,7 @@ def _first_hour(server, folder, browser, tmp_path):
         page.screenshot(path=str(shots / "completed-validate.png"))
         assert "Success" in verdict and "failed" not in verdict.lower(), verdict[:2000]
         page.locator(".jp-Dialog .jp-mod-accept").click()
-    ran = samples.read(folder / "completed" / RELEASE.name)
+    ran = samples.read(folder / "completed" / NOTEBOOK.name)
     for cell in ran.cells:
         if cell.cell_type == "code":
             text, errors = _outputs(cell)

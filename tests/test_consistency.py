@@ -2,6 +2,7 @@
 
 from autograder.fixtures import notes, stored
 from coursekit import build, release
+from coursekit.paths import RELEASE, released_notebook
 
 
 def test_source_notebooks_are_built_from_content_and_solutions(capsys):
@@ -18,7 +19,7 @@ def test_errata_document_is_current(capsys):
 
 def test_release_is_what_nbgrader_generates_from_source(tmp_path):
     generated = release.generate(tmp_path, build.ASSIGNMENTS)
-    assert release.differences(generated, release.ROOT / "assignments") == []
+    assert release.differences(generated, RELEASE) == []
 
 
 def test_every_step_has_a_suite_with_all_four_kinds_of_case():
@@ -102,10 +103,10 @@ def test_graded_cells_hold_the_visible_checks_and_no_hidden_case():
     from coursekit import samples
 
     for assignment in ASSIGNMENTS:
-        content = build.parse_content((build.ROOT / "content" / f"{assignment}.md").read_text())
-        checks = {args[0]: body for kind, args, body in content if kind == "checks"}
+        content = build.read_content(assignment)
+        checks = {build.step_of(cell): cell.source for cell in content.cells if build.role(cell) == "checks"}
         source = samples.read(build.notebook_path(assignment))
-        student = samples.read(release.ROOT / "assignments" / assignment / f"{assignment}.ipynb")
+        student = samples.read(released_notebook(assignment))
         assert not any("checks" in cell.metadata.get("nbgrader", {}).get("grade_id", "") for cell in source.cells)
         for nb in (source, student):
             graded = [cell for cell in nb.cells if graded_step(cell)]
@@ -129,12 +130,12 @@ def test_validate_fails_on_the_untouched_release_naming_every_step_and_passes_wh
 
     paths = {}
     for assignment in ASSIGNMENTS:
-        nb = samples.read(release.ROOT / "assignments" / assignment / f"{assignment}.ipynb")
+        nb = samples.read(released_notebook(assignment))
         for kind, version in (("untouched", nb), ("complete", samples.complete(nb))):
             paths[assignment, kind] = tmp_path / kind / assignment / f"{assignment}.ipynb"
             samples.write(version, paths[assignment, kind])
     # Partly done: everything but softmax.
-    nb = samples.read(release.ROOT / "assignments" / A01 / f"{A01}.ipynb")
+    nb = samples.read(released_notebook(A01))
     stub = next(cell.source for cell, names in samples.solution_cells(nb) if names == ["softmax"])
     paths[A01, "partial"] = tmp_path / "partial" / A01 / f"{A01}.ipynb"
     samples.write(samples.complete(nb, {"softmax": stub}), paths[A01, "partial"])

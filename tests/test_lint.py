@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from coursekit.paths import ROOT
 
 
 def test_ruff_is_clean():
