@@ -1,7 +1,7 @@
 """Every graded step: its name (= the SPEC name the student implements), assignment and points.
 
 This table is the single source of the points: the notebook builder writes them into the
-test cells' nbgrader metadata and the hidden cells pass them back to `grade`.
+graded cells' nbgrader metadata, and the judge scores each graded cell out of them.
 """
 
 from dataclasses import dataclass
@@ -16,6 +16,9 @@ class Step:
     # reference, so a mistake costs points at its own step only.
     depends_on: tuple[str, ...] = ()
 
+
+# The SPEC's attribute names of the three projections, in every class from SelfAttention on.
+PROJECTIONS = ("W_query", "W_key", "W_value")
 
 A01 = "01_simplified_self_attention"
 A02 = "02_trainable_self_attention"

@@ -11,9 +11,9 @@ from torch import nn
 
 from autograder import checks
 from autograder.harness import case
+from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites._shared import notes_cases, rng
-from autograder.suites.toolkit import PROJECTIONS
 
 STEP = "CausalAttention"
 test_notes = notes_cases(STEP)

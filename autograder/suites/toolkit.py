@@ -25,9 +25,8 @@ import torch
 from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.seam import Handle
+from autograder.steps import PROJECTIONS
 from autograder.suites._shared import check_stored, rng
-
-PROJECTIONS = ("W_query", "W_key", "W_value")
 
 SIGNATURES = {
     "SelfAttention": "(d_in, d_out, qkv_bias=False)",
