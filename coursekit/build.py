@@ -1,16 +1,19 @@
 """Build `source/<assignment>/<assignment>.ipynb` from `content/<assignment>.md` and `solutions/`.
 
-The content file is prose and given code split into cells by fences:
+A content file is a notebook in jupytext's MyST Markdown format (`format_name: myst`): it opens
+in JupyterLab through jupytext, renders in Jupyter Book, and runs as it stands, against the
+reference. Markdown cells are separated by `+++`; each `{code-cell}` has one role, given by its
+one tag:
 
-    ::: markdown            a markdown cell
-    ::: code                given code, read-only for students
-    ::: include FILE        given code read from content/FILE (helpers every notebook shares)
-    ::: solution NAME...    the reference source of NAME (from `solutions`), bodies wrapped in
-                            nbgrader solution regions; the student's cell
-    ::: checks NAME         visible checks of NAME; they go into NAME's graded cell
-    ::: grade NAME          the graded cell of NAME: a comment saying what a pass promises, the
-                            checks block before it, and the hidden-tests region
-    :::                     closes a cell
+    (no tag)              given code, read-only for students
+    :tags: [include]      `%run FILE`: replaced by the code of content/FILE (helpers every
+                          notebook shares)
+    :tags: [solution]     `from solutions import NAME, ...`: replaced by the reference source of
+                          each NAME, bodies wrapped in nbgrader solution regions; the student's cell
+    :tags: [checks]       visible checks of the step named by `:step: NAME`; they go into NAME's
+                          graded cell
+    :tags: [grade]        empty; becomes the graded cell of `:step: NAME`: a comment saying what
+                          a pass promises, the checks before it, and the hidden-tests region
 
 A graded cell holds the step's visible checks, so running it, and nbgrader's Validate, fail until
 the step works, and say which step. Autograding never runs a graded cell's source: the judge
@@ -30,13 +33,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jupytext
 import nbformat
 
 import solutions
 from autograder.steps import ASSIGNMENTS, STEPS
 
 ROOT = Path(__file__).resolve().parent.parent
-FENCE = ":::"
+ROLES = ("include", "solution", "checks", "grade")  # a code cell's tag; untagged code is "given"
 
 
 def _wrap_body(lines, node, base_indent):
@@ -69,26 +73,6 @@ def solution_source(name):
         done = last
     out.extend(lines[done:])
     return "\n".join(out)
-
-
-def parse_content(text):
-    """[(kind, args, body)] from a content file."""
-    cells, current = [], None
-    for line in text.splitlines():
-        if line.startswith(FENCE):
-            words = line[len(FENCE):].split()
-            if current is not None:
-                cells.append((current[0], current[1], "\n".join(current[2]).strip("\n")))
-                current = None
-            if words:
-                current = (words[0], words[1:], [])
-        elif current is not None:
-            current[2].append(line)
-        elif line.strip():
-            raise ValueError(f"text outside a cell: {line!r}")
-    if current is not None:
-        raise ValueError("last cell is not closed with ':::'")
-    return cells
 
 
 def _meta(grade_id, *, solution=False, grade=False, locked=False, points=None):
@@ -133,55 +117,99 @@ def _check_checks(name, checks):
                          "as the cell's score: end with print(...)")
 
 
-def build_notebook(assignment):
+def read_content(assignment):
+    """The content notebook of `assignment`, as jupytext reads it."""
     text = (ROOT / "content" / f"{assignment}.md").read_text()
+    return jupytext.reads(text, fmt="md:myst")
+
+
+def role(cell):
+    """"markdown", "given", or the one tag of a code cell, which must be one of ROLES: an
+    unknown tag is more likely a typo than a wish to have the cell copied as given code."""
+    if cell.cell_type != "code":
+        return cell.cell_type
+    tags = cell.metadata.get("tags", [])
+    if len(tags) > 1 or not set(tags) <= set(ROLES):
+        raise ValueError(f"a code cell's tags {tags} are not one of {ROLES} (or none, for given code):\n"
+                         + cell.source[:200])
+    return tags[0] if tags else "given"
+
+
+def step_of(cell):
+    """The step a checks or grade cell belongs to (its `:step:` option)."""
+    if "step" not in cell.metadata:
+        raise ValueError(f"a {role(cell)} cell needs a `:step: NAME` option:\n{cell.source[:200]}")
+    return cell.metadata["step"]
+
+
+def solved_names(cell):
+    """The names a solution cell imports: `from solutions import NAME, ...` is what the content
+    notebook runs, so it is also where the builder learns which references to copy in."""
+    body = ast.parse(cell.source).body
+    if not (len(body) == 1 and isinstance(body[0], ast.ImportFrom) and body[0].module == "solutions"
+            and not any(alias.asname for alias in body[0].names)):
+        raise ValueError(f"a solution cell holds exactly `from solutions import NAME, ...`, not:\n"
+                         f"{cell.source}")
+    return [alias.name for alias in body[0].names]
+
+
+def included_source(cell):
+    """The code of content/FILE for an include cell, which runs `%run FILE` in the content notebook."""
+    words = cell.source.split()
+    if len(words) != 2 or words[0] != "%run":
+        raise ValueError(f"an include cell holds exactly `%run FILE`, not: {cell.source!r}")
+    return (ROOT / "content" / words[1]).read_text().strip("\n")
+
+
+def build_notebook(assignment):
+    content = read_content(assignment)
     nb = nbformat.v4.new_notebook()
-    nb.metadata = {
-        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    }
+    nb.metadata = {"kernelspec": content.metadata["kernelspec"], "language_info": {"name": "python"}}
     counts = {}
 
     def unique(base):
         counts[base] = counts.get(base, 0) + 1
         return base if counts[base] == 1 else f"{base}_{counts[base]}"
 
-    pending_checks = None  # (name, body) of a checks block waiting for its grade cell
-    for kind, args, body in parse_content(text):
+    def given(source):
+        return nbformat.v4.new_code_cell(source, metadata=_meta(unique("given"), locked=True))
+
+    pending_checks = None  # (name, body) of a checks cell waiting for its grade cell
+    graded = set()
+    for cell in content.cells:
+        kind = role(cell)
         if kind == "markdown":
-            nb.cells.append(nbformat.v4.new_markdown_cell(body))
-        elif kind == "code":
-            nb.cells.append(nbformat.v4.new_code_cell(
-                body, metadata=_meta(unique("given"), locked=True)))
+            nb.cells.append(nbformat.v4.new_markdown_cell(cell.source))
+        elif kind == "given":
+            nb.cells.append(given(cell.source))
         elif kind == "include":
-            (filename,) = args
-            shared = (ROOT / "content" / filename).read_text().strip("\n")
-            nb.cells.append(nbformat.v4.new_code_cell(
-                shared, metadata=_meta(unique("given"), locked=True)))
+            nb.cells.append(given(included_source(cell)))
         elif kind == "solution":
-            source = "\n\n\n".join(solution_source(name) for name in args)
+            names = solved_names(cell)
+            source = "\n\n\n".join(solution_source(name) for name in names)
             nb.cells.append(nbformat.v4.new_code_cell(
-                source, metadata=_meta(unique(f"{args[-1]}_solution"), solution=True)))
+                source, metadata=_meta(unique(f"{names[-1]}_solution"), solution=True)))
         elif kind == "checks":
-            (name,) = args
             if pending_checks is not None:
                 raise ValueError(f"checks of {pending_checks[0]} are not followed by its grade cell")
-            pending_checks = (name, body)
+            pending_checks = (step_of(cell), cell.source)
         elif kind == "grade":
-            (name,) = args
+            name = step_of(cell)
+            if cell.source.strip():
+                raise ValueError(f"the grade cell of {name} is built, not written: leave it empty")
             if STEPS[name].assignment != assignment:
                 raise ValueError(f"{name} is graded in {STEPS[name].assignment}, not {assignment}")
             if pending_checks is None or pending_checks[0] != name:
-                raise ValueError(f"the grade cell of {name} needs a `checks {name}` block before it")
+                raise ValueError(f"the grade cell of {name} needs a checks cell of {name} before it")
             nb.cells.append(nbformat.v4.new_code_cell(
                 grade_cell_source(name, pending_checks[1]),
                 metadata=_meta(f"{name}_grade", grade=True, locked=True, points=STEPS[name].points)))
+            graded.add(name)
             pending_checks = None
         else:
-            raise ValueError(f"unknown cell kind {kind!r}")
+            raise ValueError(f"unknown cell type {kind!r}")
     if pending_checks is not None:
         raise ValueError(f"checks of {pending_checks[0]} are not followed by its grade cell")
-    graded = {args[0] for kind, args, _ in parse_content(text) if kind == "grade"}
     missing = {s.name for s in STEPS.values() if s.assignment == assignment} - graded
     if missing:
         raise ValueError(f"{assignment} has no grade cell for {sorted(missing)}")
