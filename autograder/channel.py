@@ -12,7 +12,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from autograder import agent
+from autograder import agent, procfs
 from autograder.errors import KernelStuck
 from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES
 
@@ -37,14 +37,6 @@ def _interrupt_after(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _status_bytes(pid, field):
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise OSError(f"no {field} for process {pid}")
-
-
 class PeakMemory:
     """Peak resident memory of a process, read from outside it (Linux /proc)."""
 
@@ -53,10 +45,10 @@ class PeakMemory:
         pid = self.pid()
         with open(f"/proc/{pid}/clear_refs", "w") as handle:
             handle.write("5")  # resets VmHWM to the current VmRSS
-        return _status_bytes(pid, "VmRSS")
+        return procfs.status_bytes(pid, "VmRSS")
 
     def peak(self):
-        return _status_bytes(self.pid(), "VmHWM")
+        return procfs.status_bytes(self.pid(), "VmHWM")
 
 
 class LocalChannel(PeakMemory):
@@ -98,26 +90,10 @@ class KernelChannel(PeakMemory):
     def pid(self):
         """The kernel's process id, as this process sees it: the first process under the one
         that was launched (bubblewrap's, or the warm parent's monitor) that is not bubblewrap."""
-        children = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as handle:
-                        parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-                    children.setdefault(parent, []).append(int(entry))
-                except (OSError, ValueError, IndexError):
-                    continue
-        todo = list(children.get(self.launcher_pid, []))
-        while todo:
-            pid = todo.pop(0)
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    program = handle.read().split(b"\0")[0]
-            except OSError:
-                continue
-            if not program.endswith(b"bwrap"):
+        for pid in procfs.descendants(self.launcher_pid):
+            program = procfs.argv(pid)
+            if program and not program[0].endswith(b"bwrap"):
                 return pid
-            todo += children.get(pid, [])
         raise OSError("the kernel's process was not found")
 
     def _execute(self, code, timeout):

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
+from autograder import procfs
 from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
@@ -377,14 +378,12 @@ class HostProcess:
     def __init__(self, pid):
         self.pid = pid
         self.returncode = None
-        self.started = _start_time(pid)  # a process id can be reused once this one is gone
+        self.started = procfs.start_time(pid)  # a process id can be reused once this one is gone
 
     def poll(self):
         if self.returncode is None:
             try:
-                with open(f"/proc/{self.pid}/stat") as handle:
-                    state = handle.read().rsplit(")", 1)[1].split()[0]
-                if state in ("Z", "X") or _start_time(self.pid) != self.started:
+                if procfs.state(self.pid) in ("Z", "X") or procfs.start_time(self.pid) != self.started:
                     self.returncode = 0
             except OSError:
                 self.returncode = 0
@@ -410,23 +409,6 @@ class HostProcess:
 
     def terminate(self):
         self.send_signal(15)
-
-
-def _start_time(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _status_fields(pid):
-    fields = {}
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            key, _, value = line.partition(":")
-            fields[key] = value.split()
-    return fields
 
 
 class WarmParent:
@@ -456,17 +438,10 @@ class WarmParent:
 
     def _zygote_pid(self):
         """The warm parent's own process (under bubblewrap's), as this machine numbers it."""
-        todo = [self.process.pid]
-        while todo:
-            pid = todo.pop()
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    argv = handle.read().split(b"\0")
-                if not argv[0].endswith(b"bwrap") and any(a.endswith(b"zygote.py") for a in argv):
-                    return pid
-            except OSError:
-                pass
-            todo += [int(c) for c in _children(pid)]
+        for pid in procfs.descendants(self.process.pid):
+            argv = procfs.argv(pid)
+            if argv and not argv[0].endswith(b"bwrap") and any(a.endswith(b"zygote.py") for a in argv):
+                return pid
         raise RuntimeError("the warm parent's process was not found")
 
     def alive(self):
@@ -480,7 +455,7 @@ class WarmParent:
             pid = todo.pop()
             pids.add(pid)
             if pid != self.host_pid:
-                todo += [int(c) for c in _children(pid)]
+                todo += procfs.children(pid)
         return pids
 
     def spawn(self, job, argv, env=None):
@@ -492,9 +467,9 @@ class WarmParent:
         if "pid" not in reply:
             raise RuntimeError(f"the warm parent could not fork a kernel: {reply.get('error', 'no answer')}")
         for _ in range(200):  # the monitor shows up under the warm parent
-            for child in _children(self.host_pid):
+            for child in procfs.children(self.host_pid):
                 try:
-                    nspid = _status_fields(child).get("NSpid", [])
+                    nspid = procfs.status(child).get("NSpid", [])
                 except OSError:
                     continue
                 if len(nspid) >= 2 and int(nspid[1]) == reply["pid"]:
@@ -509,14 +484,6 @@ class WarmParent:
         for stream in (self.process.stdin, self.process.stdout):
             stream.close()
         self.enclosure.close()
-
-
-def _children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as handle:
-            return handle.read().split()
-    except OSError:
-        return []
 
 
 _warm = None

@@ -3,6 +3,7 @@ report, the channel's file handling and the feedback sanitiser. (`test_judge.py`
 against real sandboxed kernels.)"""
 
 import json
+import os
 import time
 
 import numpy as np
@@ -223,6 +224,31 @@ def test_peak_memory_is_measured_from_outside_the_call():
     _, small = impl.measure_peak("f", 10)
     _, large = impl.measure_peak("f", 4000)  # 128 MB
     assert large > 100e6 > small
+
+
+def test_procfs_finds_grandchildren_and_tells_a_gone_process():
+    import subprocess
+    import sys
+
+    from autograder import procfs
+
+    shell = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'import time; time.sleep(30)' & wait"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+                b"time.sleep(30)" in b" ".join(procfs.argv(p)) for p in procfs.descendants(shell.pid)):
+            time.sleep(0.05)
+        (grandchild,) = list(procfs.descendants(shell.pid))
+        assert procfs.children(shell.pid) == [grandchild]
+        assert procfs.state(grandchild) in "RS" and procfs.status_bytes(grandchild, "VmRSS") > 0
+    finally:
+        os.kill(grandchild, 9)
+        shell.kill()
+        shell.wait()
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its id names no process now
+    assert procfs.start_time(gone.pid) is None and procfs.argv(gone.pid) == []
+    assert list(procfs.descendants(gone.pid)) == []
 
 
 # --- feedback ------------------------------------------------------------------------------
