@@ -33,7 +33,7 @@ from autograder.harness import GRADER_ERROR, run_step
 from autograder.limits import CELL_TIMEOUT, INTERRUPT_GRACE
 from autograder.reference import reference_source
 from autograder.seam import Implementation
-from autograder.steps import STEPS, graded_step
+from autograder.steps import STEPS, graded_step, nbgrader_metadata
 
 FLAG = "FLAGGED FOR THE INSTRUCTOR"
 
@@ -144,7 +144,7 @@ class JudgedExecute(Execute):
             self._pending.remove(step)
         result = self.judge(step, index)
         self.step_results[step] = result
-        max_points = float(cell.metadata.get("nbgrader", {}).get("points", STEPS[step].points))
+        max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
         cell.execution_count = None
         return cell, self.resources

@@ -90,9 +90,21 @@ def grade_id(step_name):
     return f"{step_name}{GRADE_SUFFIX}"
 
 
+# nbgrader.utils has is_solution and is_grade too, but importing it costs seconds (it imports
+# nbgrader's whole app); these read the same metadata, for the tools that never run nbgrader.
+def nbgrader_metadata(cell):
+    """A cell's nbgrader metadata ({} for a cell nbgrader does not manage)."""
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def is_solution(cell):
+    """An nbgrader solution cell: the one a student writes into."""
+    return bool(nbgrader_metadata(cell).get("solution"))
+
+
 def graded_step(cell):
     """The step a notebook cell grades (an nbgrader test cell whose id names a step), or None."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
+    meta = nbgrader_metadata(cell)
     if cell.get("cell_type") != "code" or not meta.get("grade") or meta.get("solution"):
         return None
     grade_id_ = str(meta.get("grade_id", ""))

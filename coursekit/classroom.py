@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.judge import FLAG
-from autograder.steps import STEPS, graded_step, steps_of
+from autograder.steps import STEPS, graded_step, is_solution, steps_of
 from coursekit import grading, samples
 
 
@@ -40,8 +40,7 @@ def build_submission(release_nb, variant=None):
         import nbformat
 
         cells = nb.cells
-        last_solution = max(i for i, c in enumerate(cells)
-                            if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+        last_solution = max(i for i, c in enumerate(cells) if is_solution(c))
         cells.insert(last_solution + 1, nbformat.v4.new_code_cell(variant.extra_cell))
     if variant.transform is not None:
         nb = variant.transform(json.loads(json.dumps(nb)))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.steps import is_solution
 from coursekit.build import solution_source
 
 
@@ -24,8 +25,7 @@ def reference_cell(names):
 def solution_cells(nb):
     """(cell, graded names it defines) for each solution cell of a notebook."""
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution"):
+        if cell.cell_type == "code" and is_solution(cell):
             yield cell, _defined_names(cell.source)
 
 

@@ -99,7 +99,7 @@ def _without_graded_cells(nb):
 
 
 def test_graded_cells_hold_the_visible_checks_and_no_hidden_case():
-    from autograder.steps import ASSIGNMENTS, graded_step
+    from autograder.steps import ASSIGNMENTS, graded_step, nbgrader_metadata
     from coursekit import samples
 
     for assignment in ASSIGNMENTS:
@@ -107,7 +107,7 @@ def test_graded_cells_hold_the_visible_checks_and_no_hidden_case():
         checks = {build.step_of(cell): cell.source for cell in content.cells if build.role(cell) == "checks"}
         source = samples.read(build.notebook_path(assignment))
         student = samples.read(released_notebook(assignment))
-        assert not any("checks" in cell.metadata.get("nbgrader", {}).get("grade_id", "") for cell in source.cells)
+        assert not any("checks" in nbgrader_metadata(cell).get("grade_id", "") for cell in source.cells)
         for nb in (source, student):
             graded = [cell for cell in nb.cells if graded_step(cell)]
             assert graded

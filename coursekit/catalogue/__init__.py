@@ -59,7 +59,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.steps import GRADE_SUFFIX
+from autograder.steps import graded_step
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
@@ -142,7 +142,7 @@ def _nbformat(version):
 
 
 def _is_grade_cell(cell, step):
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == f"{step}{GRADE_SUFFIX}"
+    return graded_step(cell) == step
 
 
 def _drop_grade_cell(step):
