@@ -31,15 +31,14 @@ import inspect
 import json
 import sys
 import textwrap
-from pathlib import Path
 
 import jupytext
 import nbformat
 
 import solutions
 from autograder.steps import ASSIGNMENTS, STEPS
+from coursekit.paths import CONTENT, ROOT, source_notebook
 
-ROOT = Path(__file__).resolve().parent.parent
 ROLES = ("include", "solution", "checks", "grade")  # a code cell's tag; untagged code is "given"
 
 
@@ -119,7 +118,7 @@ def _check_checks(name, checks):
 
 def read_content(assignment):
     """The content notebook of `assignment`, as jupytext reads it."""
-    text = (ROOT / "content" / f"{assignment}.md").read_text()
+    text = (CONTENT / f"{assignment}.md").read_text()
     return jupytext.reads(text, fmt="md:myst")
 
 
@@ -158,7 +157,7 @@ def included_source(cell):
     words = cell.source.split()
     if len(words) != 2 or words[0] != "%run":
         raise ValueError(f"an include cell holds exactly `%run FILE`, not: {cell.source!r}")
-    return (ROOT / "content" / words[1]).read_text().strip("\n")
+    return (CONTENT / words[1]).read_text().strip("\n")
 
 
 def build_notebook(assignment):
@@ -220,7 +219,7 @@ def build_notebook(assignment):
 
 
 def notebook_path(assignment):
-    return ROOT / "source" / assignment / f"{assignment}.ipynb"
+    return source_notebook(assignment)
 
 
 def render(nb):

@@ -5,13 +5,14 @@ import pytest
 
 from autograder.steps import ASSIGNMENTS, STEPS
 from coursekit import build
+from coursekit.paths import CONTENT
 
 A03 = STEPS["causal_mask"].assignment
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_content_is_a_myst_notebook_with_a_kernelspec_and_known_roles(assignment):
-    path = build.ROOT / "content" / f"{assignment}.md"
+    path = CONTENT / f"{assignment}.md"
     nb = jupytext.read(path)  # the format comes from the file's own header, as in JupyterLab
     assert nb.metadata["jupytext"]["text_representation"]["format_name"] == "myst"
     assert nb.metadata["kernelspec"]["name"] == "python3"
@@ -26,7 +27,7 @@ def test_content_is_a_myst_notebook_with_a_kernelspec_and_known_roles(assignment
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_content_is_what_jupytext_writes(assignment):
     """Saving a content file from JupyterLab (through jupytext) leaves it unchanged."""
-    text = (build.ROOT / "content" / f"{assignment}.md").read_text()
+    text = (CONTENT / f"{assignment}.md").read_text()
     assert jupytext.writes(jupytext.reads(text, fmt="md:myst"), fmt="md:myst") == text
 
 
