@@ -16,7 +16,7 @@ from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS, steps_of
 from coursekit import catalogue, classroom, grading, samples
-from coursekit.paths import ROOT
+from coursekit.paths import GRADING_MATRIX, ROOT
 
 CONTROL = "catalogue-reference"  # the reference: full marks everywhere
 UNTOUCHED = "catalogue-untouched"  # the release as handed out: graded, and 0 everywhere
@@ -94,16 +94,40 @@ def problems(kind, variant, result, results=None):
     return found
 
 
+def rows(assignment, results):
+    """[(kind, variant or None, StudentResult)] of one assignment, in the matrix's order."""
+    out = [("control", None, results[CONTROL]), ("untouched", None, results[UNTOUCHED])]
+    return out + [(kind, v, results[v.id]) for kind, v in entries(assignment)]
+
+
 def grade_all(course_dir, assignments, workers=2):
-    """{assignment: [(kind, variant or None, StudentResult)]}, releasing into `course_dir`."""
+    """{assignment: rows}, releasing into `course_dir`."""
     out = {}
     for assignment in assignments:
         grading.release(course_dir, assignment)
-        results = grade_catalogue(course_dir, assignment, workers)
-        rows = [("control", None, results[CONTROL]), ("untouched", None, results[UNTOUCHED])]
-        rows += [(kind, v, results[v.id]) for kind, v in entries(assignment)]
-        out[assignment] = rows
+        out[assignment] = rows(assignment, grade_catalogue(course_dir, assignment, workers))
     return out
+
+
+def points_of(graded):
+    """{assignment: {submission: (points of each step, ...)}}, as the matrix prints them."""
+    return {assignment: {result.student: tuple(f"{result.points.get(s.name, 0.0):g}" for s in steps_of(assignment))
+                         for _, _, result in assignment_rows}
+            for assignment, assignment_rows in graded.items()}
+
+
+def read_points(text):
+    """points_of() of a rendered matrix: what a committed docs/grading_matrix.md records."""
+    found, assignment = {}, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            assignment = line[3:].strip()
+            found[assignment] = {}
+        elif assignment and line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            steps = len(steps_of(assignment))
+            found[assignment][cells[0].strip("`")] = tuple(c.strip("*") for c in cells[2:2 + steps])
+    return found
 
 
 def _cell(text):
@@ -177,7 +201,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", default=str(ROOT / "work-matrix"))
     parser.add_argument("--assignments", nargs="*", default=list(ASSIGNMENTS))
-    parser.add_argument("--out", default=str(ROOT / "docs" / "grading_matrix.md"))
+    parser.add_argument("--out", default=str(GRADING_MATRIX))
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
 

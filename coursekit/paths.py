@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTENT = ROOT / "content"  # what authors write: prose and given code, in MyST notebooks
 SOURCE = ROOT / "source"  # nbgrader's source notebooks, generated from CONTENT and `solutions`
 RELEASE = ROOT / "assignments"  # the student version nbgrader generates from SOURCE (committed)
+GRADING_MATRIX = ROOT / "docs" / "grading_matrix.md"  # every catalogue entry's grades (committed)
 
 
 def source_notebook(assignment):

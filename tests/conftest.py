@@ -40,11 +40,7 @@ def catalogue_results(course):
         return cache[assignment]
 
     yield results
-    graded = {}
-    for assignment, by_student in cache.items():
-        rows = [("control", None, by_student[matrix.CONTROL]), ("untouched", None, by_student[matrix.UNTOUCHED])]
-        rows += [(kind, v, by_student[v.id]) for kind, v in matrix.entries(assignment)]
-        graded[assignment] = rows
+    graded = {assignment: matrix.rows(assignment, by_student) for assignment, by_student in cache.items()}
     if graded:
         out = Path(os.environ.get("CATALOGUE_MATRIX_OUT") or Path(course).parent / "grading_matrix.md")
         out.write_text(matrix.render(graded))

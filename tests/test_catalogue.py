@@ -118,6 +118,22 @@ def test_row(catalogue_results, row):
                             + "\n".join(problems) + f"\nflags: {result.flags}\n{detail}")
 
 
+def test_every_grade_is_the_one_the_committed_matrix_records(catalogue_results):
+    """Nothing a change does to the code moves a grade: every catalogue submission scores, step
+    by step, what docs/grading_matrix.md records (`python -m coursekit.matrix` rewrites it when
+    a change of grades is intended)."""
+    from coursekit.paths import GRADING_MATRIX
+
+    graded = {assignment: matrix.rows(assignment, catalogue_results(assignment)) for assignment in ASSIGNMENTS}
+    committed = matrix.read_points(GRADING_MATRIX.read_text())
+    now = matrix.points_of(graded)
+    moved = [f"{assignment}/{student}: {committed[assignment].get(student)} -> {points}"
+             for assignment in now for student, points in now[assignment].items()
+             if committed.get(assignment, {}).get(student) != points]
+    missing = [f"{a}/{s}" for a in committed for s in committed[a] if s not in now.get(a, {})]
+    assert moved == [] and missing == []
+
+
 def _sandbox_processes_but_warm_parents():
     """Processes running as a sandbox user that are neither bubblewrap nor a warm parent
     (a zygote whose parent is bubblewrap): whatever a kernel left behind."""
