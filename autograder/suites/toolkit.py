@@ -235,6 +235,17 @@ def heads_side_by_side(x, heads, **switches):
     return np.concatenate([attention(x, head, **switches) for head in heads], axis=-1)
 
 
+def torch_identity_multihead(x, num_heads):
+    """torch.nn.MultiheadAttention on x (batch, tokens, d) with identity projections: attention
+    run per head on slices of x, the heads' outputs side by side. The oracle of the head split."""
+    d = x.shape[-1]
+    mha = torch.nn.MultiheadAttention(d, num_heads, bias=False, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([torch.eye(d)] * 3))
+        mha.out_proj.weight.copy_(torch.eye(d))
+        return mha.eval()(x, x, x, need_weights=False)[0]
+
+
 def symptoms(compute, mistakes):
     """[(candidate, message)] for `checks.expect_close`: compute(**switches) per known mistake."""
     return [((lambda kw=kw: compute(**kw)), message) for kw, message in mistakes]
