@@ -3,7 +3,8 @@
     python benchmarks/class_grading.py [--students 40] [--assignments A ...] [--workers N]
                                        [--out benchmarks/results.md] [--keep DIR]
 
-For each assignment, a class of `--students` submissions built from the catalogues
+For each assignment (01 to 05; by default every assignment with a source folder), a class of
+`--students` submissions built from the catalogues
 (`coursekit.catalogue`, `classroom.build_submission`): 40% correct (the reference and the
 catalogue's other correct styles), 30% mistakes, 10% broken (the untouched release, a file
 that is not JSON) and 20% hostile. One course directory is released and submitted, then copied
@@ -17,8 +18,10 @@ Then it checks that the two gradebooks agree on every grade cell of every submis
 the same submissions, and reports the wall times, their ratio, and the command's time per
 notebook broken down (`coursekit.autograde.TIMING_KEYS`: the worker's set-up, kernel start,
 the cells that start with an import, the student's other cells, judging, kernel shutdown, the
-rest of the task; and the driver's nbgrader work before and after). With `--out`, the results
-are appended to that file as a markdown section.
+rest of the task; and the driver's nbgrader work before and after), and how much of the
+command's wall time is not the workers' share of the tasks (starting the cluster and warming its
+workers, waiting on the last long task, stopping). With `--out`, the results are appended to
+that file as a markdown section.
 """
 
 import argparse
@@ -104,8 +107,9 @@ def median(values):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40, help="submissions per assignment")
-    parser.add_argument("--assignments", nargs="+",
-                        default=[a for a in ASSIGNMENTS if (ROOT / "source" / a).is_dir()])
+    parser.add_argument("--assignments", nargs="+", choices=ASSIGNMENTS, metavar="ASSIGNMENT",
+                        default=[a for a in ASSIGNMENTS if (ROOT / "source" / a).is_dir()],
+                        help=f"any of {', '.join(ASSIGNMENTS)}")
     parser.add_argument("--workers", type=int, default=autograde.default_workers())
     parser.add_argument("--out", help="append the results to this markdown file")
     parser.add_argument("--keep", help="build the course directories here and keep them")
@@ -128,6 +132,7 @@ def main(argv=None):
     ours = Path(shutil.copytree(course, base / "coursekit", symlinks=True))
 
     rows, problems, timings = [], [], []
+    load_before = os.getloadavg()
     for assignment in args.assignments:
         print(f"\n== {assignment}: {sizes[assignment]} submissions", flush=True)
         plain_s, plain_result = run([sys.executable, "-m", "nbgrader", "autograde", assignment], plain)
@@ -147,8 +152,8 @@ def main(argv=None):
                             f"{sorted(set(graded_a) ^ set(graded_b))}")
         outcomes = json.loads(timing_file.read_text()) if timing_file.exists() else []
         timings += [o for o in outcomes if o["ok"]]
-        rows.append((assignment, sizes[assignment], len(a) and len({k[0] for k in a}), plain_s, ours_s,
-                     sizes[assignment] - len(graded_b)))
+        busy = sum(o["seconds"] for o in outcomes)  # the tasks' time on their workers
+        rows.append((assignment, sizes[assignment], busy, plain_s, ours_s, sizes[assignment] - len(graded_b)))
 
     total_plain, total_ours = sum(r[3] for r in rows), sum(r[4] for r in rows)
     total_n = sum(r[1] for r in rows)
@@ -160,13 +165,18 @@ def main(argv=None):
         f"\n## Grading a class: `coursekit autograde` against `nbgrader autograde` ({time.strftime('%Y-%m-%d')})\n",
         f"Command: `python benchmarks/class_grading.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
         f"on {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"`coursekit autograde --workers {args.workers}` (embedded Dask cluster started by each run).\n",
-        "| assignment | submissions | not gradable | nbgrader autograde (s) | coursekit autograde (s) | speed-up |",
-        "| --- | --- | --- | --- | --- | --- |"]
-    for assignment, n, _, plain_s, ours_s, failed in rows:
-        lines.append(f"| {assignment} | {n} | {failed} | {plain_s:.1f} | {ours_s:.1f} | {plain_s / ours_s:.2f}x |")
+        f"`coursekit autograde --workers {args.workers}` (embedded Dask cluster started by each run). "
+        f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load_before)}; after: "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}.\n",
+        "| assignment | submissions | not gradable | nbgrader autograde (s) | coursekit autograde (s) | speed-up "
+        f"| tasks on the workers (s) | of the command's wall time, beyond the tasks / {args.workers} (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for assignment, n, busy, plain_s, ours_s, failed in rows:
+        lines.append(f"| {assignment} | {n} | {failed} | {plain_s:.1f} | {ours_s:.1f} | {plain_s / ours_s:.2f}x "
+                     f"| {busy:.1f} | {ours_s - busy / args.workers:.1f} |")
+    total_busy = sum(r[2] for r in rows)
     lines.append(f"| all | {total_n} | {sum(r[5] for r in rows)} | {total_plain:.1f} | {total_ours:.1f} | "
-                 f"{total_plain / total_ours:.2f}x |")
+                 f"{total_plain / total_ours:.2f}x | {total_busy:.1f} | {total_ours - total_busy / args.workers:.1f} |")
     lines += [
         "",
         f"Per notebook: nbgrader {total_plain / total_n:.2f} s of wall time, the command "

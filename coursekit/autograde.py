@@ -83,6 +83,12 @@ class Report:
     seconds: float = 0.0
     workers: int = 0
     db_url: str = ""  # the gradebook it was recorded in
+    closing: object = None  # the thread closing the run's own cluster (`autograde(close_later=True)`)
+
+    def wait_closed(self):
+        if self.closing is not None:
+            self.closing.join()
+            self.closing = None
 
     @property
     def failed(self):
@@ -511,11 +517,14 @@ def _progress(total, enabled, desc):
 
 
 def autograde(course_dir, assignment, students=None, workers=None, scheduler=None, force=False,
-              progress=True, cluster=None, stop_after=None):
+              progress=True, cluster=None, stop_after=None, close_later=False, when_submitted=None):
     """Grade `assignment`'s submissions (all, or `students`) into nbgrader's gradebook -> Report.
 
     `cluster`: a `Cluster` to reuse (the caller closes it). `stop_after`: stop as if killed once
-    this many submissions are recorded (tests of resuming).
+    this many submissions are recorded (tests of resuming). `close_later`: the cluster this run
+    started is closed in a thread (its workers take seconds to stop), so the caller can print the
+    summary meanwhile; `report.wait_closed()` waits for it. `when_submitted`: called once every
+    submission is on the cluster, when the driver only waits for results and records them.
     """
     from distributed import as_completed
 
@@ -607,6 +616,8 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
             if finished.has_ready():
                 for done in finished.next_batch(block=False):
                     finish(done)
+        if when_submitted is not None:
+            when_submitted()
         for done in finished if finished is not None else []:
             if stop_after is not None and recorded_now >= stop_after:
                 cluster.client.cancel([future for _, future in futures.values()])
@@ -616,7 +627,12 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
         return report
     finally:
         report.seconds = time.perf_counter() - start
-        if own_cluster is not None:
+        if own_cluster is not None and close_later:
+            import threading
+
+            report.closing = threading.Thread(target=own_cluster.close, name="close-cluster")
+            report.closing.start()
+        elif own_cluster is not None:
             own_cluster.close()
         driver.close()
 
@@ -664,16 +680,29 @@ def summary(db_url, report):
     return "\n".join(lines)
 
 
+def _import_in_background(module):
+    """Import `module` in a thread: the summary's table (`coursekit.classroom`) imports the judge
+    and torch with it, seconds of work the driver does while it waits for the last results."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=(module,), name=f"import-{module}", daemon=True).start()
+
+
 def run_autograde(args, extra=()):
     course = Path(args.course).resolve()
     try:
-        report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force)
+        report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force,
+                           close_later=True, when_submitted=lambda: _import_in_background("coursekit.classroom"))
     except GradingError as error:
         print(f"coursekit autograde: {error}", file=sys.stderr)
         return 2
-    print(summary(report.db_url, report))
-    if args.timings:
-        Path(args.timings).write_text(json.dumps([vars(o) for o in report.outcomes], indent=1))
+    try:
+        print(summary(report.db_url, report))  # while the workers stop
+        if args.timings:
+            Path(args.timings).write_text(json.dumps([vars(o) for o in report.outcomes], indent=1))
+    finally:
+        report.wait_closed()
     return 1 if report.failed else 0
 
 
