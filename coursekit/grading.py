@@ -76,10 +76,13 @@ def submission_path(course_dir, assignment, student):
     return Path(course_dir) / "submitted" / student / assignment / f"{assignment}.ipynb"
 
 
-def feedback(course_dir, assignment):
-    code, output = _nbgrader(course_dir, "generate_feedback", assignment, "--force")
-    if code != 0:
-        raise RuntimeError(f"generate_feedback {assignment} failed:\n{output}")
+def feedback(course_dir, assignment, students=()):
+    """nbgrader generate_feedback for `assignment`: every student, or only `students` (one run
+    each: nbgrader takes one --student)."""
+    for extra in [["--student", s] for s in students] or [[]]:
+        code, output = _nbgrader(course_dir, "generate_feedback", assignment, "--force", *extra)
+        if code != 0:
+            raise RuntimeError(f"nbgrader generate_feedback {assignment} {' '.join(extra)} failed:\n{output}")
     return Path(course_dir) / "feedback"
 
 

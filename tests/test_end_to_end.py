@@ -22,14 +22,15 @@ REFERENCE, UNTOUCHED = matrix.CONTROL, matrix.UNTOUCHED
 
 @pytest.fixture(scope="module")
 def graded(course, catalogue_results):
-    """assignment -> (the typical mistake, {role: StudentResult}), feedback written."""
+    """assignment -> (the typical mistake, {role: StudentResult}), the mistake's feedback written
+    (the class's feedback is `coursekit feedback`'s, in test_class_grading)."""
     results = {}
     for assignment in ASSIGNMENTS:
         mistake = catalogue.by_assignment(catalogue.MISTAKES, assignment)[0]
         run = catalogue_results(assignment)
         results[assignment] = (mistake, {"e2e-reference": run[REFERENCE], "e2e-untouched": run[UNTOUCHED],
                                          "e2e-mistake": run[mistake.id]})
-        grading.feedback(course, assignment)
+        grading.feedback(course, assignment, [mistake.id])
     return results
 
 
