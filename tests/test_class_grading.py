@@ -8,8 +8,8 @@ course directory:
   comments and the same autograded notebooks (execution timestamps aside), and fail the same
   submission;
 - a real `dask scheduler` and two `dask worker` processes on 127.0.0.1 grade the class through
-  `--scheduler` and the grades are the local run's, although one worker is killed (SIGKILL)
-  while it holds a submission: the scheduler gives that submission to the other worker;
+  `--scheduler` and the grades are the local run's, although the first worker is killed
+  (SIGKILL) while it holds a submission: the scheduler gives its work to the second;
 - a run stopped after k recorded submissions (as if the driver was killed) is finished by a
   second run that grades only the rest and leaves the first k as they were;
 - the console script exits non-zero and names a submission that is not JSON, and why;
@@ -192,17 +192,15 @@ def _stop(processes):
             process.wait()
 
 
-# Loaded into one of the two `dask worker` processes (`--preload`): that worker's first grading
-# task says which submission it holds, then waits (as a task does whose notebook runs long) until
-# the test kills the worker. The task function travels by reference (module and name), so the
-# worker unpickles this wrapper.
+# Loaded into worker-1 (`dask worker --preload`): its first grading task says which submission it
+# holds, then waits (as a task does whose notebook runs long) until the test kills the worker.
+# The task function travels by reference (module and name), so the worker unpickles this wrapper.
 LOSE_A_TASK = """
 import json, os, threading
 from distributed import get_worker
 from coursekit import autograde
 
 HOLDING = {holding!r}
-_judge = autograde.judge_submission
 
 def judge_submission(payload):
     with open(HOLDING + ".tmp", "w") as handle:
@@ -210,15 +208,19 @@ def judge_submission(payload):
                    "worker": get_worker().address}}, handle)
     os.replace(HOLDING + ".tmp", HOLDING)
     threading.Event().wait(600)  # killed long before
-    return _judge(payload)
+    return autograde.judge_before_the_test(payload)
 
-autograde.judge_submission = judge_submission
+if not hasattr(autograde, "judge_before_the_test"):  # Dask may run a preload file twice
+    autograde.judge_before_the_test = autograde.judge_submission
+    autograde.judge_submission = judge_submission
 """
 
 
 def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, submitted, tmp_path):
-    """...and a worker lost mid-task: worker-1 is killed (SIGKILL, nanny and all) while it holds
-    a submission, and that submission is graded by worker-2 with the local run's grades."""
+    """...with a worker lost mid-task. The class is sent to worker-1 alone; once it holds a
+    submission, worker-2 is started and worker-1 killed (SIGKILL, nanny and all): the scheduler
+    gives what worker-1 held to worker-2, and the grades are the local run's. (worker-2 joins
+    only then so that the scheduler cannot give it every submission before worker-1 has one.)"""
     import threading
     import time
 
@@ -239,38 +241,41 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
         processes[name] = subprocess.Popen([str(BIN / "dask"), *args], cwd=logs, env=env, stdout=log,
                                            stderr=subprocess.STDOUT, start_new_session=True)
 
+    def start_worker(name, *args):
+        start(name, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+              "--host", "127.0.0.1", "--name", name, "--memory-limit", "0", *args)
+
     killed, done = {}, threading.Event()
 
-    def kill_worker_1_once_it_holds_a_task():
+    def lose_worker_1_once_it_holds_a_task():
         victim = processes["worker-1"]
         while not done.is_set():
             if holding.exists():
                 held = json.loads(holding.read_text())
+                start_worker("worker-2")
                 killed["group_of_task"] = os.getpgid(held["pid"])  # the task's process is alive here
                 os.killpg(victim.pid, signal.SIGKILL)
                 killed.update(held, code=victim.wait(timeout=30), at=time.monotonic())
                 return
             time.sleep(0.05)
 
-    watcher = threading.Thread(target=kill_worker_1_once_it_holds_a_task, daemon=True)
+    watcher = threading.Thread(target=lose_worker_1_once_it_holds_a_task, daemon=True)
     try:
         start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard")
-        for name in ("worker-1", "worker-2"):
-            start(name, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-                  "--host", "127.0.0.1", "--name", name, "--memory-limit", "0",
-                  *(["--preload", str(preload)] if name == "worker-1" else []))
+        start_worker("worker-1", "--preload", str(preload))
         with Client(address, timeout="60s") as client:
-            client.wait_for_workers(2, timeout=120)
+            client.wait_for_workers(1, timeout=120)
         course = copy_course(submitted, tmp_path, "course")
         watcher.start()
         report = autograde.autograde(course, A, scheduler=address, progress=False)
         finished = time.monotonic()
     finally:
         done.set()
+        if watcher.is_alive():
+            watcher.join(timeout=60)
         _stop(list(processes.values()))
-    watcher.join(timeout=30)
-    # worker-1 took a submission, and was killed while its task ran (its process group, the
-    # task's process in it) before the class was graded: the scheduler gave the task to worker-2.
+    # worker-1 took a submission and was killed while its task ran (its process group, the
+    # task's process in it) before the class was graded; worker-2 graded everything.
     assert killed, "worker-1 never started a grading task"
     assert killed["code"] == -signal.SIGKILL and killed["group_of_task"] == processes["worker-1"].pid
     assert killed["at"] < finished
