@@ -34,11 +34,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from autograder.steps import ASSIGNMENTS  # noqa: E402
-from coursekit import autograde, catalogue, classroom, grading, samples  # noqa: E402
+from autograder.steps import ASSIGNMENTS
+from coursekit import autograde, catalogue, classroom, grading, samples
+from coursekit.paths import SOURCE
 
 BIN = Path(sys.executable).parent
 MIX = (("correct", 0.4), ("mistake", 0.3), ("broken", 0.1), ("hostile", 0.2))
@@ -108,7 +106,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40, help="submissions per assignment")
     parser.add_argument("--assignments", nargs="+", choices=ASSIGNMENTS, metavar="ASSIGNMENT",
-                        default=[a for a in ASSIGNMENTS if (ROOT / "source" / a).is_dir()],
+                        default=[a for a in ASSIGNMENTS if (SOURCE / a).is_dir()],
                         help=f"any of {', '.join(ASSIGNMENTS)}")
     parser.add_argument("--workers", type=int, default=autograde.default_workers())
     parser.add_argument("--out", help="append the results to this markdown file")

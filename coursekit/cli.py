@@ -23,8 +23,7 @@ from pathlib import Path
 
 from coursekit.autograde import add_autograde
 from coursekit.exports import add_export, add_feedback
-
-ROOT = Path(__file__).resolve().parent.parent  # the course directory of this checkout
+from coursekit.paths import ROOT  # the course directory of this checkout
 
 
 def interpreter_bin():

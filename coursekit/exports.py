@@ -33,16 +33,6 @@ from coursekit import grading
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 
-def feedback(course_dir, assignment, students=()):
-    """nbgrader generate_feedback for `assignment` (all students, or `students`)."""
-    runs = [["--student", s] for s in students] or [[]]
-    for extra in runs:
-        code, output = grading._nbgrader(course_dir, "generate_feedback", assignment, "--force", *extra)
-        if code != 0:
-            raise RuntimeError(f"nbgrader generate_feedback {assignment} {' '.join(extra)} failed:\n{output}")
-    return Path(course_dir) / "feedback"
-
-
 def canvas_column(assignment, canvas_ids):
     canvas_id = canvas_ids.get(assignment)
     return f"{assignment} ({canvas_id})" if canvas_id else assignment
@@ -95,7 +85,7 @@ def _canvas_ids(pairs):
 
 def run_feedback(args, extra=()):
     try:
-        folder = feedback(Path(args.course).resolve(), args.assignment, args.student or ())
+        folder = grading.feedback(Path(args.course).resolve(), args.assignment, args.student or ())
     except RuntimeError as error:
         print(f"coursekit feedback: {error}", file=sys.stderr)
         return 1
