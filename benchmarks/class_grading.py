@@ -16,7 +16,7 @@ twice; on the same machine, one after the other per assignment:
 
 Then it checks that the two gradebooks agree on every grade cell of every submission and fail
 the same submissions, and reports the wall times, their ratio, and the command's time per
-notebook broken down (`coursekit.autograde.TIMING_KEYS`: the worker's set-up, kernel start,
+notebook broken down (`coursekit.grading_task.TIMING_KEYS`: the worker's set-up, kernel start,
 the cells that start with an import, the student's other cells, judging, kernel shutdown, the
 rest of the task; and the driver's nbgrader work before and after), and how much of the
 command's wall time is not the workers' share of the tasks (starting the cluster and warming its
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS
-from coursekit import autograde, catalogue, classroom, grading, samples
+from coursekit import autograde, catalogue, classroom, grading, grading_task, samples
 from coursekit.paths import SOURCE
 
 BIN = Path(sys.executable).parent
@@ -155,7 +155,7 @@ def main(argv=None):
 
     total_plain, total_ours = sum(r[3] for r in rows), sum(r[4] for r in rows)
     total_n = sum(r[1] for r in rows)
-    keys = [*autograde.TIMING_KEYS, "prepare", "save"]
+    keys = [*grading_task.TIMING_KEYS, "prepare", "save"]
     breakdown = {k: mean(o["timings"].get(k, 0.0) for o in timings) for k in keys}
     middle = {k: median(o["timings"].get(k, 0.0) for o in timings) for k in keys}
     task = mean(o["seconds"] for o in timings)

@@ -9,11 +9,11 @@ in three parts, and only the first and the last touch the course directory or th
 A. the driver, per student, runs nbgrader's own code up to execution: the submission record and
    its timestamp, the files copied into autograded/, and the sanitize preprocessors (ClearOutput,
    DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata);
-B. a Dask task per submission gets plain data (the sanitized notebooks and the folder's other
-   files as bytes, and the course's nbgrader config) and runs the configured autograde
-   preprocessors that come before the gradebook ones (JudgedExecute, IgnorePattern,
-   ClearMetadataPreprocessor, LimitOutput) on a copy of the folder on its worker; it returns
-   the judged notebooks as text and a timing breakdown;
+B. a Dask task per submission (`coursekit/grading_task.py`) gets plain data (the sanitized
+   notebooks and the folder's other files as bytes, and the course's nbgrader config) and runs
+   the configured autograde preprocessors that come before the gradebook ones (JudgedExecute,
+   IgnorePattern, ClearMetadataPreprocessor, LimitOutput) on a copy of the folder on its worker;
+   it returns the judged notebooks as text and a timing breakdown;
 C. the driver writes the judged notebook into autograded/ and runs the rest of the configured
    list (SaveAutoGrades, AssignLatePenalties, CheckCellMetadata) on it.
 
@@ -36,21 +36,18 @@ after the driver was killed grades only what is missing; `--force` grades everyt
 """
 
 import argparse
-import copy
 import hashlib
 import json
 import logging
 import os
 import sys
-import tempfile
 import time
-import traceback
 import warnings
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.limits import SUBMISSION_TIMEOUT
+from coursekit.grading_task import describe, judge_submission, warm_up
 
 ALLOWED_FAILURES = 2  # a submission whose worker died this many times is given up as failing
 TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
@@ -58,7 +55,6 @@ MAX_SUBMISSION_BYTES = 64 * 1024**2  # a submission folder larger than this is n
 MARKERS = Path(".coursekit") / "graded"
 # Preprocessors that read or write the gradebook: these and everything after them run on the driver.
 GRADEBOOK_PREPROCESSORS = ("SaveAutoGrades", "AssignLatePenalties", "SaveCells", "OverwriteCells", "GetGrades")
-TIMING_KEYS = ("setup", "kernel_start", "imports", "cells", "judging", "kernel_stop", "other")
 
 
 class GradingError(Exception):
@@ -71,7 +67,7 @@ class Outcome:
     ok: bool
     problem: str = ""
     seconds: float = 0.0  # the task's wall time on its worker
-    timings: dict = field(default_factory=dict)  # worker: TIMING_KEYS; driver: prepare, save
+    timings: dict = field(default_factory=dict)  # worker: grading_task.TIMING_KEYS; driver: prepare, save
     worker: str = ""
 
 
@@ -93,158 +89,6 @@ class Report:
     @property
     def failed(self):
         return [o for o in self.outcomes if not o.ok]
-
-
-# --- the worker's part ---------------------------------------------------------------------------
-
-def _imports_only_prefix(source):
-    """True if a cell's first statement is an import: such a cell counts as `imports`."""
-    import ast
-
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return False
-    return bool(body) and isinstance(body[0], (ast.Import, ast.ImportFrom))
-
-
-class SubmissionTimeout(Exception):
-    pass
-
-
-def _timed(execute_class, deadline):
-    """`execute_class` (nbgrader's Execute, or the judge) with a timing breakdown and a deadline
-    for the whole notebook. It inherits the configuration of the class it extends."""
-    from autograder.steps import graded_step
-
-    class Timed(execute_class):
-        timings = None
-
-        def preprocess(self, nb, resources=None, km=None):
-            self.timings = Counter()
-            return super().preprocess(nb, resources, km)
-
-        def _clock(self, key, function, *args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                self.timings[key] += time.perf_counter() - start
-
-        def start_new_kernel(self, **kwargs):
-            return self._clock("kernel_start", super().start_new_kernel, **kwargs)
-
-        def start_new_kernel_client(self):
-            return self._clock("kernel_start", super().start_new_kernel_client)
-
-        def _cleanup_kernel(self):
-            return self._clock("kernel_stop", super()._cleanup_kernel)
-
-        def preprocess_cell(self, cell, resources, index):
-            if time.monotonic() > deadline:
-                raise SubmissionTimeout(f"grading stopped after {SUBMISSION_TIMEOUT} s (cell {index})")
-            if cell.cell_type != "code":
-                return super().preprocess_cell(cell, resources, index)
-            kind = ("judging" if graded_step(cell) else
-                    "imports" if _imports_only_prefix(cell.source) else "cells")
-            return self._clock(kind, super().preprocess_cell, cell, resources, index)
-
-    Timed.__name__ = Timed.__qualname__ = f"Timed{execute_class.__name__}"
-    return Timed
-
-
-def _worker_exporter(config, preprocessors, deadline):
-    """An exporter configured as nbgrader's Autograde converter configures its own, holding the
-    worker's share of the preprocessors."""
-    from nbconvert.preprocessors import ExecutePreprocessor
-    from nbgrader.converters import Autograde
-    from traitlets.config import Config
-    from traitlets.utils.importstring import import_item
-
-    converter = Autograde(coursedir=None, config=Config(copy.deepcopy(config)))
-    exporter = converter.exporter_class(parent=converter, config=converter.config)
-    exporter._preprocessors = []
-    timed = []
-    for name in preprocessors:
-        cls = import_item(name)
-        if issubclass(cls, ExecutePreprocessor):
-            cls = _timed(cls, deadline)
-        exporter.register_preprocessor(cls)
-        if issubclass(cls, ExecutePreprocessor):
-            timed.append(exporter._preprocessors[-1])
-    return exporter, timed
-
-
-def judge_submission(payload):
-    """The Dask task: run the worker's preprocessors on one sanitized submission.
-
-    `payload`: plain data (see `ClassAutograde.prepare`). Returns plain data:
-    {"ok", "notebooks": {name: judged notebook JSON}, "problem", "seconds", "timings", "worker"}.
-    """
-    from nbgrader import utils
-
-    start = time.perf_counter()
-    deadline = time.monotonic() + payload.get("timeout", SUBMISSION_TIMEOUT)
-    result = {"ok": False, "notebooks": {}, "problem": "", "timings": {}, "worker": _worker_name()}
-    timings = Counter()
-    try:
-        with tempfile.TemporaryDirectory(prefix="coursekit-autograde-") as tmp:
-            folder = Path(tmp) / payload["student"] / payload["assignment"]
-            folder.mkdir(parents=True)
-            for relative, data in payload["files"].items():
-                target = folder / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            began = time.perf_counter()  # the worker's first task imports the grader (torch too)
-            exporter, timed = _worker_exporter(payload["config"], payload["preprocessors"], deadline)
-            timings["setup"] += time.perf_counter() - began
-            for name, text in payload["notebooks"].items():  # in nbgrader's order
-                path = folder / f"{name}.ipynb"
-                path.write_text(text, encoding="utf-8")
-                resources = copy.deepcopy(payload["resources"][name])
-                with utils.setenv(NBGRADER_EXECUTION="autograde"):
-                    output, _ = exporter.from_filename(str(path), resources=resources)
-                path.write_text(output, encoding="utf-8")  # later notebooks see it, as in nbgrader
-                result["notebooks"][name] = output
-                for executor in timed:
-                    timings.update(executor.timings or {})
-        result["ok"] = True
-    except Exception as error:  # noqa: BLE001 - the submission's failure is data for the driver
-        result["problem"] = _describe(error)
-        result["traceback"] = traceback.format_exc()[-4000:]
-    result["seconds"] = time.perf_counter() - start
-    timings["other"] = max(0.0, result["seconds"] - sum(timings.values()))
-    result["timings"] = {k: round(timings.get(k, 0.0), 4) for k in TIMING_KEYS}
-    return result
-
-
-def _worker_name():
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except (ImportError, ValueError):
-        return f"pid {os.getpid()}"
-
-
-def _describe(error):
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
-
-
-def warm_up():
-    """A worker's first task: the grader's imports (torch with them) and the judge's warm parent
-    (`sandbox.warm_parent`), started from the thread that will run the grading tasks, while the
-    driver is still preparing the first submissions."""
-    import nbgrader.converters  # noqa: F401
-
-    from autograder import judge, sandbox  # noqa: F401 - the judge, and torch and numpy with it
-
-    try:
-        sandbox.warm_parent()
-    except Exception:  # noqa: BLE001 - the first grading task will start it, or say why not
-        pass
-    return _worker_name()
 
 
 # --- the driver's part ---------------------------------------------------------------------------
@@ -563,7 +407,7 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
             try:
                 result = future.result()
             except Exception as error:  # noqa: BLE001 - a lost worker too often, a task that raised
-                result = {"ok": False, "problem": f"the task failed on the cluster ({_describe(error)})",
+                result = {"ok": False, "problem": f"the task failed on the cluster ({describe(error)})",
                           "timings": {}, "seconds": 0.0, "worker": ""}
             outcome = Outcome(student, bool(result.get("ok")), result.get("problem", ""),
                               result.get("seconds", 0.0), dict(result.get("timings", {})),
@@ -576,7 +420,7 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
                     driver.write_marker(student, result["notebooks"])
                     recorded_now += 1
                 except Exception as error:  # noqa: BLE001
-                    outcome.ok, outcome.problem = False, f"recording the grades failed ({_describe(error)})"
+                    outcome.ok, outcome.problem = False, f"recording the grades failed ({describe(error)})"
                     driver.converter.discard(student)
             else:
                 driver.converter.discard(student)
@@ -595,7 +439,7 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
                 payload = driver.converter.prepare(student)
             except Exception as error:  # noqa: BLE001 - nbgrader's own failure of this submission
                 driver.converter.discard(student)
-                report.outcomes.append(Outcome(student, False, _describe(error)))
+                report.outcomes.append(Outcome(student, False, describe(error)))
                 bar.update(1)
                 bar.set_postfix(failed=len(report.failed), refresh=False)
                 continue

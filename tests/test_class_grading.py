@@ -192,28 +192,7 @@ def _stop(processes):
             process.wait()
 
 
-# Loaded into worker-1 (`dask worker --preload`): its first grading task says which submission it
-# holds, then waits (as a task does whose notebook runs long) until the test kills the worker.
-# The task function travels by reference (module and name), so the worker unpickles this wrapper.
-LOSE_A_TASK = """
-import json, os, threading
-from distributed import get_worker
-from coursekit import autograde
-
-HOLDING = {holding!r}
-
-def judge_submission(payload):
-    with open(HOLDING + ".tmp", "w") as handle:
-        json.dump({{"student": payload["student"], "pid": os.getpid(),
-                   "worker": get_worker().address}}, handle)
-    os.replace(HOLDING + ".tmp", HOLDING)
-    threading.Event().wait(600)  # killed long before
-    return autograde.judge_before_the_test(payload)
-
-if not hasattr(autograde, "judge_before_the_test"):  # Dask may run a preload file twice
-    autograde.judge_before_the_test = autograde.judge_submission
-    autograde.judge_submission = judge_submission
-"""
+PRELOADS = Path(__file__).with_name("preloads")
 
 
 def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, submitted, tmp_path):
@@ -232,8 +211,7 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     logs = tmp_path / "dask"
     logs.mkdir()
     holding = tmp_path / "worker-1-holds.json"
-    preload = tmp_path / "lose_a_task.py"
-    preload.write_text(LOSE_A_TASK.format(holding=str(holding)))
+    env["LOSE_A_TASK_HOLDING"] = str(holding)  # where worker-1's preload says what it holds
     processes = {}
 
     def start(name, *args):
@@ -262,7 +240,7 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     watcher = threading.Thread(target=lose_worker_1_once_it_holds_a_task, daemon=True)
     try:
         start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard")
-        start_worker("worker-1", "--preload", str(preload))
+        start_worker("worker-1", "--preload", str(PRELOADS / "lose_a_task.py"))
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(1, timeout=120)
         course = copy_course(submitted, tmp_path, "course")
