@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -21,13 +22,14 @@ from autograder.judge import judge_notebook
 from autograder.reference import reference_source
 from autograder.steps import STEPS, grade_id
 
-WRONG_SOFTMAX = textwrap.dedent("""
-    import numpy as np
+PROGRAMS = Path(__file__).with_name("programs")  # the submissions' code, one file each
 
-    def softmax(x, axis=-1):
-        e = np.exp(x - np.max(x, axis=0, keepdims=True))
-        return e / e.sum(axis=0, keepdims=True)
-    """)
+
+def program(name):
+    return (PROGRAMS / f"{name}.py").read_text()
+
+
+WRONG_SOFTMAX = program("wrong_softmax")
 
 
 def notebook(path, cells):
@@ -88,48 +90,18 @@ def test_the_sandbox_hides_the_course_and_the_network_and_nothing_outlives_it(tm
     import autograder
 
     grader_dir = os.path.dirname(autograder.__file__)
-    probe = f"""
-        import importlib, os, socket, time
-        found = {{}}
-        try:
-            socket.create_connection(("127.0.0.1", {listening_port}), timeout=2)
-            found["network"] = "connected"
-        except OSError as error:
-            found["network"] = type(error).__name__
-        for path in [{grader_dir!r} + "/fixtures/stored/softmax.npz", {str(tmp_path)!r} + "/secret.txt",
-                     os.path.expanduser("~root") + "/.bashrc", "/etc/shadow"]:
-            try:
-                open(path, "rb").read(1)
-                found[path] = "read"
-            except OSError as error:
-                found[path] = type(error).__name__
-        for path in ["/usr/planted", {str(tmp_path)!r} + "/planted"]:
-            try:
-                open(path, "w").write("x")
-                found[path] = "written"
-            except OSError as error:
-                found[path] = type(error).__name__
-        for name in ["autograder", "solutions", "coursekit"]:
-            try:
-                importlib.import_module(name)
-                found[name] = "imported"
-            except ImportError as error:
-                found[name] = type(error).__name__
-        if os.fork() == 0:  # a daemon that would outlive its kernel
-            os.setsid()
-            time.sleep(300)
-            os._exit(0)
-        found["uid"] = os.getuid()
-        open("probe.json", "w").write(__import__("json").dumps(found))
-        print("PROBE", __import__("json").dumps(found))
-        """
     (tmp_path / "secret.txt").write_text("another student's work")
     folder = tmp_path / "submission"
     folder.mkdir()
-    judged = judge_notebook(notebook(folder / "probe.ipynb", [probe]))
+    (folder / "targets.json").write_text(json.dumps({
+        "port": listening_port,
+        "read": [grader_dir + "/fixtures/stored/softmax.npz", str(tmp_path / "secret.txt")],
+        "write": [str(tmp_path / "planted")]}))
+    judged = judge_notebook(notebook(folder / "probe.ipynb", [program("sandbox_probe")]))
     assert judged.problem == ""
     text = "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs)
     found = json.loads(text.split("PROBE", 1)[1])
+    assert {str(tmp_path / "secret.txt"), str(tmp_path / "planted"), "/etc/shadow"} <= found.keys(), found
     assert found["network"] in ("ConnectionRefusedError", "OSError", "TimeoutError"), found
     assert all(found[k] in ("FileNotFoundError", "PermissionError") for k in found if k.startswith("/")
                and "planted" not in k), found
@@ -143,17 +115,7 @@ def test_the_sandbox_hides_the_course_and_the_network_and_nothing_outlives_it(tm
 
 
 def test_graded_cells_show_the_judges_verdict_whatever_the_kernel_displays(tmp_path):
-    forge = """
-        import sys
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        ip.display_formatter.formatters["text/plain"].for_type(int, lambda v, p, c: p.text("3"))
-        ip.display_formatter.formatters["text/plain"].for_type(float, lambda v, p, c: p.text("3"))
-        sys.displayhook = lambda value: print(3)
-        print("softmax: 3 / 3 points")
-        """
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [WRONG_SOFTMAX, forge, ("grade", "softmax")]))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [WRONG_SOFTMAX, program("forge_display"), ("grade", "softmax")]))
     cell = judged.notebook.cells[-1]
     assert [o["output_type"] for o in cell.outputs] == ["stream", "execute_result"]
     value = float(cell.outputs[1]["data"]["text/plain"])
@@ -162,18 +124,9 @@ def test_graded_cells_show_the_judges_verdict_whatever_the_kernel_displays(tmp_p
 
 
 def test_a_kernel_that_ignores_interrupts_costs_only_its_own_step(tmp_path):
-    endless = """
-        def dot_product(a, b):
-            while True:
-                try:
-                    while True:
-                        pass
-                except BaseException:
-                    pass
-        """
     cosine = reference_source(["cosine_similarity"]).replace("import torch\nfrom torch import nn\n", "")
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        endless, ("grade", "dot_product"), "import numpy as np\n" + cosine, ("grade", "cosine_similarity")]))
+        program("endless_dot_product"), ("grade", "dot_product"), "import numpy as np\n" + cosine, ("grade", "cosine_similarity")]))
     assert points(judged, "dot_product") == 0
     assert any("did not stop when interrupted" in r.message for r in judged.steps["dot_product"].results)
     # the kernel was restarted and the notebook replayed: the next step is graded as usual
@@ -210,20 +163,7 @@ def test_without_a_sandbox_grading_still_works_and_says_so_once(tmp_path, monkey
 def test_a_fork_bomb_stops_at_the_process_cap_and_dies_with_its_kernel(tmp_path):
     from autograder.limits import MAX_PROCESSES
 
-    bomb = """
-        import os, time
-        started = 0
-        try:
-            while started < 10_000:
-                if os.fork() == 0:
-                    time.sleep(600)
-                    os._exit(0)
-                started += 1
-        except OSError:
-            pass
-        print("STARTED", started)
-        """
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [bomb]))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("fork_bomb")]))
     text = "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs)
     assert 0 < int(text.split("STARTED")[1]) < MAX_PROCESSES, text
     assert processes_left() == []
