@@ -78,12 +78,11 @@ class KernelChannel(PeakMemory):
     kernel's main thread; a kernel that does not answer even then is stuck (`KernelStuck`).
     """
 
-    def __init__(self, client, inbox, outbox, interrupt, launcher_pid=None):
+    def __init__(self, client, inbox, interrupt, launcher_pid=None):
         self.client = client
         self.launcher_pid = launcher_pid  # the kernel, or the sandbox around it
-        self.inbox, self.outbox = str(inbox), str(outbox)
         self.interrupt = interrupt  # callable: interrupt the kernel's main thread
-        self.socket_path = os.path.join(self.inbox, agent.SOCKET_NAME)
+        self.socket_path = os.path.join(str(inbox), agent.SOCKET_NAME)
         self.listener = None
         self.connection = None
 

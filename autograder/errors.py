@@ -2,6 +2,10 @@
 
 import builtins
 
+# Starts the line of a step's report that the instructor must look at (a grader error, a kernel
+# the judge restarted). Here, not in the judge, so reading reports does not import the judge.
+FLAG = "FLAGGED FOR THE INSTRUCTOR"
+
 
 class CaseFailure(AssertionError):
     """A wrong answer. Its message is shown to the student as is."""

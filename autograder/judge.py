@@ -28,14 +28,12 @@ from nbgrader.preprocessors import Execute
 
 from autograder import agent, sandbox
 from autograder.channel import KernelChannel
-from autograder.errors import KernelStuck
+from autograder.errors import FLAG, KernelStuck
 from autograder.harness import GRADER_ERROR, run_step
 from autograder.limits import CELL_TIMEOUT, INTERRUPT_GRACE
 from autograder.reference import reference_source
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
-
-FLAG = "FLAGGED FOR THE INSTRUCTOR"
 
 
 def format_report(result, max_points):
@@ -103,31 +101,28 @@ class JudgedExecute(Execute):
 
     def _open_channel(self):
         if self._channel is None:
-            client = BlockingKernelClient(connection_file=self.km.connection_file)
-            client.load_connection_file()
-            client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
-            self._channel = KernelChannel(client, self._box.inbox, self._box.outbox,
-                                          run_sync(self.km.interrupt_kernel), self._launcher_pid())
+            self._channel = self._new_channel()
         agent_path = self._box.inbox / "grader_agent.py"
         if not agent_path.exists():
             agent_path.write_text(Path(agent.__file__).read_text())
         self._channel.boot(agent_path, CELL_TIMEOUT)
         return self._channel
 
-    def _launcher_pid(self):
-        return self.km.provisioner.process.pid
+    def _new_channel(self):
+        """A channel to the current kernel, over a blocking client of the shell channel only."""
+        client = BlockingKernelClient(connection_file=self.km.connection_file)
+        client.load_connection_file()
+        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        return KernelChannel(client, self._box.inbox, run_sync(self.km.interrupt_kernel),
+                             self.km.provisioner.process.pid)
 
     def _restart_and_replay(self, upto):
         """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""
         self._close_channel()
         run_sync(self.km.restart_kernel)(now=True)
-        client = BlockingKernelClient(connection_file=self.km.connection_file)
-        client.load_connection_file()
-        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
-        channel = KernelChannel(client, self._box.inbox, self._box.outbox, run_sync(self.km.interrupt_kernel),
-                                self._launcher_pid())
+        channel = self._new_channel()
         try:
-            client.wait_for_ready(timeout=self.startup_timeout)
+            channel.client.wait_for_ready(timeout=self.startup_timeout)
             for cell in self.nb.cells[:upto]:
                 if cell.cell_type == "code" and not graded_step(cell):
                     channel._execute(cell.source, self.timeout or CELL_TIMEOUT)

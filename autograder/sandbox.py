@@ -2,7 +2,8 @@
 
 What the kernel sees: the system's and Python's files read-only, its own scratch working
 directory (a copy of the submission's folder) and a private /tmp writable, and two exchange
-folders shared with the judge (requests read-only, replies and the kernel's sockets writable).
+folders shared with the judge (the agent and the judge's socket read-only, the kernel's own
+sockets writable).
 The course directory, the gradebook, other students' files, the grader, its fixtures and the
 reference, and the instructor's home are not there at all.
 
@@ -307,9 +308,9 @@ class Enclosure:
 
 
 class SandboxedKernel:
-    """The folders of one kernel: requests (read-only inside), replies and sockets, and a working
-    copy of the submission's folder. In a folder of its own (a cold sandbox, with its enclosure)
-    or under the warm parent's (`WarmParent`)."""
+    """The folders of one kernel: the agent and the judge's socket (read-only inside), the
+    kernel's own sockets, and a working copy of the submission's folder. In a folder of its own
+    (a cold sandbox, with its enclosure) or under the warm parent's (`WarmParent`)."""
 
     def __init__(self, submission_dir):
         self.submission_dir = Path(submission_dir)
@@ -324,7 +325,7 @@ class SandboxedKernel:
             self.root, uid = Path(tempfile.mkdtemp(prefix="job-", dir=warm.jobs)), warm.enclosure.uid
         os.chmod(self.root, 0o755)
         self.inbox = self.root / "inbox"  # judge -> kernel, read-only inside
-        self.outbox = self.root / "outbox"  # kernel -> judge: replies and sockets
+        self.outbox = self.root / "outbox"  # kernel -> judge: the kernel's ZMQ sockets
         self.workdir = self.root / "work"  # a copy of the submission's folder
         self.inbox.mkdir(mode=0o755)
         self.outbox.mkdir()

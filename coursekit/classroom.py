@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.judge import FLAG
+from autograder.errors import FLAG
 from autograder.steps import STEPS, graded_step, is_solution, steps_of
 from coursekit import grading, samples
 
@@ -80,7 +80,7 @@ def grade_class(course_dir, assignment, submissions, workers=2, cluster=None, pr
     report = autograde.autograde(course_dir, assignment, list(submissions), workers=workers, force=True,
                                  progress=progress, cluster=cluster)
     outcomes = {o.student: o for o in report.outcomes}
-    scores = grading.step_scores(course_dir)
+    scores = grading.step_scores(course_dir, [assignment])
     results = {}
     for student in submissions:
         outcome = outcomes[student]
