@@ -36,9 +36,9 @@ from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS
 from coursekit import autograde, catalogue, classroom, grading, grading_task, samples
-from coursekit.paths import SOURCE
+from coursekit.paths import SOURCE, interpreter_bin, with_interpreter_on_path
 
-BIN = Path(sys.executable).parent
+BIN = Path(interpreter_bin())
 MIX = (("correct", 0.4), ("mistake", 0.3), ("broken", 0.1), ("hostile", 0.2))
 
 
@@ -70,7 +70,7 @@ def gradebook(course, assignment):
     from nbgrader.api import Gradebook
 
     rows = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+    with Gradebook(grading.gradebook_url(course)) as gb:
         for submission in gb.assignment_submissions(assignment):
             for nb in submission.notebooks:
                 for g in nb.grades:
@@ -83,7 +83,7 @@ def autograded_students(course, assignment):
 
 
 def run(command, cwd):
-    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    env = with_interpreter_on_path(os.environ)
     start = time.perf_counter()
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     return time.perf_counter() - start, result

@@ -35,7 +35,6 @@ submitted/, or no record of it in the gradebook or autograded/), so running the 
 after the driver was killed grades only what is missing; `--force` grades everything again.
 """
 
-import argparse
 import hashlib
 import json
 import logging
@@ -46,8 +45,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.limits import SUBMISSION_TIMEOUT
+from coursekit import grading
 from coursekit.grading_task import describe, judge_submission, warm_up
+from coursekit.paths import with_interpreter_on_path
 
 ALLOWED_FAILURES = 2  # a submission whose worker died this many times is given up as failing
 TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
@@ -236,7 +236,7 @@ class Driver:
 
         self.course_dir = Path(course_dir).resolve()
         self.assignment = assignment
-        _interpreter_on_path()
+        os.environ.update(with_interpreter_on_path(os.environ))
         self._cwd = os.getcwd()
         os.chdir(self.course_dir)
         try:
@@ -248,8 +248,7 @@ class Driver:
             self.converter.log.setLevel(log_level)
             worker_pps, driver_pps = split_preprocessors(self.converter.autograde_preprocessors)
             self.converter.driver_preprocessors = driver_pps
-            self.task_template = {"config": _plain(self.app.config), "preprocessors": worker_pps,
-                                  "timeout": SUBMISSION_TIMEOUT}
+            self.task_template = {"config": _plain(self.app.config), "preprocessors": worker_pps}
             self.root = Path(self.app.coursedir.root).resolve()
             try:
                 self.converter.setup()
@@ -311,13 +310,6 @@ class Driver:
                 return set()
 
 
-def _interpreter_on_path():
-    """nbgrader runs `alembic` by name when it creates a gradebook."""
-    bindir = os.path.dirname(sys.executable)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != bindir:
-        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-
-
 def default_workers():
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
@@ -361,14 +353,13 @@ def _progress(total, enabled, desc):
 
 
 def autograde(course_dir, assignment, students=None, workers=None, scheduler=None, force=False,
-              progress=True, cluster=None, stop_after=None, close_later=False, when_submitted=None):
+              progress=True, cluster=None, stop_after=None, close_later=False):
     """Grade `assignment`'s submissions (all, or `students`) into nbgrader's gradebook -> Report.
 
     `cluster`: a `Cluster` to reuse (the caller closes it). `stop_after`: stop as if killed once
     this many submissions are recorded (tests of resuming). `close_later`: the cluster this run
     started is closed in a thread (its workers take seconds to stop), so the caller can print the
-    summary meanwhile; `report.wait_closed()` waits for it. `when_submitted`: called once every
-    submission is on the cluster, when the driver only waits for results and records them.
+    summary meanwhile; `report.wait_closed()` waits for it.
     """
     from distributed import as_completed
 
@@ -460,8 +451,6 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
             if finished.has_ready():
                 for done in finished.next_batch(block=False):
                     finish(done)
-        if when_submitted is not None:
-            when_submitted()
         for done in finished if finished is not None else []:
             if stop_after is not None and recorded_now >= stop_after:
                 cluster.client.cancel([future for _, future in futures.values()])
@@ -483,31 +472,11 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
 
 # --- what the instructor sees --------------------------------------------------------------------
 
-def class_scores(db_url, assignment):
-    """{student: {step: points}} for every submission of `assignment` in the gradebook (one pass
-    over its submissions, not a lookup per student, assignment and step)."""
-    from nbgrader.api import Gradebook
-
-    from autograder.steps import grade_id, steps_of
-
-    cells = {grade_id(step.name): step.name for step in steps_of(assignment)}
-    scores = {}
-    with Gradebook(db_url) as gb:
-        for submission in gb.assignment_submissions(assignment):
-            row = dict.fromkeys(cells.values())
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    if grade.name in cells:
-                        row[cells[grade.name]] = grade.score
-            scores[submission.student.id] = row
-    return scores
-
-
 def summary(db_url, report):
     """The table (full step names, class average per step) and the failures, as text."""
     from coursekit import classroom
 
-    scores = class_scores(db_url, report.assignment)
+    scores = grading.class_scores(db_url, report.assignment)
     failed = {o.student: o.problem for o in report.failed}
     rows = [classroom.StudentResult(student, report.assignment, student not in failed, failed.get(student, ""),
                                     {k: float(v or 0.0) for k, v in row.items()})
@@ -524,20 +493,11 @@ def summary(db_url, report):
     return "\n".join(lines)
 
 
-def _import_in_background(module):
-    """Import `module` in a thread: the summary's table (`coursekit.classroom`) imports the judge
-    and torch with it, seconds of work the driver does while it waits for the last results."""
-    import importlib
-    import threading
-
-    threading.Thread(target=importlib.import_module, args=(module,), name=f"import-{module}", daemon=True).start()
-
-
 def run_autograde(args, extra=()):
     course = Path(args.course).resolve()
     try:
         report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force,
-                           close_later=True, when_submitted=lambda: _import_in_background("coursekit.classroom"))
+                           close_later=True)
     except GradingError as error:
         print(f"coursekit autograde: {error}", file=sys.stderr)
         return 2
@@ -569,13 +529,3 @@ def add_autograde(subcommands):
                         help="write each graded submission's outcome and timing breakdown to FILE (JSON)")
     parser.set_defaults(run=run_autograde)
 
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="coursekit")
-    add_autograde(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.run(args, [])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -32,10 +32,8 @@ import json
 import sys
 import textwrap
 
-import jupytext
 import nbformat
 
-import solutions
 from autograder.steps import ASSIGNMENTS, STEPS
 from coursekit.paths import CONTENT, ROOT, source_notebook
 
@@ -59,6 +57,8 @@ def _wrap_body(lines, node, base_indent):
 
 def solution_source(name):
     """The reference definition of `name` with its bodies marked as nbgrader solutions."""
+    import solutions  # here, not at the top: reading notebooks (samples, classroom) needs no torch
+
     source = textwrap.dedent(inspect.getsource(getattr(solutions, name)))
     lines = source.splitlines()
     tree = ast.parse(source).body[0]
@@ -119,6 +119,8 @@ def _check_checks(name, checks):
 def read_content(assignment):
     """The content notebook of `assignment`, as jupytext reads it."""
     text = (CONTENT / f"{assignment}.md").read_text()
+    import jupytext  # only the builder reads content
+
     return jupytext.reads(text, fmt="md:myst")
 
 
@@ -218,10 +220,6 @@ def build_notebook(assignment):
     return nb
 
 
-def notebook_path(assignment):
-    return source_notebook(assignment)
-
-
 def render(nb):
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -234,7 +232,7 @@ def main(argv=None):
     stale = []
     for assignment in args.assignments:
         text = render(build_notebook(assignment))
-        path = notebook_path(assignment)
+        path = source_notebook(assignment)
         if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(str(path.relative_to(ROOT)))

@@ -23,20 +23,14 @@ from pathlib import Path
 
 from coursekit.autograde import add_autograde
 from coursekit.exports import add_export, add_feedback
-from coursekit.paths import ROOT  # the course directory of this checkout
-
-
-def interpreter_bin():
-    """The bin directory of the interpreter running coursekit (the course's virtualenv)."""
-    return os.path.dirname(sys.executable)
+from coursekit.paths import ROOT, interpreter_bin, with_interpreter_on_path
 
 
 def environment(student_dir=None, course_dir=ROOT, base=None):
     """The environment JupyterLab runs in: the interpreter's bin directory first on PATH, and
     for a student the course directory on JUPYTER_CONFIG_PATH, so nbgrader's Assignment List
     and Validate read the course id and the exchange from the course's nbgrader_config.py."""
-    env = dict(os.environ if base is None else base)
-    env["PATH"] = os.pathsep.join([interpreter_bin(), env.get("PATH", "")])
+    env = with_interpreter_on_path(os.environ if base is None else base)
     if student_dir is not None:
         env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
             p for p in [str(course_dir), env.get("JUPYTER_CONFIG_PATH", "")] if p)

@@ -38,14 +38,13 @@ def canvas_column(assignment, canvas_ids):
     return f"{assignment} ({canvas_id})" if canvas_id else assignment
 
 
-def export_canvas(course_dir, canvas_ids=None, db_url=None):
+def export_canvas(course_dir, canvas_ids=None):
     """canvas_grades.csv (module docstring) from nbgrader's gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
 
     canvas_ids = canvas_ids or {}
-    db_url = db_url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
     path = Path(course_dir) / "canvas_grades.csv"
-    with Gradebook(db_url) as gb, path.open("w", newline="") as handle:
+    with Gradebook(grading.gradebook_url(course_dir)) as gb, path.open("w", newline="") as handle:
         assignments = sorted(gb.assignments, key=lambda a: (a.duedate is None, a.duedate or 0, a.name))
         writer = csv.writer(handle)
         writer.writerow(CANVAS_IDENTITY + [canvas_column(a.name, canvas_ids) for a in assignments])
@@ -65,10 +64,11 @@ def export_canvas(course_dir, canvas_ids=None, db_url=None):
     return path
 
 
-def export_all(course_dir, canvas_ids=None):
-    """grades.csv, step_scores.csv and canvas_grades.csv in the course directory."""
+def export_all(course_dir, canvas_ids=None, flags=None):
+    """grades.csv, step_scores.csv and canvas_grades.csv in the course directory. `flags`:
+    {(student, assignment): [what the instructor must look at]}, for step_scores.csv."""
     grades = grading.export_grades(course_dir)
-    steps = grading.export_step_scores(course_dir, grading.step_scores(course_dir))
+    steps = grading.export_step_scores(course_dir, grading.step_scores(course_dir), flags)
     canvas = export_canvas(course_dir, canvas_ids)
     return grades, steps, canvas
 

@@ -10,48 +10,25 @@ costs its author points and never the run or another student's grades.
 
 import csv
 import os
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from autograder.limits import MEMORY_LIMIT
 from autograder.steps import STEPS, grade_id, steps_of
-from coursekit.paths import ROOT, SOURCE
+from coursekit.paths import ROOT, SOURCE, with_interpreter_on_path
 
 
-def _path_with_interpreter():
-    """PATH with this interpreter's bin directory first: nbgrader runs `alembic` by name when it
-    creates a gradebook, which fails from a virtual environment that was never activated."""
-    bindir = os.path.dirname(sys.executable)
-    return os.pathsep.join([bindir, os.environ.get("PATH", "")])
+def _run(command, cwd):
+    """Run `command`; (exit code, output)."""
+    env = with_interpreter_on_path(dict(os.environ, PYTHONWARNINGS="ignore", MPLBACKEND="Agg"))
+    process = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    return process.returncode, process.stdout
 
 
-def _run(command, cwd, timeout=None, limit_memory=False):
-    """Run `command` in its own process group; (exit code or None on timeout, output).
-    `limit_memory`: cap its address space (and its children's) at MEMORY_LIMIT."""
-
-    def limits():
-        os.setsid()  # own process group: a timeout kills the kernel too
-        if limit_memory:
-            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-    env = dict(os.environ, PYTHONWARNINGS="ignore", MPLBACKEND="Agg", PATH=_path_with_interpreter())
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, preexec_fn=limits)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return None, output
-    return process.returncode, output
-
-
-def _nbgrader(course_dir, *args, timeout=None, limit_memory=False):
-    return _run([sys.executable, "-m", "nbgrader", *args], course_dir, timeout, limit_memory)
+def _nbgrader(course_dir, *args):
+    return _run([sys.executable, "-m", "nbgrader", *args], course_dir)
 
 
 def prepare(course_dir):
@@ -69,6 +46,16 @@ def release(course_dir, assignment):
     code, output = _nbgrader(course_dir, "generate_assignment", assignment, "--force")
     if code != 0:
         raise RuntimeError(f"generate_assignment {assignment} failed:\n{output}")
+    return release_path(course_dir, assignment)
+
+
+def gradebook_url(course_dir):
+    """The gradebook nbgrader_config.py points nbgrader at: gradebook.db in the course directory."""
+    return f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
+
+
+def release_path(course_dir, assignment):
+    """Where nbgrader's generate_assignment puts the student version of `assignment`."""
     return Path(course_dir) / "assignments" / assignment / f"{assignment}.ipynb"
 
 
@@ -94,25 +81,37 @@ def export_grades(course_dir):
     return Path(course_dir) / "grades.csv"
 
 
-def step_scores(course_dir):
-    """{(student, assignment): {step: points or None}} from the gradebook's grade cells."""
-    from nbgrader.api import Gradebook, MissingEntry
+def class_scores(db_url, assignment):
+    """{student: {step: points or None}} for every submission of `assignment` in the gradebook (one
+    pass over its submissions, not a lookup per student, assignment and step)."""
+    from nbgrader.api import Gradebook
 
-    url = f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
+    cells = {grade_id(step.name): step.name for step in steps_of(assignment)}
     scores = {}
-    with Gradebook(url) as gb:
-        for assignment in gb.assignments:
-            for student in gb.students:
-                row = {}
-                for step in steps_of(assignment.name):
-                    try:
-                        grade = gb.find_grade(grade_id(step.name), assignment.name, assignment.name, student.id)
-                        row[step.name] = grade.score
-                    except MissingEntry:
-                        row[step.name] = None
-                if any(v is not None for v in row.values()):
-                    scores[(student.id, assignment.name)] = row
+    with Gradebook(db_url) as gb:
+        for submission in gb.assignment_submissions(assignment):
+            row = dict.fromkeys(cells.values())
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.name in cells:
+                        row[cells[grade.name]] = grade.score
+            scores[submission.student.id] = row
     return scores
+
+
+def step_scores(course_dir, assignments=None):
+    """{(student, assignment): {step: points or None}} from the gradebook's grade cells, for every
+    assignment in it (or `assignments`); a submission with no grade recorded is left out."""
+    from nbgrader.api import Gradebook
+
+    url = gradebook_url(course_dir)
+    if assignments is None:
+        with Gradebook(url) as gb:
+            assignments = [a.name for a in gb.assignments]
+    return {(student, assignment): row
+            for assignment in assignments
+            for student, row in class_scores(url, assignment).items()
+            if any(v is not None for v in row.values())}
 
 
 def export_step_scores(course_dir, scores, flags=None):

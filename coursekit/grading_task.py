@@ -91,10 +91,9 @@ def _worker_exporter(config, preprocessors, deadline):
     timed = []
     for name in preprocessors:
         cls = import_item(name)
-        if issubclass(cls, ExecutePreprocessor):
-            cls = _timed(cls, deadline)
-        exporter.register_preprocessor(cls)
-        if issubclass(cls, ExecutePreprocessor):
+        executes = issubclass(cls, ExecutePreprocessor)
+        exporter.register_preprocessor(_timed(cls, deadline) if executes else cls)
+        if executes:
             timed.append(exporter._preprocessors[-1])
     return exporter, timed
 
@@ -108,7 +107,7 @@ def judge_submission(payload):
     from nbgrader import utils
 
     start = time.perf_counter()
-    deadline = time.monotonic() + payload.get("timeout", SUBMISSION_TIMEOUT)
+    deadline = time.monotonic() + SUBMISSION_TIMEOUT
     result = {"ok": False, "notebooks": {}, "problem": "", "timings": {}, "worker": _worker_name()}
     timings = Counter()
     try:

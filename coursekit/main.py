@@ -56,16 +56,14 @@ def main(argv=None):
     start = time.perf_counter()
     course = grading.prepare(args.course_dir)
     print(f"course directory: {course}")
-    all_results = {}
     cluster = autograde.Cluster(args.workers)
     try:
         all_results = _grade(course, args.assignments, cluster)
     finally:
         cluster.close()
 
-    grades_csv, steps_csv, canvas_csv = exports.export_all(course)
     flags = {(r.student, a): r.flags for a, rs in all_results.items() for r in rs.values()}
-    steps_csv = grading.export_step_scores(course, grading.step_scores(course), flags)
+    grades_csv, steps_csv, canvas_csv = exports.export_all(course, flags=flags)
     print(f"\ngrades: {grades_csv}\nper-step scores: {steps_csv}\nfor Canvas: {canvas_csv}\n"
           f"feedback: {course / 'feedback'}")
     print(f"done in {time.perf_counter() - start:.0f} s")

@@ -4,6 +4,8 @@ The checkout is itself an nbgrader course directory (`nbgrader_config.py` sits a
 nbgrader's own commands and ours run from it unchanged.
 """
 
+import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,3 +21,18 @@ def source_notebook(assignment):
 
 def released_notebook(assignment):
     return RELEASE / assignment / f"{assignment}.ipynb"
+
+
+def interpreter_bin():
+    """The bin directory of the interpreter running the tools (the course's virtualenv)."""
+    return os.path.dirname(sys.executable)
+
+
+def with_interpreter_on_path(env):
+    """A copy of `env` with interpreter_bin() first on PATH (unless it is first already): the
+    tools start nbgrader, dask and JupyterLab by name, and nbgrader runs `alembic` by name when it
+    creates a gradebook, all of which an environment that was never activated would not find."""
+    path = env.get("PATH", "")
+    if path.split(os.pathsep)[0] == interpreter_bin():
+        return dict(env)
+    return dict(env, PATH=os.pathsep.join([interpreter_bin(), path]))

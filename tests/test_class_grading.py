@@ -24,19 +24,19 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from processes import free_port, stop_groups
 
 from autograder.steps import steps_of
 from coursekit import autograde, catalogue, classroom, exports, grading, samples
+from coursekit.paths import interpreter_bin, with_interpreter_on_path
 
 A = "01_simplified_self_attention"
 NOT_JSON = "not-json-file"
-BIN = Path(sys.executable).parent
+BIN = Path(interpreter_bin())
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def gradebook(course):
     from nbgrader.api import Gradebook
 
     rows = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+    with Gradebook(grading.gradebook_url(course)) as gb:
         for submission in gb.assignment_submissions(A):
             for nb in submission.notebooks:
                 for g in nb.grades:
@@ -174,24 +174,6 @@ def test_exports_for_nbgrader_and_canvas(local_run):
         sid: float(row["score"]) for sid, row in by_student.items()}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop(processes):
-    for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
 PRELOADS = Path(__file__).with_name("preloads")
 
 
@@ -205,9 +187,9 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
 
     from distributed import Client
 
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    env = with_interpreter_on_path(os.environ)
     logs = tmp_path / "dask"
     logs.mkdir()
     holding = tmp_path / "worker-1-holds.json"
@@ -251,7 +233,7 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
         done.set()
         if watcher.is_alive():
             watcher.join(timeout=60)
-        _stop(list(processes.values()))
+        stop_groups(list(processes.values()))
     # worker-1 took a submission and was killed while its task ran (its process group, the
     # task's process in it) before the class was graded; worker-2 graded everything.
     assert killed, "worker-1 never started a grading task"
@@ -294,7 +276,7 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
 
 def test_the_command_names_a_submission_it_cannot_grade(submitted, tmp_path):
     course = copy_course(submitted, tmp_path, "course")
-    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+    env = with_interpreter_on_path(os.environ)
     result = subprocess.run([str(BIN / "coursekit"), "autograde", A, "--student", NOT_JSON, "missing-student"],
                             cwd=course, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr

@@ -11,18 +11,17 @@ the score is full. The formgrader's assignments API answers with JSON.
 import getpass
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from processes import free_port, stop_groups
 
 from autograder.steps import A01, steps_of
 from coursekit import grading, samples
@@ -30,12 +29,6 @@ from coursekit import grading, samples
 START_TIMEOUT = 60  # seconds for a server to answer
 CALL_TIMEOUT = 120  # seconds for one API call (autograde is the slowest)
 COURSE_ID = "self-attention"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def coursekit_command():
@@ -101,17 +94,7 @@ def wait_ready(server, timeout=START_TIMEOUT):
 
 def stop(*servers):
     """Each server and every kernel in its session: SIGTERM to all, then SIGKILL what is left."""
-    for server in servers:
-        with suppress(ProcessLookupError):
-            os.killpg(server.process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    for server in servers:
-        try:
-            server.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with suppress(ProcessLookupError):
-                os.killpg(server.process.pid, signal.SIGKILL)
-            server.process.wait(timeout=15)
+    stop_groups([server.process for server in servers])
 
 
 @contextmanager
