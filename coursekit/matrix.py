@@ -39,7 +39,7 @@ def submissions(release_nb, assignment):
 def grade_catalogue(course_dir, assignment, workers=2):
     """{student: StudentResult} for the control and every entry of one released assignment:
     one `grade_class` call, audit included."""
-    release = samples.read(Path(course_dir) / "assignments" / assignment / f"{assignment}.ipynb")
+    release = samples.read(grading.release_path(course_dir, assignment))
     return classroom.grade_class(course_dir, assignment, submissions(release, assignment), workers=workers)
 
 

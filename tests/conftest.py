@@ -22,7 +22,7 @@ def course(tmp_path_factory):
 @pytest.fixture(scope="session")
 def release_notebook(course):
     def read(assignment):
-        return samples.read(course / "assignments" / assignment / f"{assignment}.ipynb")
+        return samples.read(grading.release_path(course, assignment))
 
     return read
 

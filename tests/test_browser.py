@@ -51,15 +51,20 @@ def _chromium():
     return path
 
 
+def _hand_out(folder):
+    """The student's two notebooks, fresh: the untouched release and the completed one."""
+    release = samples.read(NOTEBOOK)
+    samples.write(release, folder / "untouched" / NOTEBOOK.name)
+    samples.write(samples.complete(release), folder / "completed" / NOTEBOOK.name)
+
+
 @pytest.fixture
 def student_lab(tmp_path):
     """A student's folder with the untouched and the completed release, served by `coursekit lab`."""
     from test_server import labs
 
     folder = tmp_path / "student"
-    release = samples.read(NOTEBOOK)
-    samples.write(release, folder / "untouched" / NOTEBOOK.name)
-    samples.write(samples.complete(release), folder / "completed" / NOTEBOOK.name)
+    _hand_out(folder)
     settings = tmp_path / "lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / f"{name}.jupyterlab-settings"
@@ -147,7 +152,6 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
     from playwright.sync_api import TimeoutError as PageTimeout
 
     server, folder = student_lab
-    release = samples.read(NOTEBOOK)
     for attempt in (1, 2):
         try:
             _first_hour(server, folder, browser, tmp_path / f"attempt-{attempt}")
@@ -156,8 +160,7 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
             if attempt == 2:
                 raise
             print("\nthe page timed out; trying once more from fresh notebooks")
-            samples.write(release, folder / "untouched" / NOTEBOOK.name)
-            samples.write(samples.complete(release), folder / "completed" / NOTEBOOK.name)
+            _hand_out(folder)
 
 
 def _first_hour(server, folder, browser, tmp_path):

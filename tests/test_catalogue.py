@@ -137,14 +137,12 @@ def test_every_grade_is_the_one_the_committed_matrix_records(catalogue_results):
 def _sandbox_processes_but_warm_parents():
     """Processes running as a sandbox user that are neither bubblewrap nor a warm parent
     (a zygote whose parent is bubblewrap): whatever a kernel left behind."""
+    from autograder import procfs
     from autograder.sandbox import SANDBOX_UID_BASE
 
     def info(pid):
-        with open(f"/proc/{pid}/status") as handle:
-            fields = dict(line.split(":", 1) for line in handle if ":" in line)
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            program = handle.read().split(b"\0")[0]
-        return int(fields["Uid"].split()[0]), int(fields["PPid"]), program
+        fields = procfs.status(pid)
+        return int(fields["Uid"][0]), int(fields["PPid"][0]), (procfs.argv(pid) or [b""])[0]
 
     table = {}
     for entry in os.listdir("/proc"):
@@ -178,12 +176,12 @@ def _without_cell_ids(path):
     return nb
 
 
-def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_results):
+def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_results, release_notebook):
     """After every entry (fork daemons, background work, gradebook writers included): nothing a
     kernel started is still running, and every submitted notebook is still the one handed in."""
     import time
 
-    from coursekit import samples
+    from coursekit import grading, samples
 
     for assignment in ASSIGNMENTS:
         catalogue_results(assignment)
@@ -195,9 +193,8 @@ def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_res
     assert left == []
     changed = []
     for assignment in ASSIGNMENTS:
-        release = samples.read(Path(course) / "assignments" / assignment / f"{assignment}.ipynb")
-        for student, nb in matrix.submissions(release, assignment).items():
-            handed_in = Path(course) / "submitted" / student / assignment / f"{assignment}.ipynb"
+        for student, nb in matrix.submissions(release_notebook(assignment), assignment).items():
+            handed_in = grading.submission_path(course, assignment, student)
             expected = Path(course) / "expected.ipynb"
             samples.write(nb, expected)
             if _without_cell_ids(expected) != _without_cell_ids(handed_in):

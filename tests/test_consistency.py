@@ -2,7 +2,7 @@
 
 from autograder.fixtures import notes, stored
 from coursekit import build, release
-from coursekit.paths import RELEASE, released_notebook
+from coursekit.paths import RELEASE, released_notebook, source_notebook
 
 
 def test_source_notebooks_are_built_from_content_and_solutions(capsys):
@@ -87,17 +87,6 @@ def _failed_steps(result):
     return {re.match(r"# Graded cell of `(\w+)`", cell["source"]).group(1) for cell in result.get("failed", [])}
 
 
-def _without_graded_cells(nb):
-    """The notebook as autograding runs it in the kernel: graded cells' sources never run."""
-    import copy
-
-    from autograder.steps import graded_step
-
-    nb = copy.deepcopy(nb)
-    nb.cells = [cell for cell in nb.cells if not graded_step(cell)]
-    return nb
-
-
 def test_graded_cells_hold_the_visible_checks_and_no_hidden_case():
     from autograder.steps import ASSIGNMENTS, graded_step, nbgrader_metadata
     from coursekit import samples
@@ -105,7 +94,7 @@ def test_graded_cells_hold_the_visible_checks_and_no_hidden_case():
     for assignment in ASSIGNMENTS:
         content = build.read_content(assignment)
         checks = {build.step_of(cell): cell.source for cell in content.cells if build.role(cell) == "checks"}
-        source = samples.read(build.notebook_path(assignment))
+        source = samples.read(source_notebook(assignment))
         student = samples.read(released_notebook(assignment))
         assert not any("checks" in nbgrader_metadata(cell).get("grade_id", "") for cell in source.cells)
         for nb in (source, student):
@@ -181,7 +170,7 @@ def test_no_cell_needs_a_name_from_the_visible_checks():
     problems = []
     for assignment in ASSIGNMENTS:
         defined, from_checks = set(), {}
-        for index, cell in enumerate(samples.read(build.notebook_path(assignment)).cells):
+        for index, cell in enumerate(samples.read(source_notebook(assignment)).cells):
             if cell.cell_type != "code":
                 continue
             bound, read = _names(cell.source)

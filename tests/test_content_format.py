@@ -5,7 +5,7 @@ import pytest
 
 from autograder.steps import ASSIGNMENTS, STEPS
 from coursekit import build
-from coursekit.paths import CONTENT
+from coursekit.paths import CONTENT, source_notebook
 
 A03 = STEPS["causal_mask"].assignment
 
@@ -71,7 +71,7 @@ BROKEN = {
 def test_the_unbroken_content_builds(monkeypatch):
     content = build.read_content(A03)
     monkeypatch.setattr(build, "read_content", lambda assignment: content)
-    assert build.render(build.build_notebook(A03)) == build.notebook_path(A03).read_text()
+    assert build.render(build.build_notebook(A03)) == source_notebook(A03).read_text()
 
 
 @pytest.mark.parametrize("name", BROKEN)

@@ -22,7 +22,7 @@ Where the entries live (this package's folder):
 - `mistakes.toml`: one `[[mistake]]` table per mistake (`id`, `assignment`, `description`,
   `loses`, `symptom`, `edits`). A mistake is the reference as a student would type it
   (`samples.reference_cell`) with small edits: each `{name, old, new}` replaces the text `old`,
-  which must occur exactly once, in the cell of graded name `name` (`mutate`). Edits of one name
+  which must occur exactly once, in the cell of graded name `name` (`apply_edits`). Edits of one name
   apply in order, each to the result of the previous one. A reviewer reads a mistake as its diff.
 - `programs/<assignment>/<kind>/<id>.py`, kind `correct`, `hostile` or `mistake` (a mistake that
   is no small edit, such as a chapter's class pasted in verbatim): the text the student's cell
@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.steps import graded_step
+from coursekit.paths import ROOT
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
@@ -100,11 +101,6 @@ def reference(name):
     return reference_cell([name]) + "\n"
 
 
-def mutate(name, old, new):
-    """The reference cell of `name` with `old` (which must occur exactly once) replaced by `new`."""
-    return _replace_once(reference(name), old, new, f"mutate({name!r})")
-
-
 def apply_edits(edits, where="edits"):
     """{name: cell source} from [{name, old, new}], edits of one name applied in order."""
     sources = {}
@@ -141,13 +137,9 @@ def _nbformat(version):
     return transform
 
 
-def _is_grade_cell(cell, step):
-    return graded_step(cell) == step
-
-
 def _drop_grade_cell(step):
     def transform(nb):
-        nb["cells"] = [c for c in nb["cells"] if not _is_grade_cell(c, step)]
+        nb["cells"] = [c for c in nb["cells"] if graded_step(c) != step]
         return nb
     return transform
 
@@ -156,7 +148,7 @@ def _edit_grade_cell(step, source):
     """The hidden test cell of `step` replaced by `source`, and its points set to 100."""
     def transform(nb):
         for cell in nb["cells"]:
-            if _is_grade_cell(cell, step):
+            if graded_step(cell) == step:
                 cell["source"] = source
                 cell["metadata"]["nbgrader"]["points"] = 100
         return nb
@@ -243,7 +235,7 @@ def load_program(path):
     the folders above it -> (kind, Variant)."""
     path = Path(path)
     kind, assignment = path.parent.name, path.parent.parent.name
-    where = str(path.relative_to(HERE.parent.parent)) if path.is_relative_to(HERE.parent.parent) else str(path)
+    where = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
     header, cells = parse_program(path.read_text(), where)
     for key in ("description", "source"):
         if not header.get(key):
