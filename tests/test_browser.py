@@ -32,7 +32,10 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 NOTEBOOK = released_notebook(A01)
 HINT = "Nothing to show yet"
 DEMO = re.compile(r"^with needs\(", re.M)  # a demo cell: runs once the steps it names are done
-PROMPTS = ("() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt'))"
+# The notebook on show: the tab opened last. The other tab's notebook stays in the page, hidden,
+# and its cells must neither count as this one's nor be clicked.
+SHOWN = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+PROMPTS = (f"() => Array.from(document.querySelectorAll('{SHOWN} .jp-CodeCell .jp-InputPrompt'))"
            ".map(e => e.textContent.trim())")
 # JupyterLab settings for the test: every cell in the DOM, no news or update pop-ups.
 LAB_SETTINGS = {
@@ -52,7 +55,7 @@ def _chromium():
 
 
 def _hand_out(folder):
-    """The student's two notebooks, fresh: the untouched release and the completed one."""
+    """The student's two notebooks, fresh, in `folder`: the untouched release and the completed one."""
     release = samples.read(NOTEBOOK)
     samples.write(release, folder / "untouched" / NOTEBOOK.name)
     samples.write(samples.complete(release), folder / "completed" / NOTEBOOK.name)
@@ -64,7 +67,7 @@ def student_lab(tmp_path):
     from test_server import labs
 
     folder = tmp_path / "student"
-    _hand_out(folder)
+    _hand_out(folder / "attempt-1")
     settings = tmp_path / "lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / f"{name}.jupyterlab-settings"
@@ -112,12 +115,15 @@ def _run_menu(page, command):
 
 def run_everything(page):
     """Run All Cells; after an error stops the run, go on from the first cell that did not run."""
+    # Select a cell first: Run All acts on the active notebook, and a notebook just opened in a
+    # second tab is not always the active one yet (its menu item then stays disabled).
+    page.locator(f"{SHOWN} .jp-CodeCell .jp-InputPrompt").first.click(force=True)
     _run_menu(page, "runmenu:run-all")
     prompts = _wait_until_idle(page)
     for _ in range(len(prompts)):
         if "[ ]:" not in prompts:
             break
-        prompt = page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").nth(prompts.index("[ ]:"))
+        prompt = page.locator(f"{SHOWN} .jp-CodeCell .jp-InputPrompt").nth(prompts.index("[ ]:"))
         prompt.scroll_into_view_if_needed()
         prompt.click(force=True)  # selects the cell; under load it may still be settling
         _run_menu(page, "notebook:run-all-below")
@@ -136,7 +142,7 @@ def validate(page):
 
 def open_notebook(page, server, relative):
     page.goto(f"{server.url}/lab/tree/{relative}?token={server.token}")
-    page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
+    page.locator(f"{SHOWN} .jp-CodeCell").first.wait_for()
     page.locator("#jp-main-statusbar >> text=Idle").wait_for()  # the kernel has started
 
 
@@ -154,16 +160,20 @@ def test_a_student_runs_and_validates_the_release_in_chromium(student_lab, brows
     server, folder = student_lab
     for attempt in (1, 2):
         try:
-            _first_hour(server, folder, browser, tmp_path / f"attempt-{attempt}")
+            _first_hour(server, folder, f"attempt-{attempt}", browser, tmp_path / f"attempt-{attempt}")
             return
-        except PageTimeout:
+        except PageTimeout as error:
             if attempt == 2:
                 raise
+            print("", *str(error).splitlines()[:12], *getattr(error, "__notes__", []), sep="\n")
+            # Fresh notebooks under a new name: rewriting the ones the page has open would only
+            # make JupyterLab ask whether to overwrite them.
             print("\nthe page timed out; trying once more from fresh notebooks")
-            _hand_out(folder)
+            _hand_out(folder / f"attempt-{attempt + 1}")
 
 
-def _first_hour(server, folder, browser, tmp_path):
+def _first_hour(server, folder, attempt, browser, tmp_path):
+    """The student's first hour on the notebooks handed out in `folder / attempt`."""
     shots = tmp_path / "screenshots"
     shots.mkdir(parents=True)
     print(f"\nscreenshots: {shots}")
@@ -186,14 +196,14 @@ def _first_hour(server, folder, browser, tmp_path):
 
     # --- the untouched release ---------------------------------------------------------------
     with stage("open untouched"):
-        open_notebook(page, server, f"untouched/{NOTEBOOK.name}")
+        open_notebook(page, server, f"{attempt}/untouched/{NOTEBOOK.name}")
     with stage("run untouched"):
         run_everything(page)
         page.screenshot(path=str(shots / "untouched-run.png"))
-        page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type*='stderr']").first.scroll_into_view_if_needed()
+        page.locator(f"{SHOWN} .jp-OutputArea-output[data-mime-type*='stderr']").first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "untouched-first-error.png"))
         # what the browser shows: a NotImplementedError in the page for every step, and the hints
-        shown = page.locator(".jp-Notebook").inner_text()
+        shown = page.locator(SHOWN).inner_text()
         assert shown.count("NotImplementedError") >= len(steps)
         assert HINT in shown
     with stage("validate untouched"):
@@ -205,7 +215,7 @@ def _first_hour(server, folder, browser, tmp_path):
         page.locator(".jp-Dialog .jp-mod-accept").click()
     # What ran in the browser, as Validate saved it: every graded cell raised NotImplementedError
     # (its stub's), every demo printed its hint instead of a traceback.
-    ran = samples.read(folder / "untouched" / NOTEBOOK.name)
+    ran = samples.read(folder / attempt / "untouched" / NOTEBOOK.name)
     for cell in ran.cells:
         if cell.cell_type != "code":
             continue
@@ -217,7 +227,7 @@ def _first_hour(server, folder, browser, tmp_path):
 
     # --- the completed notebook ----------------------------------------------------------------
     with stage("open completed"):
-        open_notebook(page, server, f"completed/{NOTEBOOK.name}")
+        open_notebook(page, server, f"{attempt}/completed/{NOTEBOOK.name}")
     with stage("run completed"):
         run_everything(page)
         page.screenshot(path=str(shots / "completed-run.png"))
@@ -226,7 +236,7 @@ def _first_hour(server, folder, browser, tmp_path):
         page.screenshot(path=str(shots / "completed-validate.png"))
         assert "Success" in verdict and "failed" not in verdict.lower(), verdict[:2000]
         page.locator(".jp-Dialog .jp-mod-accept").click()
-    ran = samples.read(folder / "completed" / NOTEBOOK.name)
+    ran = samples.read(folder / attempt / "completed" / NOTEBOOK.name)
     for cell in ran.cells:
         if cell.cell_type == "code":
             text, errors = _outputs(cell)
