@@ -32,7 +32,9 @@ Resuming: after the gradebook has recorded a submission, a marker holding the ha
 submitted folder goes to `.coursekit/graded/<assignment>/<student>.json`. A run grades only the
 submissions without a valid marker (missing, a hash that no longer matches what is under
 submitted/, or no record of it in the gradebook or autograded/), so running the command again
-after the driver was killed grades only what is missing; `--force` grades everything again.
+after the driver was killed grades only what is missing; `--force` grades everything again. A
+submission without a marker that `nbgrader autograde` graded counts as graded too
+(`Driver.graded_by_nbgrader`), so the command finishes what nbgrader started.
 """
 
 import hashlib
@@ -123,6 +125,15 @@ def submission_hash(folder):
                 digest.update(block)
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def _executed(path):
+    """True if the notebook at `path` has a code cell that ran (a sanitized one has none)."""
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(c.get("cell_type") == "code" and c.get("execution_count") is not None for c in cells)
 
 
 def _make_converter_class():
@@ -276,15 +287,30 @@ class Driver:
         return Path(self.converter.submissions[student][0])
 
     def is_graded(self, student, recorded):
-        """True if this student's current submission is graded and recorded (resume)."""
+        """True if this student's current submission is graded and recorded (resume): by this
+        command (its marker) or, without a marker, by `nbgrader autograde`."""
+        if student not in recorded:
+            return False
         try:
             marker = json.loads(self.marker(student).read_text())
         except (OSError, ValueError):
-            return False
-        if student not in recorded or marker.get("hash") != submission_hash(self.submitted_folder(student)):
+            return self.graded_by_nbgrader(student)
+        if marker.get("hash") != submission_hash(self.submitted_folder(student)):
             return False
         dest = Path(self.converter.dest(student))
         return all((dest / f"{n}.ipynb").is_file() for n in marker.get("notebooks", []))
+
+    def graded_by_nbgrader(self, student):
+        """nbgrader's own rule (autograded/ holds the submission, and submitted/ holds no newer
+        timestamp), made strict: every notebook there must have been executed. nbgrader writes
+        the sanitized notebook there before executing it, so a run killed mid-notebook leaves
+        one that nbgrader itself would take for graded."""
+        dest = Path(self.converter.dest(student))
+        new, old = (self.app.coursedir.get_existing_timestamp(str(folder))
+                    for folder in (self.submitted_folder(student), dest))
+        if new is not None and old is not None and new > old:  # submitted again since
+            return False
+        return all(_executed(dest / Path(notebook).name) for notebook in self.converter.submissions[student][1])
 
     def write_marker(self, student, notebooks):
         path = self.marker(student)

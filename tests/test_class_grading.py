@@ -12,6 +12,8 @@ course directory:
   (SIGKILL) while it holds a submission: the scheduler gives its work to the second;
 - a run stopped after k recorded submissions (as if the driver was killed) is finished by a
   second run that grades only the rest and leaves the first k as they were;
+- after `nbgrader autograde`, the command grades only what nbgrader left undone: a notebook it
+  was killed in the middle of, a submission newer than its grading, the one it failed;
 - the console script exits non-zero and names a submission that is not JSON, and why;
 - `coursekit export`'s three CSVs agree with the gradebook (Canvas's columns included).
 
@@ -97,9 +99,10 @@ def gradebook(course):
 
 
 # What two runs of the same notebook print differently: the durations a demo measures ("loop
-# over 512 queries: 20.67 ms") and its verdict on them ("(2.7 times faster here)", or "(no faster
-# this time: ...)" on a busy machine).
-MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:ms|s|µs)\b)|\((?:[\d.]+ times faster here|no faster this time[^)]*)\)")
+# over 128 queries: 20.67 ms") and its verdict on them ("(2.7 times faster here)", or "(no faster
+# this time: ...)" or even "(much slower than the loop: ...)" on a busy machine).
+MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:ms|s|µs)\b)"
+                      r"|\((?:[\d.]+ times faster here|no faster this time[^)]*|much slower than the loop[^)]*)\)")
 
 
 def _streams_joined(outputs):
@@ -272,6 +275,31 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
 
     third = autograde.autograde(course, A, cluster=cluster, progress=False)  # only the failure is left
     assert [o.student for o in third.outcomes] == [NOT_JSON] and len(third.skipped) == 4
+
+
+def test_the_command_finishes_what_nbgrader_autograde_started(plain_run, local_run, cluster, tmp_path):
+    """What `nbgrader autograde` recorded is kept; what it left half done is graded again."""
+    course = copy_course(plain_run[0], tmp_path, "course")
+    mistake = catalogue.by_assignment(catalogue.MISTAKES, A)[0].id
+    killed, resubmitted = "untouched", "reference"
+    # killed while executing: nbgrader leaves the sanitized notebook (no cell ran) in autograded/
+    notebook = course / "autograded" / killed / A / f"{A}.ipynb"
+    sanitized = json.loads(notebook.read_text())
+    for cell in sanitized["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    notebook.write_text(json.dumps(sanitized))
+    # submitted again after it was graded: submitted/ holds the newer timestamp
+    (course / "autograded" / resubmitted / A / "timestamp.txt").write_text("2026-11-20 09:00:00.000000 UTC")
+    (course / "submitted" / resubmitted / A / "timestamp.txt").write_text("2026-11-21 09:00:00.000000 UTC")
+    kept = (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes()
+
+    report = autograde.autograde(course, A, cluster=cluster, progress=False)
+    assert sorted(report.skipped) == sorted([mistake, "patch-np-allclose"])
+    assert sorted(o.student for o in report.outcomes) == sorted([killed, resubmitted, NOT_JSON])
+    assert (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes() == kept
+    assert gradebook(course) == gradebook(local_run[0])
+    assert grading.step_scores(course)[(killed, A)] == grading.step_scores(local_run[0])[(killed, A)]
 
 
 def test_the_command_names_a_submission_it_cannot_grade(submitted, tmp_path):
