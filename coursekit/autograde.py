@@ -371,6 +371,62 @@ class Cluster:
             self.cluster.close()
 
 
+def _unmarked(course_dir, assignment, students):
+    """A guess made before nbgrader starts (the driver decides): does a submission under
+    submitted/ lack a marker that matches it?"""
+    root = Path(course_dir)
+    folders = ([root / "submitted" / s / assignment for s in students] if students
+               else sorted((root / "submitted").glob(f"*/{assignment}")))
+    for folder in folders:
+        try:
+            marker = json.loads(Driver.marker_path(root, assignment, folder.parent.name).read_text())
+        except (OSError, ValueError):
+            return True
+        if not folder.is_dir() or marker.get("hash") != submission_hash(folder):
+            return True
+    return False
+
+
+class StartingCluster:
+    """A `Cluster` started in a thread: `get()` waits for it, `discard()` closes it."""
+
+    def __init__(self, workers, address):
+        import threading
+
+        self.cluster, self.error = None, None
+        self.thread = threading.Thread(target=self._start, args=(workers, address), name="start-cluster",
+                                       daemon=True)
+        self.thread.start()
+
+    def _start(self, workers, address):
+        try:
+            self.cluster = Cluster(workers, address)
+        except BaseException as error:  # noqa: BLE001 - raised again by get()
+            self.error = error
+
+    def get(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.cluster
+
+    def discard(self, later):
+        """Close the cluster, in a thread that is returned if `later` (its workers take seconds to stop)."""
+        import threading
+
+        def close():
+            self.thread.join()
+            if self.cluster is not None:
+                self.cluster.close()
+
+        if not later:
+            close()
+            return None
+        closing = threading.Thread(target=close, name="close-cluster")
+        closing.start()
+        return closing
+
+
 def _progress(total, enabled, desc):
     from tqdm import tqdm
 
@@ -391,9 +447,18 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
 
     start = time.perf_counter()
     warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy's session notes, as in nbgrader
-    driver = Driver(course_dir, assignment)
+    # Where there is work, the workers start and warm up (seconds of imports) while the driver
+    # starts nbgrader; they inherit the environment, so the interpreter goes first on PATH now.
+    os.environ.update(with_interpreter_on_path(os.environ))
+    likely = cluster is None and (force or _unmarked(course_dir, assignment, students))
+    starting = StartingCluster(workers, scheduler) if likely else None
+    try:
+        driver = Driver(course_dir, assignment)
+    except BaseException:
+        if starting is not None:
+            starting.discard(later=False)
+        raise
     report = Report(assignment, db_url=driver.app.coursedir.db_url)
-    own_cluster = None
     try:
         submitted = driver.converter.submissions
         wanted = list(students) if students else sorted(submitted)
@@ -464,8 +529,9 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
             if payload is None:  # excluded by CourseDirectory.student_id_exclude
                 bar.update(1)
                 continue
-            if cluster is None:  # started once there is work for it
-                cluster = own_cluster = Cluster(workers, scheduler)
+            if cluster is None:
+                starting = starting or StartingCluster(workers, scheduler)
+                cluster = starting.get()
             report.workers = report.workers or cluster.workers
             if finished is None:
                 finished = as_completed(loop=cluster.client.loop)
@@ -486,13 +552,8 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
         return report
     finally:
         report.seconds = time.perf_counter() - start
-        if own_cluster is not None and close_later:
-            import threading
-
-            report.closing = threading.Thread(target=own_cluster.close, name="close-cluster")
-            report.closing.start()
-        elif own_cluster is not None:
-            own_cluster.close()
+        if starting is not None:
+            report.closing = starting.discard(later=close_later)
         driver.close()
 
 

@@ -251,7 +251,7 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     assert autograded(course) == autograded(local_run[0])
 
 
-def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, cluster, tmp_path):
+def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, cluster, tmp_path, monkeypatch):
     course = copy_course(submitted, tmp_path, "course")
     first = autograde.autograde(course, A, cluster=cluster, progress=False, stop_after=2)
     done = [o.student for o in first.outcomes if o.ok]
@@ -275,6 +275,14 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
 
     third = autograde.autograde(course, A, cluster=cluster, progress=False)  # only the failure is left
     assert [o.student for o in third.outcomes] == [NOT_JSON] and len(third.skipped) == 4
+
+    # nothing left to grade: no cluster is started (it would cost seconds to start and stop)
+    def no_cluster(*args):
+        raise AssertionError("a cluster was started with nothing to grade")
+
+    monkeypatch.setattr(autograde, "StartingCluster", no_cluster)
+    fourth = autograde.autograde(course, A, students=sorted(everyone - {NOT_JSON}), progress=False)
+    assert len(fourth.skipped) == 4 and not fourth.outcomes
 
 
 def test_the_command_finishes_what_nbgrader_autograde_started(plain_run, local_run, cluster, tmp_path):
