@@ -191,6 +191,10 @@ def _first_hour(server, folder, attempt, browser, tmp_path):
             with suppress(Exception):
                 page.screenshot(path=str(shots / f"failed-{name.replace(' ', '-')}.png"))
             error.add_note(f"while: {name} ({time.monotonic() - started:.1f} s in); screenshots in {shots}")
+            with suppress(Exception):  # a dialog in front of the page takes every click
+                for dialog in page.locator(".jp-Dialog").all_inner_texts():
+                    error.add_note(f"a dialog was open: {dialog[:300]!r}")
+                error.add_note(f"prompts of the notebook on show: {page.evaluate(PROMPTS)}")
             raise
         timings[name] = round(time.monotonic() - started, 1)
 
