@@ -27,6 +27,8 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Each cell gets this long; the judge bounds each graded step below it (autograder/limits.py).
+# Once a cell has timed out, each later ordinary cell gets ENDLESS_CELL_RETRY instead
+# (c.JudgedExecute.endless_cell_timeout; 0 turns that off).
 c.Execute.timeout = CELL_TIMEOUT
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 

@@ -25,12 +25,13 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
+from traitlets import Float
 
 from autograder import agent, sandbox
 from autograder.channel import KernelChannel
 from autograder.errors import FLAG, KernelStuck
 from autograder.harness import GRADER_ERROR, run_step
-from autograder.limits import CELL_TIMEOUT, INTERRUPT_GRACE
+from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE
 from autograder.reference import reference_source
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
@@ -68,8 +69,16 @@ def graded_outputs(result, max_points):
 class JudgedExecute(Execute):
     """nbgrader's Execute: ordinary cells in a sandboxed kernel, graded cells judged here."""
 
+    endless_cell_timeout = Float(ENDLESS_CELL_RETRY, help=(
+        "Seconds each ordinary cell gets once one cell of the notebook has timed out (at most "
+        "`timeout`; 0: always `timeout`). Code that hung once usually hangs in every cell that calls "
+        "it, and ordinary cells carry no points: the notebook's steps are judged with their own budgets."
+    )).tag(config=True)
+    _cell_timed_out = False
+
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
+        self._cell_timed_out = False
         folder = resources.get("metadata", {}).get("path") or os.getcwd()
         if not sandbox.available():
             sandbox.warn_once()
@@ -131,6 +140,16 @@ class JudgedExecute(Execute):
         self._channel = channel
 
     # cells
+    def _get_timeout(self, cell):
+        timeout = super()._get_timeout(cell)
+        if self._cell_timed_out and self.endless_cell_timeout > 0:
+            return min(timeout, self.endless_cell_timeout) if timeout else self.endless_cell_timeout
+        return timeout
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self._cell_timed_out = True
+        return await super()._async_handle_timeout(timeout, cell)
+
     def preprocess_cell(self, cell, resources, index):
         step = graded_step(cell)
         if step is None:
@@ -166,14 +185,15 @@ class JudgedNotebook:
     problem: str = ""
 
 
-def judge_notebook(path, timeout=CELL_TIMEOUT):
+def judge_notebook(path, timeout=CELL_TIMEOUT, endless_cell_timeout=ENDLESS_CELL_RETRY):
     """Grade one notebook file with the judge, outside nbgrader: {step: StepResult}."""
     path = Path(path)
     try:
         nb = nbformat.read(str(path), as_version=4)
     except Exception as error:  # noqa: BLE001 - whatever the file is, say why it cannot be graded
         return JudgedNotebook(problem=f"the notebook could not be read ({type(error).__name__}: {error})")
-    executor = JudgedExecute(timeout=timeout, startup_timeout=60 + INTERRUPT_GRACE,
+    executor = JudgedExecute(timeout=timeout, endless_cell_timeout=endless_cell_timeout,
+                             startup_timeout=60 + INTERRUPT_GRACE,
                              extra_arguments=["--HistoryManager.hist_file=:memory:"])
     try:
         executor.preprocess(nb, {"metadata": {"path": str(path.parent)}})

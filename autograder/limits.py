@@ -10,10 +10,12 @@ CASE_TIMEOUT = 10.0  # one case, unless its suite asks for another
 ENDLESS_RETRY = 2.0  # each remaining case of a step, once one case of it timed out
 STEP_BUDGET = 24.0  # all cases of one step together
 CELL_TIMEOUT = 30  # any one cell of the notebook (nbgrader's Execute.timeout)
+ENDLESS_CELL_RETRY = 10.0  # each later ordinary cell, once one cell of the notebook timed out
 INTERRUPT_GRACE = 3.0  # how long an interrupted kernel gets to answer before it is restarted
 SUBMISSION_TIMEOUT = 300  # one notebook, start to end
 
 assert CASE_TIMEOUT < STEP_BUDGET < CELL_TIMEOUT < SUBMISSION_TIMEOUT
+assert ENDLESS_CELL_RETRY < CELL_TIMEOUT
 
 MEMORY_LIMIT = 6 * 1024**3  # address space of the student's kernel (bytes)
 MAX_PROCESSES = 128  # processes and threads the sandbox may hold at once

@@ -133,6 +133,18 @@ def test_a_kernel_that_ignores_interrupts_costs_only_its_own_step(tmp_path):
     assert points(judged, "cosine_similarity") == STEPS["cosine_similarity"].points
 
 
+def test_once_a_cell_timed_out_the_later_ordinary_cells_get_the_shorter_limit(tmp_path):
+    """Code that hung once hangs in every cell that calls it: the first such cell gets the
+    whole cell timeout, the later ones `endless_cell_timeout`, and the steps are still judged."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_SOFTMAX, program("hang"), "hang()", "hang()", "print([round(s, 1) for s in ran_for])",
+        ("grade", "softmax")]), timeout=6, endless_cell_timeout=1)
+    printed = "".join(o.get("text", "") for o in judged.notebook.cells[4].outputs)
+    first, second = json.loads(printed)
+    assert first > 4 and second < 3, printed  # about 6 s, then about 1 s
+    assert 0 < points(judged, "softmax") < STEPS["softmax"].points
+
+
 def test_one_notebook_is_graded_by_pytest_through_the_judge(tmp_path):
     path = notebook(tmp_path / "nb.ipynb", [WRONG_SOFTMAX, ("grade", "softmax")])
     report = tmp_path / "report.json"
