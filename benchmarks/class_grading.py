@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS
-from coursekit import autograde, catalogue, classroom, grading, grading_task, samples
+from coursekit import catalogue, classroom, grading, grading_task, samples
+from coursekit.cluster import default_workers
 from coursekit.paths import SOURCE, interpreter_bin, with_interpreter_on_path
 
 BIN = Path(interpreter_bin())
@@ -108,7 +109,7 @@ def main(argv=None):
     parser.add_argument("--assignments", nargs="+", choices=ASSIGNMENTS, metavar="ASSIGNMENT",
                         default=[a for a in ASSIGNMENTS if (SOURCE / a).is_dir()],
                         help=f"any of {', '.join(ASSIGNMENTS)}")
-    parser.add_argument("--workers", type=int, default=autograde.default_workers())
+    parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--out", help="append the results to this markdown file")
     parser.add_argument("--keep", help="build the course directories here and keep them")
     args = parser.parse_args(argv)

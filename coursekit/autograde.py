@@ -25,7 +25,7 @@ The engine: an embedded `LocalCluster` of `--workers` processes (default: the ma
 one thread each, or an existing cluster (`--scheduler tcp://host:8786`: `dask scheduler` on one
 machine, `dask worker tcp://host:8786 --nthreads 1` on each machine with this package
 installed). A worker lost mid-task: the scheduler gives its submissions to another worker, up
-to `ALLOWED_FAILURES` times for one submission (set on the embedded cluster; for your own
+to `cluster.ALLOWED_FAILURES` times for one submission (set on the embedded cluster; for your own
 scheduler: DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES).
 
 Resuming: after the gradebook has recorded a submission, a marker holding the hash of the
@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursekit import grading
-from coursekit.grading_task import describe, judge_submission, warm_up
+from coursekit.cluster import StartingCluster
+from coursekit.grading_task import describe, judge_submission
 from coursekit.paths import with_interpreter_on_path
 
-ALLOWED_FAILURES = 2  # a submission whose worker died this many times is given up as failing
 TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
 MAX_SUBMISSION_BYTES = 64 * 1024**2  # a submission folder larger than this is not shipped
 MARKERS = Path(".coursekit") / "graded"
@@ -336,41 +336,6 @@ class Driver:
                 return set()
 
 
-def default_workers():
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
-class Cluster:
-    """A Dask client: on an embedded LocalCluster, or on the scheduler at `address`."""
-
-    def __init__(self, workers=None, address=None):
-        import dask
-        from distributed import Client, LocalCluster
-
-        self.cluster = None
-        if address:
-            self.client = Client(address, timeout="30s")
-        else:
-            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                                  "distributed.worker.daemon": False}):
-                self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                                            processes=True, memory_limit=0, dashboard_address=None,
-                                            silence_logs=logging.ERROR)
-            self.client = Client(self.cluster)
-        self.warming = [self.client.submit(warm_up, pure=False, workers=[address], allow_other_workers=False,
-                                           key=f"warm-up-{address}-{time.time_ns()}")
-                        for address in self.client.scheduler_info(n_workers=-1).get("workers", {})]
-
-    @property
-    def workers(self):
-        return len(self.client.scheduler_info(n_workers=-1).get("workers", {}))
-
-    def close(self):
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-
-
 def _unmarked(course_dir, assignment, students):
     """A guess made before nbgrader starts (the driver decides): does a submission under
     submitted/ lack a marker that matches it?"""
@@ -385,46 +350,6 @@ def _unmarked(course_dir, assignment, students):
         if not folder.is_dir() or marker.get("hash") != submission_hash(folder):
             return True
     return False
-
-
-class StartingCluster:
-    """A `Cluster` started in a thread: `get()` waits for it, `discard()` closes it."""
-
-    def __init__(self, workers, address):
-        import threading
-
-        self.cluster, self.error = None, None
-        self.thread = threading.Thread(target=self._start, args=(workers, address), name="start-cluster",
-                                       daemon=True)
-        self.thread.start()
-
-    def _start(self, workers, address):
-        try:
-            self.cluster = Cluster(workers, address)
-        except BaseException as error:  # noqa: BLE001 - raised again by get()
-            self.error = error
-
-    def get(self):
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.cluster
-
-    def discard(self, later):
-        """Close the cluster, in a thread that is returned if `later` (its workers take seconds to stop)."""
-        import threading
-
-        def close():
-            self.thread.join()
-            if self.cluster is not None:
-                self.cluster.close()
-
-        if not later:
-            close()
-            return None
-        closing = threading.Thread(target=close, name="close-cluster")
-        closing.start()
-        return closing
 
 
 def _progress(total, enabled, desc):

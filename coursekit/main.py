@@ -16,7 +16,8 @@ import sys
 import time
 
 from autograder.steps import ASSIGNMENTS
-from coursekit import autograde, catalogue, classroom, exports, grading, samples
+from coursekit import catalogue, classroom, exports, grading, samples
+from coursekit.cluster import Cluster
 from coursekit.paths import ROOT, released_notebook
 
 
@@ -56,7 +57,7 @@ def main(argv=None):
     start = time.perf_counter()
     course = grading.prepare(args.course_dir)
     print(f"course directory: {course}")
-    cluster = autograde.Cluster(args.workers)
+    cluster = Cluster(args.workers)
     try:
         all_results = _grade(course, args.assignments, cluster)
     finally:

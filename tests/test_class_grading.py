@@ -34,6 +34,7 @@ from processes import free_port, stop_groups
 
 from autograder.steps import steps_of
 from coursekit import autograde, catalogue, classroom, exports, grading, samples
+from coursekit.cluster import Cluster
 from coursekit.paths import interpreter_bin, with_interpreter_on_path
 
 A = "01_simplified_self_attention"
@@ -63,7 +64,7 @@ def copy_course(template, tmp_path, name):
 
 @pytest.fixture(scope="module")
 def cluster():
-    cluster = autograde.Cluster(workers=2)
+    cluster = Cluster(workers=2)
     yield cluster
     cluster.close()
 
