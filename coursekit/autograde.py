@@ -42,6 +42,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -213,16 +214,21 @@ def _make_converter_class():
                     "resources": resources, "files": files}
 
         def save(self, student, judged):
-            """Part C: the judged notebooks into autograded/, then the driver's preprocessors."""
+            """Part C: the driver's preprocessors on each judged notebook, whose result goes into
+            autograded/. As in nbgrader, only that result lands there: a notebook in autograded/
+            that ran is one whose grades are recorded (`Driver.graded_by_nbgrader`)."""
             self._phase, self._sanitizing = "save", False
             try:
                 self._init_preprocessors()
-                for name, text in judged.items():
-                    path = os.path.join(self.dest(student), f"{name}.ipynb")
-                    if os.path.exists(path):
-                        os.remove(path)
-                    Path(path).write_text(text, encoding="utf-8")
-                    BaseConverter.convert_single_notebook(self, path)
+                with tempfile.TemporaryDirectory(prefix="coursekit-judged-") as tmp:
+                    for name, text in judged.items():
+                        judged_path = Path(tmp) / f"{name}.ipynb"
+                        judged_path.write_text(text, encoding="utf-8")
+                        # what nbgrader's convert_single_notebook does, reading from judged_path
+                        resources = self.init_single_notebook_resources(os.path.join(self.dest(student),
+                                                                                     judged_path.name))
+                        output, resources = self.exporter.from_filename(str(judged_path), resources=resources)
+                        self.write_single_notebook(output, resources)
                 self.set_permissions(self.coursedir.assignment_id, student)
                 self.run_post_convert_hook()
             finally:

@@ -13,7 +13,8 @@ course directory:
 - a run stopped after k recorded submissions (as if the driver was killed) is finished by a
   second run that grades only the rest and leaves the first k as they were;
 - after `nbgrader autograde`, the command grades only what nbgrader left undone: a notebook it
-  was killed in the middle of, a submission newer than its grading, the one it failed;
+  was killed in the middle of, a submission newer than its grading, the one it failed; and a
+  driver killed while it recorded grades leaves that submission to be graded again;
 - the console script exits non-zero and names a submission that is not JSON, and why;
 - `coursekit export`'s three CSVs agree with the gradebook (Canvas's columns included).
 
@@ -309,6 +310,26 @@ def test_the_command_finishes_what_nbgrader_autograde_started(plain_run, local_r
     assert (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes() == kept
     assert gradebook(course) == gradebook(local_run[0])
     assert grading.step_scores(course)[(killed, A)] == grading.step_scores(local_run[0])[(killed, A)]
+
+
+def test_a_driver_killed_while_recording_grades_leaves_the_submission_to_grade_again(
+        submitted, cluster, tmp_path, monkeypatch):
+    """Killed inside SaveAutoGrades: nothing in autograded/ may look graded, marker or not."""
+    from nbgrader.preprocessors import SaveAutoGrades
+
+    course = copy_course(submitted, tmp_path, "course")
+    save = SaveAutoGrades.preprocess
+
+    def killed(self, nb, resources):
+        raise KeyboardInterrupt("the driver was killed while recording grades")
+
+    monkeypatch.setattr(SaveAutoGrades, "preprocess", killed)
+    with pytest.raises(KeyboardInterrupt):
+        autograde.autograde(course, A, students=["reference"], cluster=cluster, progress=False)
+    monkeypatch.setattr(SaveAutoGrades, "preprocess", save)
+    again = autograde.autograde(course, A, students=["reference"], cluster=cluster, progress=False)
+    assert [o.student for o in again.outcomes if o.ok] == ["reference"] and not again.skipped
+    assert grading.step_scores(course)[("reference", A)] == {s.name: s.points for s in steps_of(A)}
 
 
 def test_the_command_names_a_submission_it_cannot_grade(submitted, tmp_path):
