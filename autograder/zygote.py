@@ -150,8 +150,12 @@ def warm_up():
     import IPython  # noqa: F401
     import matplotlib.pyplot  # noqa: F401
     import numpy  # noqa: F401
-    import torch  # noqa: F401
+    import torch
     import torch.nn.functional  # noqa: F401
+
+    # A process's first optimiser imports torch._dynamo, a second of imports (assignment 02
+    # trains layers); done here once, it is done for every kernel forked from here.
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
 
 
 def serve():
