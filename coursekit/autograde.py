@@ -253,7 +253,6 @@ class Driver:
 
         self.course_dir = Path(course_dir).resolve()
         self.assignment = assignment
-        os.environ.update(with_interpreter_on_path(os.environ))
         self._cwd = os.getcwd()
         os.chdir(self.course_dir)
         try:
@@ -286,6 +285,14 @@ class Driver:
     def marker_path(root, assignment, student):
         return Path(root) / MARKERS / assignment / f"{student}.json"
 
+    @staticmethod
+    def read_marker(root, assignment, student):
+        """The student's marker ({"hash", "notebooks", "graded_at"}), or None if there is none to read."""
+        try:
+            return json.loads(Driver.marker_path(root, assignment, student).read_text())
+        except (OSError, ValueError):
+            return None
+
     def marker(self, student):
         return self.marker_path(self.root, self.assignment, student)
 
@@ -297,9 +304,8 @@ class Driver:
         command (its marker) or, without a marker, by `nbgrader autograde`."""
         if student not in recorded:
             return False
-        try:
-            marker = json.loads(self.marker(student).read_text())
-        except (OSError, ValueError):
+        marker = self.read_marker(self.root, self.assignment, student)
+        if marker is None:
             return self.graded_by_nbgrader(student)
         if marker.get("hash") != submission_hash(self.submitted_folder(student)):
             return False
@@ -349,11 +355,8 @@ def _unmarked(course_dir, assignment, students):
     folders = ([root / "submitted" / s / assignment for s in students] if students
                else sorted((root / "submitted").glob(f"*/{assignment}")))
     for folder in folders:
-        try:
-            marker = json.loads(Driver.marker_path(root, assignment, folder.parent.name).read_text())
-        except (OSError, ValueError):
-            return True
-        if not folder.is_dir() or marker.get("hash") != submission_hash(folder):
+        marker = Driver.read_marker(root, assignment, folder.parent.name)
+        if marker is None or not folder.is_dir() or marker.get("hash") != submission_hash(folder):
             return True
     return False
 
@@ -378,8 +381,9 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
 
     start = time.perf_counter()
     warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy's session notes, as in nbgrader
-    # Where there is work, the workers start and warm up (seconds of imports) while the driver
-    # starts nbgrader; they inherit the environment, so the interpreter goes first on PATH now.
+    # The interpreter goes first on PATH: nbgrader runs `alembic` by name when it creates a
+    # gradebook, and the workers, which start here while the driver starts nbgrader (where there
+    # is work), inherit this environment.
     os.environ.update(with_interpreter_on_path(os.environ))
     likely = cluster is None and (force or _unmarked(course_dir, assignment, students))
     starting = StartingCluster(workers, scheduler) if likely else None
