@@ -134,7 +134,10 @@ class JudgedExecute(Execute):
             channel.client.wait_for_ready(timeout=self.startup_timeout)
             for cell in self.nb.cells[:upto]:
                 if cell.cell_type == "code" and not graded_step(cell):
-                    channel._execute(cell.source, self.timeout or CELL_TIMEOUT)
+                    # Replayed cells get the limits the notebook's own run gave them: a cell that
+                    # hung there hangs here, and costs the shorter limit once one cell has timed out.
+                    if not channel._execute(cell.source, self._get_timeout(cell) or CELL_TIMEOUT):
+                        self._cell_timed_out = True
         except (KernelStuck, RuntimeError):
             pass  # what did not replay costs the later steps that needed it
         self._channel = channel

@@ -145,6 +145,19 @@ def test_once_a_cell_timed_out_the_later_ordinary_cells_get_the_shorter_limit(tm
     assert 0 < points(judged, "softmax") < STEPS["softmax"].points
 
 
+def test_a_replayed_notebook_keeps_the_shorter_limit_for_cells_that_hang(tmp_path):
+    """The kernel is restarted after a step that ignores interrupts, and the notebook's ordinary
+    cells are replayed: the cell that hung before gets `endless_cell_timeout` there too, not the
+    whole cell timeout again."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("hang"), "hang()", program("endless_dot_product"), ("grade", "dot_product"),
+        "print([round(s, 1) for s in ran_for])"]), timeout=6, endless_cell_timeout=1)
+    printed = "".join(o.get("text", "") for o in judged.notebook.cells[4].outputs)
+    (replayed,) = json.loads(printed)  # the restarted kernel ran hang() once, in the replay
+    assert replayed < 3, printed  # about 1 s, not 6
+    assert points(judged, "dot_product") == 0
+
+
 def test_one_notebook_is_graded_by_pytest_through_the_judge(tmp_path):
     path = notebook(tmp_path / "nb.ipynb", [WRONG_SOFTMAX, ("grade", "softmax")])
     report = tmp_path / "report.json"
