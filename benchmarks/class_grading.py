@@ -1,7 +1,7 @@
 """Grade a generated class with `coursekit autograde` and with plain `nbgrader autograde`.
 
     python benchmarks/class_grading.py [--students 40] [--assignments A ...] [--workers N]
-                                       [--out benchmarks/results.md] [--keep DIR]
+                                       [--cold] [--out benchmarks/results.md] [--keep DIR]
 
 For each assignment (01 to 05; by default every assignment with a source folder), a class of
 `--students` submissions built from the catalogues
@@ -10,11 +10,15 @@ catalogue's other correct styles), 30% mistakes, 10% broken (the untouched relea
 that is not JSON) and 20% hostile. One course directory is released and submitted, then copied
 twice; on the same machine, one after the other per assignment:
 
-1. `nbgrader autograde ASSIGNMENT`: nbgrader alone, one notebook after another;
+1. `nbgrader autograde ASSIGNMENT`: nbgrader alone, one notebook after another, with the course's
+   configuration: the same judge as the command, kernels forked from the same warm parent;
 2. `coursekit autograde ASSIGNMENT --workers N --timings FILE`: the command, as an instructor
-   runs it (its embedded Dask cluster is started by each run).
+   runs it (its embedded Dask cluster is started by each run);
+3. with `--cold`, also `nbgrader autograde ASSIGNMENT` with `AUTOGRADER_COLD_KERNELS=1`: nbgrader
+   as the issue found it, where every notebook's kernel is a new process that imports torch and
+   matplotlib itself (still sandboxed and judged, so its grades are comparable).
 
-Then it checks that the two gradebooks agree on every grade cell of every submission and fail
+Then it checks that the gradebooks agree on every grade cell of every submission and fail
 the same submissions, and reports the wall times, their ratio, and the command's time per
 notebook broken down (`coursekit.grading_task.TIMING_KEYS`: the worker's set-up, kernel start,
 the cells that start with an import, the student's other cells, judging, kernel shutdown, the
@@ -83,8 +87,8 @@ def autograded_students(course, assignment):
     return sorted(p.parent.name for p in (course / "autograded").glob(f"*/{assignment}") if any(p.glob("*.ipynb")))
 
 
-def run(command, cwd):
-    env = with_interpreter_on_path(os.environ)
+def run(command, cwd, **environment):
+    env = with_interpreter_on_path(os.environ) | environment
     start = time.perf_counter()
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     return time.perf_counter() - start, result
@@ -110,6 +114,8 @@ def main(argv=None):
                         default=[a for a in ASSIGNMENTS if (SOURCE / a).is_dir()],
                         help=f"any of {', '.join(ASSIGNMENTS)}")
     parser.add_argument("--workers", type=int, default=default_workers())
+    parser.add_argument("--cold", action="store_true",
+                        help="also time nbgrader autograde with a cold kernel per notebook")
     parser.add_argument("--out", help="append the results to this markdown file")
     parser.add_argument("--keep", help="build the course directories here and keep them")
     args = parser.parse_args(argv)
@@ -129,6 +135,7 @@ def main(argv=None):
             samples.write(nb, grading.submission_path(course, assignment, student))
     plain = Path(shutil.copytree(course, base / "nbgrader", symlinks=True))
     ours = Path(shutil.copytree(course, base / "coursekit", symlinks=True))
+    cold = Path(shutil.copytree(course, base / "nbgrader-cold", symlinks=True)) if args.cold else None
 
     rows, problems, timings = [], [], []
     load_before = os.getloadavg()
@@ -141,18 +148,27 @@ def main(argv=None):
                                    "--timings", str(timing_file)], ours)
         print(f"coursekit autograde: {ours_s:.1f} s (exit {ours_result.returncode})", flush=True)
         print(ours_result.stdout[-3000:], flush=True)
-        a, b = gradebook(plain, assignment), gradebook(ours, assignment)
-        differ = sorted({k[0] for k in set(a) | set(b) if a.get(k) != b.get(k)})
-        if differ:
-            problems.append(f"{assignment}: grades differ for {', '.join(differ)}")
-        graded_a, graded_b = autograded_students(plain, assignment), autograded_students(ours, assignment)
-        if graded_a != graded_b:
-            problems.append(f"{assignment}: nbgrader graded {len(graded_a)}, the command {len(graded_b)}: "
-                            f"{sorted(set(graded_a) ^ set(graded_b))}")
+        cold_s = None
+        if cold is not None:
+            cold_s, cold_result = run([sys.executable, "-m", "nbgrader", "autograde", assignment], cold,
+                                      AUTOGRADER_COLD_KERNELS="1")
+            print(f"nbgrader autograde, cold kernels: {cold_s:.1f} s (exit {cold_result.returncode})", flush=True)
+        graded_b = autograded_students(ours, assignment)
+        for name, other in (("nbgrader", plain), ("nbgrader with cold kernels", cold)):
+            if other is None:
+                continue
+            a, b = gradebook(other, assignment), gradebook(ours, assignment)
+            differ = sorted({k[0] for k in set(a) | set(b) if a.get(k) != b.get(k)})
+            if differ:
+                problems.append(f"{assignment}: {name} and the command grade differently: {', '.join(differ)}")
+            graded_a = autograded_students(other, assignment)
+            if graded_a != graded_b:
+                problems.append(f"{assignment}: {name} graded {len(graded_a)}, the command {len(graded_b)}: "
+                                f"{sorted(set(graded_a) ^ set(graded_b))}")
         outcomes = json.loads(timing_file.read_text()) if timing_file.exists() else []
         timings += [o for o in outcomes if o["ok"]]
         busy = sum(o["seconds"] for o in outcomes)  # the tasks' time on their workers
-        rows.append((assignment, sizes[assignment], busy, plain_s, ours_s, sizes[assignment] - len(graded_b)))
+        rows.append((assignment, sizes[assignment], busy, plain_s, ours_s, sizes[assignment] - len(graded_b), cold_s))
 
     total_plain, total_ours = sum(r[3] for r in rows), sum(r[4] for r in rows)
     total_n = sum(r[1] for r in rows)
@@ -168,17 +184,25 @@ def main(argv=None):
         f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load_before)}; after: "
         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}.\n",
         "| assignment | submissions | not gradable | nbgrader autograde (s) | coursekit autograde (s) | speed-up "
-        f"| tasks on the workers (s) | of the command's wall time, beyond the tasks / {args.workers} (s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for assignment, n, busy, plain_s, ours_s, failed in rows:
+        f"| tasks on the workers (s) | of the command's wall time, beyond the tasks / {args.workers} (s) |"
+        + (" nbgrader autograde, cold kernels (s) | speed-up over it |" if cold else ""),
+        "| --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if cold else "")]
+
+    def cold_cells(cold_s, ours_s):
+        return f" {cold_s:.1f} | {cold_s / ours_s:.2f}x |" if cold else ""
+
+    for assignment, n, busy, plain_s, ours_s, failed, cold_s in rows:
         lines.append(f"| {assignment} | {n} | {failed} | {plain_s:.1f} | {ours_s:.1f} | {plain_s / ours_s:.2f}x "
-                     f"| {busy:.1f} | {ours_s - busy / args.workers:.1f} |")
+                     f"| {busy:.1f} | {ours_s - busy / args.workers:.1f} |" + cold_cells(cold_s, ours_s))
     total_busy = sum(r[2] for r in rows)
+    total_cold = sum(r[6] or 0.0 for r in rows)
     lines.append(f"| all | {total_n} | {sum(r[5] for r in rows)} | {total_plain:.1f} | {total_ours:.1f} | "
-                 f"{total_plain / total_ours:.2f}x | {total_busy:.1f} | {total_ours - total_busy / args.workers:.1f} |")
+                 f"{total_plain / total_ours:.2f}x | {total_busy:.1f} | {total_ours - total_busy / args.workers:.1f} |"
+                 + cold_cells(total_cold, total_ours))
     lines += [
         "",
-        f"Per notebook: nbgrader {total_plain / total_n:.2f} s of wall time, the command "
+        f"Per notebook: nbgrader {total_plain / total_n:.2f} s of wall time"
+        + (f" ({total_cold / total_n:.2f} s with cold kernels)" if cold else "") + ", the command "
         f"{total_ours / total_n:.2f} s of wall time; one task took {task:.2f} s on its worker, on average "
         f"over the {len(timings)} graded notebooks:",
         "",
@@ -192,8 +216,8 @@ def main(argv=None):
              "save": "driver: nbgrader after execution (SaveAutoGrades, penalties, metadata)"}
     for key in keys:
         lines.append(f"| {names[key]} | {breakdown[key]:.3f} | {middle[key]:.3f} |")
-    lines += ["", "Agreement: " + ("every grade cell of every submission is the same in both gradebooks, and both "
-                                    "failed the same submissions." if not problems else "; ".join(problems))]
+    lines += ["", "Agreement: " + ("every grade cell of every submission is the same in every gradebook, and "
+                                    "each run failed the same submissions." if not problems else "; ".join(problems))]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
