@@ -142,6 +142,12 @@ def _monitor(job, argv, limits, env):
 
 
 def warm_up():
+    # A graded kernel has no use for ipykernel's debugger, and loading it (debugpy) costs each
+    # kernel 57 ms of its start; it cannot be loaded here instead, because it starts a thread and
+    # the zygote must stay single-threaded to fork. Without debugpy, ipykernel runs without it.
+    sys.modules["debugpy"] = None
+    import ipykernel.debugger  # noqa: F401 - now only its fallback, once for every kernel
+
     import matplotlib
 
     matplotlib.use("Agg")

@@ -158,6 +158,14 @@ def test_a_replayed_notebook_keeps_the_shorter_limit_for_cells_that_hang(tmp_pat
     assert points(judged, "dot_product") == 0
 
 
+@pytest.mark.skipif(not sandbox.available(), reason="kernels fork from the warm parent only in the sandbox")
+def test_graded_kernels_start_without_the_debugger(tmp_path):
+    """ipykernel loads debugpy (57 ms a kernel) unless it is missing; the warm parent hides it."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        "import sys\nprint(sys.modules.get('debugpy', 'absent'), 'pydevd' in sys.modules)"]))
+    assert "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs) == "None False\n"
+
+
 def test_one_notebook_is_graded_by_pytest_through_the_judge(tmp_path):
     path = notebook(tmp_path / "nb.ipynb", [WRONG_SOFTMAX, ("grade", "softmax")])
     report = tmp_path / "report.json"
