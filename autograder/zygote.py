@@ -147,7 +147,6 @@ def warm_up():
     # the zygote must stay single-threaded to fork. Without debugpy, ipykernel runs without it.
     sys.modules["debugpy"] = None
     import ipykernel.debugger  # noqa: F401 - now only its fallback, once for every kernel
-
     import matplotlib
 
     matplotlib.use("Agg")
