@@ -38,9 +38,12 @@ import time
 import warnings
 from pathlib import Path
 
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import Type
 
 from autograder import procfs
+from autograder.kernel_client import QuickStartClient
 from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
@@ -513,6 +516,7 @@ class SandboxKernelManager(AsyncKernelManager):
     sandbox = None
     use_bwrap = True
     warm = None  # a WarmParent to fork the kernel from, instead of starting it
+    client_factory = Type(QuickStartClient, klass=AsyncKernelClient)  # ready 0.2 s sooner
 
     async def _async_pre_start_kernel(self, **kw):
         self.transport = "ipc"
