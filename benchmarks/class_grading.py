@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from autograder.steps import ASSIGNMENTS
 from coursekit import catalogue, classroom, grading, grading_task, samples
@@ -45,6 +46,17 @@ from coursekit.paths import SOURCE, interpreter_bin, with_interpreter_on_path
 
 BIN = Path(interpreter_bin())
 MIX = (("correct", 0.4), ("mistake", 0.3), ("broken", 0.1), ("hostile", 0.2))
+
+
+class Row(NamedTuple):
+    """One assignment's result: wall times in seconds, `busy` the tasks' time on the workers."""
+    assignment: str
+    n: int
+    busy: float
+    plain_s: float
+    ours_s: float
+    failed: int
+    cold_s: float | None
 
 
 def build_class(release, assignment, size):
@@ -141,7 +153,8 @@ def main(argv=None):
     load_before = os.getloadavg()
     for assignment in args.assignments:
         print(f"\n== {assignment}: {sizes[assignment]} submissions", flush=True)
-        plain_s, plain_result = run([sys.executable, "-m", "nbgrader", "autograde", assignment], plain)
+        nbgrader_autograde = [sys.executable, "-m", "nbgrader", "autograde", assignment]
+        plain_s, plain_result = run(nbgrader_autograde, plain)
         print(f"nbgrader autograde: {plain_s:.1f} s (exit {plain_result.returncode})", flush=True)
         timing_file = base / f"timings-{assignment}.json"
         ours_s, ours_result = run([str(BIN / "coursekit"), "autograde", assignment, "--workers", str(args.workers),
@@ -150,8 +163,7 @@ def main(argv=None):
         print(ours_result.stdout[-3000:], flush=True)
         cold_s = None
         if cold is not None:
-            cold_s, cold_result = run([sys.executable, "-m", "nbgrader", "autograde", assignment], cold,
-                                      AUTOGRADER_COLD_KERNELS="1")
+            cold_s, cold_result = run(nbgrader_autograde, cold, AUTOGRADER_COLD_KERNELS="1")
             print(f"nbgrader autograde, cold kernels: {cold_s:.1f} s (exit {cold_result.returncode})", flush=True)
         graded_b = autograded_students(ours, assignment)
         for name, other in (("nbgrader", plain), ("nbgrader with cold kernels", cold)):
@@ -168,10 +180,10 @@ def main(argv=None):
         outcomes = json.loads(timing_file.read_text()) if timing_file.exists() else []
         timings += [o for o in outcomes if o["ok"]]
         busy = sum(o["seconds"] for o in outcomes)  # the tasks' time on their workers
-        rows.append((assignment, sizes[assignment], busy, plain_s, ours_s, sizes[assignment] - len(graded_b), cold_s))
+        rows.append(Row(assignment, sizes[assignment], busy, plain_s, ours_s, sizes[assignment] - len(graded_b), cold_s))
 
-    total_plain, total_ours = sum(r[3] for r in rows), sum(r[4] for r in rows)
-    total_n = sum(r[1] for r in rows)
+    total_plain, total_ours = sum(r.plain_s for r in rows), sum(r.ours_s for r in rows)
+    total_n = sum(r.n for r in rows)
     keys = [*grading_task.TIMING_KEYS, "prepare", "save"]
     breakdown = {k: mean(o["timings"].get(k, 0.0) for o in timings) for k in keys}
     middle = {k: median(o["timings"].get(k, 0.0) for o in timings) for k in keys}
@@ -194,9 +206,9 @@ def main(argv=None):
     for assignment, n, busy, plain_s, ours_s, failed, cold_s in rows:
         lines.append(f"| {assignment} | {n} | {failed} | {plain_s:.1f} | {ours_s:.1f} | {plain_s / ours_s:.2f}x "
                      f"| {busy:.1f} | {ours_s - busy / args.workers:.1f} |" + cold_cells(cold_s, ours_s))
-    total_busy = sum(r[2] for r in rows)
-    total_cold = sum(r[6] or 0.0 for r in rows)
-    lines.append(f"| all | {total_n} | {sum(r[5] for r in rows)} | {total_plain:.1f} | {total_ours:.1f} | "
+    total_busy = sum(r.busy for r in rows)
+    total_cold = sum(r.cold_s or 0.0 for r in rows)
+    lines.append(f"| all | {total_n} | {sum(r.failed for r in rows)} | {total_plain:.1f} | {total_ours:.1f} | "
                  f"{total_plain / total_ours:.2f}x | {total_busy:.1f} | {total_ours - total_busy / args.workers:.1f} |"
                  + cold_cells(total_cold, total_ours))
     lines += [
