@@ -88,3 +88,29 @@ def test_a_dead_kernel_is_reported_not_waited_on():
 def test_a_kernel_that_never_connects_iopub_times_out():
     with pytest.raises(RuntimeError, match="didn't respond"):
         ready(ScriptedKernel(lambda r: []), timeout=0.5)
+
+
+def test_a_refused_connection_is_tried_again_within_milliseconds(tmp_path):
+    """The client connects before the forked kernel has bound its sockets: ZeroMQ must not wait its
+    default 100 ms before it tries again. Nothing listens at the address here."""
+    import zmq
+    from zmq.utils.monitor import parse_monitor_message
+
+    from autograder.kernel_client import RECONNECT_INTERVAL_MS
+
+    client = QuickStartClient(transport="ipc", ip=str(tmp_path / "kernel"), shell_port=1)
+
+    async def first_retry():
+        socket = client.connect_shell()
+        monitor = socket.get_monitor_socket(zmq.EVENT_CONNECT_RETRIED)
+        try:
+            return parse_monitor_message(await asyncio.wait_for(monitor.recv_multipart(), timeout=10))
+        finally:
+            socket.disable_monitor()
+            monitor.close(linger=0)
+            socket.close(linger=0)
+
+    event = asyncio.run(first_retry())
+    assert event["event"] == zmq.EVENT_CONNECT_RETRIED
+    # the milliseconds until the next try: the interval, plus a random part of it (ZeroMQ's jitter)
+    assert RECONNECT_INTERVAL_MS <= int(event["value"]) < 2 * RECONNECT_INTERVAL_MS
