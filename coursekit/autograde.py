@@ -51,6 +51,7 @@ from pathlib import Path
 from coursekit import grading
 from coursekit.cluster import StartingCluster
 from coursekit.grading_task import describe, judge_submission
+from coursekit.lean_driver import lean_nbgrader
 from coursekit.paths import with_interpreter_on_path
 
 TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
@@ -254,6 +255,8 @@ class Driver:
         self.course_dir = Path(course_dir).resolve()
         self.assignment = assignment
         self._cwd = os.getcwd()
+        self._lean = lean_nbgrader()  # nbgrader's per-submission costs, paid once (lean_driver.py)
+        self._lean.__enter__()
         os.chdir(self.course_dir)
         try:
             self.app = AutogradeApp()
@@ -274,11 +277,14 @@ class Driver:
             else:
                 self.setup_problem = ""
         except BaseException:
-            os.chdir(self._cwd)
+            self.close()
             raise
 
     def close(self):
         os.chdir(self._cwd)
+        if self._lean is not None:
+            self._lean.__exit__(None, None, None)
+            self._lean = None
 
     # markers
     @staticmethod
