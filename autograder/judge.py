@@ -16,6 +16,7 @@ code a kernel ever receives is that of a step's dependencies, once their own ver
 """
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE
 from autograder.reference import reference_source
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
+
+TRAINS = re.compile(r"\boptim\b")
 
 
 def format_report(result, max_points):
@@ -66,6 +69,13 @@ def graded_outputs(result, max_points):
     return [report, value]
 
 
+def trains(nb):
+    """True if a code cell names an optimiser module (`torch.optim`, `from torch import optim`):
+    the warm parent builds a first optimiser for such notebooks. A notebook it misses only pays
+    for its own first optimiser (a second)."""
+    return any(cell.cell_type == "code" and TRAINS.search(cell.source) for cell in nb.cells)
+
+
 class JudgedExecute(Execute):
     """nbgrader's Execute: ordinary cells in a sandboxed kernel, graded cells judged here."""
 
@@ -85,6 +95,11 @@ class JudgedExecute(Execute):
         self.step_results = {}
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
         self._warm = sandbox.warm_parent()
+        if self._warm is not None and trains(nb):
+            try:
+                self._warm.warm("optimiser")
+            except RuntimeError:
+                pass  # each kernel builds its first optimiser itself
         self._box = sandbox.SandboxedKernel(folder).open(self._warm)
         self._channel = None
         try:

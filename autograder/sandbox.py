@@ -439,6 +439,7 @@ class WarmParent:
             self.close()
             raise RuntimeError(f"the warm parent did not start: {ready!r}")
         self.host_pid = self._zygote_pid()
+        self.warmed = set()
 
     def _zygote_pid(self):
         """The warm parent's own process (under bubblewrap's), as this machine numbers it."""
@@ -461,6 +462,17 @@ class WarmParent:
             if pid != self.host_pid:
                 todo += procfs.children(pid)
         return pids
+
+    def warm(self, name):
+        """Have the warm parent do the extra warm-up `name` (`zygote.EXTRA_WARM_UPS`), once."""
+        if name in self.warmed:
+            return
+        self.process.stdin.write(json.dumps({"warm": name}) + "\n")
+        self.process.stdin.flush()
+        reply = json.loads(self.process.stdout.readline() or "{}")
+        if reply.get("warmed") != name:
+            raise RuntimeError(f"the warm parent did not warm up {name}: {reply.get('error', 'no answer')}")
+        self.warmed.add(name)
 
     def spawn(self, job, argv, env=None):
         """Fork a kernel for the job folder `job`; its monitor as a HostProcess."""

@@ -3,9 +3,10 @@ submission, each in a fresh sandbox of its own.
 
 This program runs inside a bubblewrap sandbox (started by `sandbox.WarmKernels`): no network,
 the system and Python read-only, and one folder of jobs. It imports numpy, torch, matplotlib and
-ipykernel, then serves requests on stdin, one JSON line each: {"job": folder, "argv": [...],
-"env": {...}}.
-For each it forks a *monitor* that, before any student code exists:
+ipykernel, then serves requests on stdin, one JSON line each: {"warm": name} runs one of
+`EXTRA_WARM_UPS` here, for the notebooks that need it; {"job": folder, "argv": [...],
+"env": {...}} forks a kernel. For each job it forks a *monitor* that, before any student code
+exists:
 
 1. enters new user, mount, PID, IPC and UTS namespaces;
 2. mounts a fresh /tmp over everything under /tmp, the other jobs included, and binds back
@@ -156,13 +157,13 @@ def warm_up():
     import IPython  # noqa: F401
     import matplotlib.pyplot  # noqa: F401
     import numpy  # noqa: F401
-    import torch
+    import torch  # noqa: F401
     import torch.nn.functional  # noqa: F401
 
-    # A process's first optimiser imports torch._dynamo, a second of imports (assignment 02
-    # trains layers); done here once, it is done for every kernel forked from here.
-    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+    _freeze()
 
+
+def _freeze():
     # What is imported here lives as long as the zygote, 350,000 objects: frozen, no kernel's
     # garbage collector walks them. A kernel's full collection took 0.17 s, which fell in
     # whichever cell was running, as it wrote to the page of every object it visited and so made
@@ -171,12 +172,33 @@ def warm_up():
     gc.freeze()
 
 
+def _first_optimiser():
+    # A process's first optimiser imports torch._dynamo, a second of imports (assignment 02 trains
+    # layers); done here once, it is done for every kernel forked afterwards.
+    import torch
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
+# What only some notebooks need, done on request ({"warm": name}) before the first of them.
+EXTRA_WARM_UPS = {"optimiser": _first_optimiser}
+
+
 def serve():
     warm_up()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors are reaped as they end
     print("READY", flush=True)
     for line in sys.stdin:
         request = json.loads(line)
+        if "warm" in request:
+            try:
+                EXTRA_WARM_UPS[request["warm"]]()
+            except Exception as error:  # noqa: BLE001 - the kernels will do it themselves
+                print(json.dumps({"error": f"{type(error).__name__}: {error}"}), flush=True)
+                continue
+            _freeze()
+            print(json.dumps({"warmed": request["warm"]}), flush=True)
+            continue
         if len(os.listdir("/proc/self/task")) != 1:
             print(json.dumps({"error": "the zygote has threads; it cannot fork safely"}), flush=True)
             continue

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from autograder import sandbox
-from autograder.judge import judge_notebook
+from autograder.judge import judge_notebook, trains
 from autograder.reference import reference_source
 from autograder.steps import STEPS, grade_id
 
@@ -173,6 +173,32 @@ def test_graded_kernels_leave_what_the_warm_parent_imported_to_it(tmp_path):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         "import gc\nprint(gc.get_freeze_count() > 100_000, len(gc.get_objects()) < 50_000)"]))
     assert "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs) == "True True\n"
+
+
+def test_notebooks_that_train_are_recognised():
+    def nb(*sources):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+
+    assert trains(nb("x = 1", "opt = torch.optim.Adam(model.parameters())"))
+    assert trains(nb("from torch import optim"))
+    assert not trains(nb("x = 1", "optimal = optimiser = 2"))
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="kernels fork from the warm parent only in the sandbox")
+def test_a_notebook_that_trains_finds_its_first_optimiser_built_by_the_warm_parent(tmp_path):
+    """A process's first optimiser imports torch._dynamo (a second); the warm parent does that
+    once, on the first request of a notebook that trains, and not for the others."""
+    parent = sandbox.WarmParent()
+    try:
+        with pytest.raises(RuntimeError, match="nonsense"):
+            parent.warm("nonsense")
+        parent.warm("optimiser")
+        assert parent.warmed == {"optimiser"} and parent.alive()
+    finally:
+        parent.close()
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        "import sys\nprint('torch._dynamo' in sys.modules)", "import torch.optim"]))
+    assert "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs) == "True\n"
 
 
 def test_one_notebook_is_graded_by_pytest_through_the_judge(tmp_path):
