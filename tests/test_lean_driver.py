@@ -48,6 +48,18 @@ def test_every_gradebook_of_a_run_shares_one_engine(tmp_path):
         assert after.find_student("ada").id == "ada"
 
 
+def test_a_block_inside_another_leaves_nbgrader_as_the_outer_one_found_it():
+    import nbgrader.api
+
+    original = nbgrader.api.create_engine
+    with lean_nbgrader():
+        patched = nbgrader.api.create_engine
+        with lean_nbgrader():
+            assert nbgrader.api.create_engine is patched
+        assert nbgrader.api.create_engine is patched
+    assert nbgrader.api.create_engine is original
+
+
 def test_the_metadata_schema_is_checked_once_and_every_cell_against_it(monkeypatch):
     checks = []
     validator_class = jsonschema.validators.validator_for(MetadataValidator().schema)
