@@ -518,6 +518,14 @@ def warm_parent():
     return _warm
 
 
+def close_warm_parent():
+    """Stop this process's warm parent now, if it has one (it is also stopped at exit)."""
+    global _warm
+    if _warm is not None:
+        _warm.close()
+        _warm = None
+
+
 class SandboxKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel runs inside `bwrap_command`, talking over IPC sockets.
 

@@ -253,6 +253,12 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     assert autograded(course) == autograded(local_run[0])
 
 
+def test_the_workers_exit_without_tearing_their_interpreter_down(cluster):
+    """`coursekit/quick_exit.py`; what the plugin does at a worker's end: tests/test_quick_exit.py."""
+    plugins = cluster.client.run(lambda dask_worker: sorted(dask_worker.plugins))
+    assert plugins and all("coursekit-quick-exit" in names for names in plugins.values()), plugins
+
+
 def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, cluster, tmp_path, monkeypatch):
     course = copy_course(submitted, tmp_path, "course")
     first = autograde.autograde(course, A, cluster=cluster, progress=False, stop_after=2)
