@@ -463,23 +463,24 @@ class WarmParent:
                 todo += procfs.children(pid)
         return pids
 
+    def _ask(self, request):
+        """One request to the warm parent (a JSON line on its stdin), and its reply."""
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline() or "{}")
+
     def warm(self, name):
         """Have the warm parent do the extra warm-up `name` (`zygote.EXTRA_WARM_UPS`), once."""
         if name in self.warmed:
             return
-        self.process.stdin.write(json.dumps({"warm": name}) + "\n")
-        self.process.stdin.flush()
-        reply = json.loads(self.process.stdout.readline() or "{}")
+        reply = self._ask({"warm": name})
         if reply.get("warmed") != name:
             raise RuntimeError(f"the warm parent did not warm up {name}: {reply.get('error', 'no answer')}")
         self.warmed.add(name)
 
     def spawn(self, job, argv, env=None):
         """Fork a kernel for the job folder `job`; its monitor as a HostProcess."""
-        request = {"job": str(job), "argv": list(argv), "env": dict(env or {})}
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        reply = json.loads(self.process.stdout.readline() or "{}")
+        reply = self._ask({"job": str(job), "argv": list(argv), "env": dict(env or {})})
         if "pid" not in reply:
             raise RuntimeError(f"the warm parent could not fork a kernel: {reply.get('error', 'no answer')}")
         for _ in range(200):  # the monitor shows up under the warm parent

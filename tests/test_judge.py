@@ -71,6 +71,11 @@ def _owner(pid):
         return None
 
 
+def printed(judged, index):
+    """What cell `index` of a judged notebook printed."""
+    return "".join(o.get("text", "") for o in judged.notebook.cells[index].outputs)
+
+
 def points(judged, step):
     return judged.steps[step].points(STEPS[step].points)
 
@@ -99,7 +104,7 @@ def test_the_sandbox_hides_the_course_and_the_network_and_nothing_outlives_it(tm
         "write": [str(tmp_path / "planted")]}))
     judged = judge_notebook(notebook(folder / "probe.ipynb", [program("sandbox_probe")]))
     assert judged.problem == ""
-    text = "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs)
+    text = printed(judged, 0)
     found = json.loads(text.split("PROBE", 1)[1])
     assert {str(tmp_path / "secret.txt"), str(tmp_path / "planted"), "/etc/shadow"} <= found.keys(), found
     assert found["network"] in ("ConnectionRefusedError", "OSError", "TimeoutError"), found
@@ -139,9 +144,9 @@ def test_once_a_cell_timed_out_the_later_ordinary_cells_get_the_shorter_limit(tm
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         WRONG_SOFTMAX, program("hang"), "hang()", "hang()", "print([round(s, 1) for s in ran_for])",
         ("grade", "softmax")]), timeout=6, endless_cell_timeout=1)
-    printed = "".join(o.get("text", "") for o in judged.notebook.cells[4].outputs)
-    first, second = json.loads(printed)
-    assert first > 4 and second < 3, printed  # about 6 s, then about 1 s
+    seconds = printed(judged, 4)
+    first, second = json.loads(seconds)
+    assert first > 4 and second < 3, seconds  # about 6 s, then about 1 s
     assert 0 < points(judged, "softmax") < STEPS["softmax"].points
 
 
@@ -152,9 +157,9 @@ def test_a_replayed_notebook_keeps_the_shorter_limit_for_cells_that_hang(tmp_pat
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         program("hang"), "hang()", program("endless_dot_product"), ("grade", "dot_product"),
         "print([round(s, 1) for s in ran_for])"]), timeout=6, endless_cell_timeout=1)
-    printed = "".join(o.get("text", "") for o in judged.notebook.cells[4].outputs)
-    (replayed,) = json.loads(printed)  # the restarted kernel ran hang() once, in the replay
-    assert replayed < 3, printed  # about 1 s, not 6
+    seconds = printed(judged, 4)
+    (replayed,) = json.loads(seconds)  # the restarted kernel ran hang() once, in the replay
+    assert replayed < 3, seconds  # about 1 s, not 6
     assert points(judged, "dot_product") == 0
 
 
@@ -163,7 +168,7 @@ def test_graded_kernels_start_without_the_debugger(tmp_path):
     """ipykernel loads debugpy (57 ms a kernel) unless it is missing; the warm parent hides it."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         "import sys\nprint(sys.modules.get('debugpy', 'absent'), 'pydevd' in sys.modules)"]))
-    assert "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs) == "None False\n"
+    assert printed(judged, 0) == "None False\n"
 
 
 @pytest.mark.skipif(not sandbox.available(), reason="kernels fork from the warm parent only in the sandbox")
@@ -172,7 +177,7 @@ def test_graded_kernels_leave_what_the_warm_parent_imported_to_it(tmp_path):
     a kernel's full garbage collection walks only its own (0.17 s a kernel otherwise)."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         "import gc\nprint(gc.get_freeze_count() > 100_000, len(gc.get_objects()) < 50_000)"]))
-    assert "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs) == "True True\n"
+    assert printed(judged, 0) == "True True\n"
 
 
 def test_notebooks_that_train_are_recognised():
@@ -198,7 +203,7 @@ def test_a_notebook_that_trains_finds_its_first_optimiser_built_by_the_warm_pare
         parent.close()
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         "import sys\nprint('torch._dynamo' in sys.modules)", "import torch.optim"]))
-    assert "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs) == "True\n"
+    assert printed(judged, 0) == "True\n"
 
 
 def test_one_notebook_is_graded_by_pytest_through_the_judge(tmp_path):
@@ -232,6 +237,6 @@ def test_a_fork_bomb_stops_at_the_process_cap_and_dies_with_its_kernel(tmp_path)
     from autograder.limits import MAX_PROCESSES
 
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("fork_bomb")]))
-    text = "".join(o.get("text", "") for o in judged.notebook.cells[0].outputs)
+    text = printed(judged, 0)
     assert 0 < int(text.split("STARTED")[1]) < MAX_PROCESSES, text
     assert processes_left() == []

@@ -20,4 +20,3 @@ def test_a_closing_worker_stops_its_warm_parent_and_skips_the_teardown(tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]  # its own exit, before sys.exit(3) went further
     assert not handler_ran.exists()  # no exit handler registered before it ran
     assert folder.read_text() and not Path(folder.read_text()).exists()  # the warm parent is gone
-
