@@ -130,15 +130,36 @@ def _describe_error(step, error):
     if name == "NotImplementedError":
         return f"`{step}` is not implemented yet (it still raises NotImplementedError)."
     if isinstance(error, MemoryError) or name in ("MemoryError", "OutOfMemoryError"):
-        return f"`{step}` ran out of memory; are you building a much larger array than needed?"
+        budget = f" ({text[0]})" if text and "budget" in text[0] else ""
+        return f"`{step}` ran out of memory{budget}; are you building a much larger array than needed?"
     if isinstance(error, TypeError) and "argument" in str(error):
         return (f"`{step}` could not be called as the assignment specifies ({str(error)[:160]}); "
                 "keep the signature exactly as given")
-    if isinstance(error, RemoteError) and not error.submission:
-        # Raised with no frame of the submission's code on the stack: e.g. a library call the
-        # grader made. Not the student's fault.
-        return f"{GRADER_ERROR}: this case could not run ({name}); it is not your fault and your instructor is told"
     return f"`{step}` raised {name}{detail}"
+
+
+def _judged_failure(case_, error):
+    """The message for an exception of the judge's own code while it ran `case_`. Whose fault it
+    was is decided here, from what the judge sees, never from what the kernel says: the case is
+    run against the reference, in this process. If it passes there, what the submission answered
+    made the judge's code fail (a value of the wrong kind, say), and the case is the student's to
+    lose; if it fails there too, the grader itself is wrong."""
+    if not _fails_on_reference(case_):
+        return (f"`{case_.step}` answered something the grader could not use ({type(error).__name__}): "
+                "check the type and shape of what it returns")
+    return (f"{GRADER_ERROR}: this case could not run ({type(error).__name__}); it is not your fault "
+            "and your instructor is told")
+
+
+@functools.cache
+def _fails_on_reference(case_):
+    from autograder.reference import reference_implementation
+
+    try:
+        case_.func(reference_implementation())
+    except Exception:  # noqa: BLE001 - any failure of the reference is the grader's
+        return True
+    return False
 
 
 def run_case(case_, impl, timeout=None):
@@ -159,9 +180,8 @@ def run_case(case_, impl, timeout=None):
                    "(an endless loop, or far more work than the task needs?)")
     except RemoteError as error:
         message = _describe_error(case_.step, error)
-    except Exception as error:  # noqa: BLE001 - the judge's own code failed: not the student's fault
-        message = (f"{GRADER_ERROR}: this case could not run ({type(error).__name__}); it is not "
-                   "your fault and your instructor is told")
+    except Exception as error:  # noqa: BLE001 - the judge's own code failed: whose fault, it decides
+        message = _judged_failure(case_, error)
     finally:
         impl.deadline = None
     return CaseResult(case_, passed, message[:MAX_MESSAGE], time.perf_counter() - start)

@@ -28,10 +28,12 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float
 
-from autograder import agent, sandbox
-from autograder.channel import KernelChannel
 from autograder.errors import FLAG, KernelStuck
 from autograder.harness import GRADER_ERROR, run_step
+from autograder.kernel import agent, sandbox, warm
+from autograder.kernel.channel import KernelChannel
+from autograder.kernel.client import limited_context
+from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
 from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE
 from autograder.reference import reference_source
 from autograder.seam import Implementation
@@ -94,13 +96,13 @@ class JudgedExecute(Execute):
             sandbox.warn_once()
         self.step_results = {}
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
-        self._warm = sandbox.warm_parent()
+        self._warm = warm.warm_parent()
         if self._warm is not None and trains(nb):
             try:
                 self._warm.warm("optimiser")
             except RuntimeError:
                 pass  # each kernel builds its first optimiser itself
-        self._box = sandbox.SandboxedKernel(folder).open(self._warm)
+        self._box = SandboxedKernel(folder).open(self._warm)
         self._channel = None
         try:
             return super().preprocess(nb, resources, km)
@@ -109,7 +111,7 @@ class JudgedExecute(Execute):
             self._box.close()
 
     def create_kernel_manager(self):
-        self.kernel_manager_class = sandbox.SandboxKernelManager
+        self.kernel_manager_class = SandboxKernelManager
         manager = super().create_kernel_manager()
         manager.sandbox = self._box
         manager.use_bwrap = sandbox.available()
@@ -121,6 +123,7 @@ class JudgedExecute(Execute):
         if self._channel is not None:
             self._channel.shutdown()
             self._channel.client.stop_channels()
+            self._channel.client.context.destroy(linger=0)
             self._channel = None
 
     def _open_channel(self):
@@ -134,11 +137,12 @@ class JudgedExecute(Execute):
 
     def _new_channel(self):
         """A channel to the current kernel, over a blocking client of the shell channel only."""
-        client = BlockingKernelClient(connection_file=self.km.connection_file)
+        client = BlockingKernelClient(connection_file=self.km.connection_file, context=limited_context())
         client.load_connection_file()
+        client.ip = self._box.host_path(client.ip)
         client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
         return KernelChannel(client, self._box.inbox, run_sync(self.km.interrupt_kernel),
-                             self.km.provisioner.process.pid)
+                             self.km.provisioner.process.pid, self._box.envelope)
 
     def _restart_and_replay(self, upto):
         """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""

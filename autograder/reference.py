@@ -30,7 +30,7 @@ def reference_source(names):
 
 def reference_implementation():
     """The reference behind the same data-only seam the judge uses (what CI grades)."""
-    from autograder.channel import LocalChannel
+    from autograder.kernel.channel import LocalChannel
     from autograder.seam import Implementation
 
     return Implementation(LocalChannel(reference_namespace()))

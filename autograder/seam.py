@@ -44,7 +44,7 @@ class Implementation:
         return left
 
     def _request(self, payload):
-        from autograder import agent
+        from autograder.kernel import agent
 
         reply = self._channel.request(payload, self._timeout())
         if "ok" in reply:
@@ -60,7 +60,7 @@ class Implementation:
         raise RemoteError.from_reply(reply.get("error") or {})
 
     def _call(self, target, method, args, kwargs, *, no_grad=False, seed=None):
-        from autograder import agent
+        from autograder.kernel import agent
 
         return self._request({"op": "call", "target": target, "method": method,
                               "args": agent.encode(list(args), _handle_data),
@@ -70,7 +70,7 @@ class Implementation:
     def hold(self, *values):
         """Handles to `values`, kept with the code under test: pass one to a call, then read it
         back (`handle.call("clone")`) to see whether the call changed it in place."""
-        from autograder import agent
+        from autograder.kernel import agent
 
         return self._request({"op": "hold", "values": agent.encode(list(values))})
 
@@ -79,7 +79,7 @@ class Implementation:
 
         Measured from outside the process that runs it: its peak resident set size, reset
         just before the call. The inputs are sent and decoded first, so they do not count."""
-        from autograder import agent
+        from autograder.kernel import agent
 
         held = self._request({"op": "hold", "values": agent.encode(list(args))})
         before = self._channel.reset()
@@ -158,7 +158,7 @@ class Handle:
         return self._op("describe", path=path)
 
     def set_linear(self, path, weight, bias=None):
-        from autograder import agent
+        from autograder.kernel import agent
 
         self._op("set_linear", path=path, weight=agent.encode(weight), bias=agent.encode(bias))
 
@@ -168,7 +168,7 @@ class Handle:
     def backward(self, args, cotangent, paths):
         """Train mode, forward on `args`, backpropagate `cotangent`: {differentiable,
         backward_error, grads {path: array or None}}."""
-        from autograder import agent
+        from autograder.kernel import agent
 
         return self._op("backward", args=agent.encode(list(args), _handle_data),
                         cotangent=agent.encode(cotangent), paths=list(paths))

@@ -12,9 +12,9 @@ import threading
 import time
 from contextlib import contextmanager
 
-from autograder import agent, procfs
 from autograder.errors import KernelStuck
-from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES
+from autograder.kernel import agent, procfs
+from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS, MAX_REPLY_DEPTH
 
 
 @contextmanager
@@ -38,17 +38,21 @@ def _interrupt_after(seconds):
 
 
 class PeakMemory:
-    """Peak resident memory of a process, read from outside it (Linux /proc)."""
+    """Peak resident memory of the processes `pids()` names, read from outside them (Linux
+    /proc): summed over them, each reset to what it holds now. A process that ended before the
+    peak is read is not counted; a kernel's envelope counts every one (`KernelChannel`)."""
 
     def reset(self):
         """Start a new peak; the resident memory now."""
-        pid = self.pid()
-        with open(f"/proc/{pid}/clear_refs", "w") as handle:
-            handle.write("5")  # resets VmHWM to the current VmRSS
-        return procfs.status_bytes(pid, "VmRSS")
+        now = 0
+        for pid in self.pids():
+            with open(f"/proc/{pid}/clear_refs", "w") as handle:
+                handle.write("5")  # resets VmHWM to the current VmRSS
+            now += procfs.status_bytes(pid, "VmRSS")
+        return now
 
     def peak(self):
-        return procfs.status_bytes(self.pid(), "VmHWM")
+        return sum(procfs.status_bytes(pid, "VmHWM") for pid in self.pids())
 
 
 class LocalChannel(PeakMemory):
@@ -57,8 +61,8 @@ class LocalChannel(PeakMemory):
     def __init__(self, namespace):
         self.agent = agent.Agent(namespace)
 
-    def pid(self):
-        return os.getpid()
+    def pids(self):
+        return [os.getpid()]
 
     def request(self, payload, timeout):
         text = json.dumps(payload)
@@ -76,24 +80,43 @@ class KernelChannel(PeakMemory):
     costs a socket round trip, not a trip through IPython's execution machinery. A reply is
     read only up to MAX_REPLY_BYTES. A request that runs over its time is interrupted from the
     kernel's main thread; a kernel that does not answer even then is stuck (`KernelStuck`).
+
+    Every reply is hostile input: the whole of it must arrive before the request's deadline
+    (not each read), it may hold at most MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS lists and objects
+    nested MAX_REPLY_DEPTH deep, and it must have the shape of a reply (`checked_reply`). What
+    fails any of that costs the case it answers, as the submission's failure.
+
+    Memory peaks are the envelope's (every process of the submission, and its files in RAM),
+    where it has a memory group.
     """
 
-    def __init__(self, client, inbox, interrupt, launcher_pid=None):
+    def __init__(self, client, inbox, interrupt, launcher_pid=None, envelope=None):
         self.client = client
         self.launcher_pid = launcher_pid  # the kernel, or the sandbox around it
+        self.envelope = envelope
         self.interrupt = interrupt  # callable: interrupt the kernel's main thread
         self.socket_path = os.path.join(str(inbox), agent.SOCKET_NAME)
         self.listener = None
         self.connection = None
 
-    def pid(self):
-        """The kernel's process id, as this process sees it: the first process under the one
-        that was launched (bubblewrap's, or the warm parent's monitor) that is not bubblewrap."""
-        for pid in procfs.descendants(self.launcher_pid):
-            program = procfs.argv(pid)
-            if program and not program[0].endswith(b"bwrap"):
-                return pid
-        raise OSError("the kernel's process was not found")
+    def pids(self):
+        """The kernel's processes, as this process sees them: everything under the one that was
+        launched (bubblewrap's, or the warm parent's monitor) that is not bubblewrap."""
+        found = [pid for pid in procfs.descendants(self.launcher_pid)
+                 if (program := procfs.argv(pid)) and not program[0].endswith(b"bwrap")]
+        if not found:
+            raise OSError("the kernel's process was not found")
+        return found
+
+    def reset(self):
+        if self.envelope is not None and self.envelope.counts_memory:
+            return self.envelope.reset_peak()
+        return super().reset()
+
+    def peak(self):
+        if self.envelope is not None and self.envelope.counts_memory:
+            return self.envelope.peak()
+        return super().peak()
 
     def _execute(self, code, timeout):
         """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""
@@ -146,8 +169,8 @@ class KernelChannel(PeakMemory):
             self.listener = None
 
     def _answer(self, timeout):
-        self.connection.settimeout(max(timeout, 1e-3))
-        return agent.receive(self.connection, MAX_REPLY_BYTES)
+        data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, time.monotonic() + max(timeout, 1e-3))
+        return checked_reply(data)
 
     def request(self, payload, timeout):
         if self.connection is None:
@@ -166,13 +189,64 @@ class KernelChannel(PeakMemory):
                     raise KernelStuck() from None
         except agent.TooLarge:
             self.close()  # the rest of that message is still in the stream
-            return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "submission": True,
+            return {"error": {"type": "MemoryError", "bases": ["MemoryError"],
                               "message": "the answer is far larger than the task needs"}}
+        except HostileReply as error:
+            self.close()
+            return _no_answer(f"the kernel's answer is not plain data ({error})")
         except (EOFError, OSError, ValueError) as error:
             self.close()
-            return _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
-        return reply if isinstance(reply, dict) else _no_answer("malformed answer")
+            return self._lost(error)
+        return reply
+
+    def _lost(self, error):
+        """A connection that broke: the envelope says whether a budget stopped the submission."""
+        overruns = self.envelope.overruns() if self.envelope is not None else {}
+        if overruns.get("memory"):
+            return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "message": (
+                "the submission went over its memory budget (all its processes and files in RAM "
+                "together) and was stopped")}}
+        return _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
+
+
+class HostileReply(ValueError):
+    """A reply that is not the data a reply is made of."""
+
+
+REPLY_KEYS = {"ok", "error", "undefined", "interrupted"}
+ERROR_FIELDS = {"type": str, "bases": list, "message": str}
+
+
+def checked_reply(data):
+    """The reply in `data` (bytes of JSON), once it is known to be a reply: bounded containers and
+    nesting, one of REPLY_KEYS, and an error made of strings. Raises HostileReply otherwise."""
+    containers = data.count(b"[") + data.count(b"{")  # an upper bound: brackets in strings count too
+    if containers > MAX_REPLY_CONTAINERS:
+        raise HostileReply(f"more than {MAX_REPLY_CONTAINERS} lists and objects")
+    try:
+        reply = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise HostileReply(type(error).__name__) from None
+    todo = [(reply, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if depth > MAX_REPLY_DEPTH:
+            raise HostileReply(f"nested more than {MAX_REPLY_DEPTH} deep")
+        if isinstance(value, dict):
+            todo += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            todo += [(v, depth + 1) for v in value]
+    if not isinstance(reply, dict) or len(reply) != 1 or not set(reply) <= REPLY_KEYS:
+        raise HostileReply("not a reply")
+    error = reply.get("error")
+    if error is not None and not (isinstance(error, dict) and all(
+            isinstance(error.get(k, t()), t) for k, t in ERROR_FIELDS.items())
+            and all(isinstance(b, str) for b in error.get("bases", []))):
+        raise HostileReply("an error that is not made of strings")
+    if "undefined" in reply and not isinstance(reply["undefined"], str):
+        raise HostileReply("an undefined name that is not a string")
+    return reply
 
 
 def _no_answer(message):
-    return {"error": {"type": "NoAnswer", "bases": [], "submission": True, "message": message}}
+    return {"error": {"type": "NoAnswer", "bases": [], "message": message}}
