@@ -123,8 +123,11 @@ class StepResult:
                 "grader_errors": self.grader_errors}
 
 
-def _describe_error(step, error):
-    text = str(error).strip().splitlines()
+def _describe_error(step, error, show_details=True):
+    """What the student reads for an exception of the code under test. Without `show_details`
+    (a step run with a dependency's reference in the kernel) the exception's own text is left out:
+    code that can see the reference could write it there, and the report is the student's."""
+    text = str(error).strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
     name = getattr(error, "type_name", type(error).__name__)
     if name == "NotImplementedError":
@@ -133,8 +136,8 @@ def _describe_error(step, error):
         budget = f" ({text[0]})" if text and "budget" in text[0] else ""
         return f"`{step}` ran out of memory{budget}; are you building a much larger array than needed?"
     if isinstance(error, TypeError) and "argument" in str(error):
-        return (f"`{step}` could not be called as the assignment specifies ({str(error)[:160]}); "
-                "keep the signature exactly as given")
+        said = f" ({str(error)[:160]})" if show_details else ""
+        return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
     return f"`{step}` raised {name}{detail}"
 
 
@@ -162,8 +165,9 @@ def _fails_on_reference(case_):
     return False
 
 
-def run_case(case_, impl, timeout=None):
-    """Run one case against `impl`; never raises, except KernelStuck (the kernel must go)."""
+def run_case(case_, impl, timeout=None, show_details=True):
+    """Run one case against `impl`; never raises, except KernelStuck (the kernel must go).
+    `show_details`: whether the code under test's own exception text may reach the report."""
     timeout = case_.timeout if timeout is None else timeout
     start = time.perf_counter()
     impl.deadline = time.monotonic() + timeout
@@ -179,7 +183,7 @@ def run_case(case_, impl, timeout=None):
         message = (f"`{case_.step}` did not finish within {timeout:g} s "
                    "(an endless loop, or far more work than the task needs?)")
     except RemoteError as error:
-        message = _describe_error(case_.step, error)
+        message = _describe_error(case_.step, error, show_details)
     except Exception as error:  # noqa: BLE001 - the judge's own code failed: whose fault, it decides
         message = _judged_failure(case_, error)
     finally:
@@ -191,7 +195,9 @@ def run_step(step, impl, reference_source="", reference_names=()):
     """Run every case of `step` against `impl`, never raising.
 
     `reference_names` (defined by `reference_source`) stand in for the submission's own while
-    the step is graded, so a mistake in them costs points at their own step only.
+    the step is graded, so a mistake in them costs points at their own step only. The kernel that
+    held them is the judge's to discard afterwards, and no exception text of such a step reaches
+    its report.
     """
     cases = cases_of(step)
     results = []
@@ -209,7 +215,7 @@ def run_step(step, impl, reference_source="", reference_names=()):
             # one endless function costs its own step and not the whole notebook's time.
             endless = any(r.message.startswith(f"`{step}` did not finish") for r in results)
             limit = min(case_.timeout, ENDLESS_RETRY) if endless else case_.timeout
-            results.append(run_case(case_, impl, min(limit, left)))
+            results.append(run_case(case_, impl, min(limit, left), show_details=not reference_names))
         impl.deadline = time.monotonic() + STEP_BUDGET
         impl.end()
     except KernelStuck:

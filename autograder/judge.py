@@ -192,12 +192,22 @@ class JudgedExecute(Execute):
         except KernelStuck:
             self._restart_and_replay(index)
             channel = self._open_channel()
-        # A dependency's reference goes in only if the notebook grades it no later than here.
-        ready = [name for name in STEPS[step].depends_on if name not in self._pending]
-        result = run_step(step, Implementation(channel), reference_source(ready), ready)
-        if result.kernel_lost:
+        lent = self.lent_references(step)
+        result = run_step(step, Implementation(channel), reference_source(lent), lent)
+        if result.kernel_lost or lent:
+            # A kernel that held a reference is replaced before the notebook goes on: the new one
+            # has fresh mounts and processes, and replays the cells before this one, so nothing of
+            # the reference (an object kept, its source recorded) is there for later cells.
             self._restart_and_replay(index)
         return result
+
+    def lent_references(self, step):
+        """The dependencies of `step` whose reference the kernel gets while `step` is graded:
+        those the notebook grades no later than here (so the reference of a step never helps
+        that step) and not with full marks (a dependency that passed every case is the
+        student's own to use), and those the notebook does not grade at all."""
+        return [name for name in STEPS[step].depends_on if name not in self._pending
+                and not (name in self.step_results and self.step_results[name].fraction == 1.0)]
 
 
 @dataclass

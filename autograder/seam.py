@@ -51,11 +51,13 @@ class Implementation:
             try:
                 return agent.decode(reply["ok"], lambda data: Handle(self, data))
             except Exception as error:  # noqa: BLE001 - whatever the kernel sent, it is not data
-                raise RemoteError.from_reply({"type": "InvalidAnswer", "submission": True,
+                raise RemoteError.from_reply({"type": "InvalidAnswer",
                                               "message": f"the answer is not plain data ({error})"[:300]}) from None
         if reply.get("interrupted"):
             raise CaseTimeout()
         if "undefined" in reply:
+            if reply["undefined"] != payload.get("target"):  # only the name it was asked for
+                raise RemoteError.from_reply({"type": "InvalidAnswer", "message": "a forged answer"})
             raise _undefined(reply["undefined"])
         raise RemoteError.from_reply(reply.get("error") or {})
 

@@ -15,6 +15,7 @@ from test_judge import notebook, printed, processes_left, program
 from autograder.judge import judge_notebook
 from autograder.kernel import envelope, sandbox
 from autograder.limits import SCRATCH_BYTES, SHM_BYTES, SUBMISSION_MEMORY, TMP_BYTES
+from autograder.reference import reference_source
 
 SEALED = sandbox.available()
 needs_sandbox = pytest.mark.skipif(not SEALED, reason="the envelope is the sandbox's")
@@ -94,3 +95,30 @@ def test_an_envelope_without_groups_still_admits_a_stopped_process():
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
 
+
+
+REPORT_KEPT = ("import builtins\n"
+               "print('KEPT', hasattr(builtins, 'kept'), 'RECORDED', len(getattr(builtins, 'recorded', '')))")
+
+
+@needs_sandbox
+def test_a_lent_reference_is_gone_once_its_step_is_graded(tmp_path):
+    """A wrong softmax: attention_weights is graded with the reference's softmax in its place. The
+    student's code keeps it and records its source; later cells find neither (the kernel that
+    held it was replaced), and the step still gets its points."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), program("keep_reference"),
+        ("grade", "attention_weights"), REPORT_KEPT]))
+    assert judged.steps["softmax"].fraction < 1
+    assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
+    assert "KEPT False RECORDED 0" in printed(judged, 4), printed(judged, 4)
+    assert processes_left() == []
+
+
+@needs_sandbox
+def test_a_dependency_with_full_marks_is_the_students_own(tmp_path):
+    correct = "import numpy as np\n" + reference_source(["softmax"]).split("\n", 3)[3]
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        correct, ("grade", "softmax"), program("keep_reference"), ("grade", "attention_weights"), REPORT_KEPT]))
+    assert judged.steps["softmax"].fraction == judged.steps["attention_weights"].fraction == 1
+    assert "KEPT True RECORDED 0" in printed(judged, 4), "no reference entered; the kernel went on"
