@@ -6,14 +6,21 @@ function is a pytest test (the plugin supplies `impl`) and a unit the judge runs
 `run_step` against a student's kernel, so both paths grade with identical code.
 """
 
+from __future__ import annotations
+
 import functools
 import importlib
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
 from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, STEP_BUDGET
 from autograder.steps import STEPS, suite_module
+
+if TYPE_CHECKING:
+    from autograder.seam import Implementation
 
 CASE_KINDS = ("notes", "stored", "oracle", "property")
 GRADER_ERROR = "GRADER ERROR"
@@ -29,22 +36,22 @@ class Case:
     kind: str
     weight: float
     timeout: float
-    func: object = field(repr=False, compare=False)
+    func: Callable[[Any], None] = field(repr=False, compare=False)
     doc: str = ""  # the first line of a family member's own docstring (a partial has none)
 
     @property
-    def title(self):
+    def title(self) -> str:
         return (self.doc or self.func.__doc__ or self.name).strip().splitlines()[0]
 
 
-def _check_mark(step, kind):
+def _check_mark(step: str, kind: str) -> None:
     if step not in STEPS:
         raise ValueError(f"unknown step {step!r}")
     if kind not in CASE_KINDS:
         raise ValueError(f"kind must be one of {CASE_KINDS}")
 
 
-def case(step, kind, weight=1.0, timeout=CASE_TIMEOUT):
+def case(step: str, kind: str, weight: float = 1.0, timeout: float = CASE_TIMEOUT) -> Callable[[Callable], Callable]:
     """Mark a suite function of `impl` as a graded case of `step`."""
     _check_mark(step, kind)
 
@@ -55,7 +62,8 @@ def case(step, kind, weight=1.0, timeout=CASE_TIMEOUT):
     return mark
 
 
-def case_family(step, kind, members, weight=1.0, timeout=CASE_TIMEOUT):
+def case_family(step: str, kind: str, members: Mapping[str, tuple[Any, str]], weight: float = 1.0,
+                timeout: float = CASE_TIMEOUT) -> Callable[[Callable], Callable]:
     """Mark a suite function of (`impl`, `member`) as one graded case per member.
 
     `members` maps a name suffix to (argument, docstring). Each member is a case of its own,
@@ -75,7 +83,7 @@ def case_family(step, kind, members, weight=1.0, timeout=CASE_TIMEOUT):
     return mark
 
 
-def cases_of(step):
+def cases_of(step: str) -> list[Case]:
     """The cases of one step, in the order its suite defines them."""
     module = importlib.import_module(suite_module(step))
     found = []
@@ -94,28 +102,37 @@ class CaseResult:
     seconds: float = 0.0
 
 
+class StepSummary(TypedDict):
+    """A step's result as data (`StepResult.summary`)."""
+
+    points: float
+    max_points: float
+    failed: list[str]
+    grader_errors: list[str]
+
+
 @dataclass
 class StepResult:
     step: str
-    results: list
+    results: list[CaseResult]
     kernel_lost: bool = False  # the kernel stopped answering: the judge restarts it
 
     @property
-    def fraction(self):
+    def fraction(self) -> float:
         total = sum(r.case.weight for r in self.results)
         earned = sum(r.case.weight for r in self.results if r.passed)
         return earned / total if total else 0.0
 
     @property
-    def grader_errors(self):
+    def grader_errors(self) -> list[str]:
         return [r.case.name for r in self.results if r.message.startswith(GRADER_ERROR)]
 
-    def points(self, max_points):
+    def points(self, max_points: float) -> float:
         # Rounded down to the grain of a thousandth so the cell's value never exceeds its
         # points (nbgrader fails the whole submission if it did).
         return min(float(max_points), int(self.fraction * max_points * 1000) / 1000)
 
-    def summary(self):
+    def summary(self) -> StepSummary:
         """The step's result as data: what reports, exports and tests read."""
         max_points = STEPS[self.step].points
         return {"points": self.points(max_points), "max_points": max_points,
@@ -123,7 +140,7 @@ class StepResult:
                 "grader_errors": self.grader_errors}
 
 
-def _describe_error(step, error, show_details=True):
+def _describe_error(step: str, error: BaseException, show_details: bool = True) -> str:
     """What the student reads for an exception of the code under test. Without `show_details`
     (a step run with a dependency's reference in the kernel) the exception's own text is left out:
     code that can see the reference could write it there, and the report is the student's."""
@@ -141,7 +158,7 @@ def _describe_error(step, error, show_details=True):
     return f"`{step}` raised {name}{detail}"
 
 
-def _judged_failure(case_, error):
+def _judged_failure(case_: Case, error: BaseException) -> str:
     """The message for an exception of the judge's own code while it ran `case_`. Whose fault it
     was is decided here, from what the judge sees, never from what the kernel says: the case is
     run against the reference, in this process. If it passes there, what the submission answered
@@ -155,7 +172,7 @@ def _judged_failure(case_, error):
 
 
 @functools.cache
-def _fails_on_reference(case_):
+def _fails_on_reference(case_: Case) -> bool:
     from autograder.reference import reference_implementation
 
     try:
@@ -165,7 +182,7 @@ def _fails_on_reference(case_):
     return False
 
 
-def run_case(case_, impl, timeout=None, show_details=True):
+def run_case(case_: Case, impl: Implementation, timeout: float | None = None, show_details: bool = True) -> CaseResult:
     """Run one case against `impl`; never raises, except KernelStuck (the kernel must go).
     `show_details`: whether the code under test's own exception text may reach the report."""
     timeout = case_.timeout if timeout is None else timeout
@@ -191,7 +208,7 @@ def run_case(case_, impl, timeout=None, show_details=True):
     return CaseResult(case_, passed, message[:MAX_MESSAGE], time.perf_counter() - start)
 
 
-def run_step(step, impl, reference_source="", reference_names=()):
+def run_step(step: str, impl: Implementation, reference_source: str = "", reference_names: Sequence[str] = ()) -> StepResult:
     """Run every case of `step` against `impl`, never raising.
 
     `reference_names` (defined by `reference_source`) stand in for the submission's own while

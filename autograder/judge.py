@@ -15,6 +15,8 @@ code a kernel ever receives is that of a step's dependencies, once their own ver
 `judge_notebook(path)` runs the same pipeline on one notebook file, without nbgrader.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import sys
@@ -29,7 +31,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Float
 
 from autograder.errors import FLAG, KernelStuck
-from autograder.harness import GRADER_ERROR, run_step
+from autograder.harness import GRADER_ERROR, StepResult, run_step
 from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
@@ -42,7 +44,7 @@ from autograder.steps import STEPS, graded_step, nbgrader_metadata
 TRAINS = re.compile(r"\boptim\b")
 
 
-def format_report(result, max_points):
+def format_report(result: StepResult, max_points: float) -> str:
     """What the student sees under a graded cell: case titles and symptoms, never expected
     values, test source or tracebacks."""
     points = result.points(max_points)
@@ -63,7 +65,7 @@ def format_report(result, max_points):
     return "\n".join(lines)
 
 
-def graded_outputs(result, max_points):
+def graded_outputs(result: StepResult, max_points: float) -> list[NotebookNode]:
     """The graded cell's outputs: the report, then the points as the cell's value."""
     report = nbformat.v4.new_output("stream", name="stdout", text=format_report(result, max_points) + "\n")
     value = nbformat.v4.new_output("execute_result", data={"text/plain": f"{result.points(max_points):g}"},
@@ -71,7 +73,7 @@ def graded_outputs(result, max_points):
     return [report, value]
 
 
-def trains(nb):
+def trains(nb: NotebookNode) -> bool:
     """True if a code cell names an optimiser module (`torch.optim`, `from torch import optim`):
     the warm parent builds a first optimiser for such notebooks. A notebook it misses only pays
     for its own first optimiser (a second)."""
@@ -185,7 +187,7 @@ class JudgedExecute(Execute):
         cell.execution_count = None
         return cell, self.resources
 
-    def judge(self, step, index):
+    def judge(self, step: str, index: int) -> StepResult:
         """Run `step`'s hidden cases against the kernel as it stands before cell `index`."""
         try:
             channel = self._open_channel()
@@ -201,7 +203,7 @@ class JudgedExecute(Execute):
             self._restart_and_replay(index)
         return result
 
-    def lent_references(self, step):
+    def lent_references(self, step: str) -> list[str]:
         """The dependencies of `step` whose reference the kernel gets while `step` is graded:
         those the notebook grades no later than here (so the reference of a step never helps
         that step) and not with full marks (a dependency that passed every case is the
@@ -212,12 +214,13 @@ class JudgedExecute(Execute):
 
 @dataclass
 class JudgedNotebook:
-    steps: dict = field(default_factory=dict)  # step -> StepResult
-    notebook: object = None
+    steps: dict[str, StepResult] = field(default_factory=dict)
+    notebook: NotebookNode | None = None
     problem: str = ""
 
 
-def judge_notebook(path, timeout=CELL_TIMEOUT, endless_cell_timeout=ENDLESS_CELL_RETRY):
+def judge_notebook(path: str | os.PathLike, timeout: float = CELL_TIMEOUT,
+                   endless_cell_timeout: float = ENDLESS_CELL_RETRY) -> JudgedNotebook:
     """Grade one notebook file with the judge, outside nbgrader: {step: StepResult}."""
     path = Path(path)
     try:

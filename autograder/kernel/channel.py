@@ -4,6 +4,8 @@ Both channels move the same JSON text, so what CI checks against the reference i
 the very codec the judge uses against a kernel.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import signal
@@ -11,6 +13,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
+from typing import Any, NotRequired, TypedDict
 
 from autograder.errors import KernelStuck
 from autograder.kernel import agent, procfs
@@ -42,7 +45,10 @@ class PeakMemory:
     /proc): summed over them, each reset to what it holds now. A process that ended before the
     peak is read is not counted; a kernel's envelope counts every one (`KernelChannel`)."""
 
-    def reset(self):
+    def pids(self) -> list[int]:
+        raise NotImplementedError
+
+    def reset(self) -> int:
         """Start a new peak; the resident memory now."""
         now = 0
         for pid in self.pids():
@@ -51,7 +57,7 @@ class PeakMemory:
             now += procfs.status_bytes(pid, "VmRSS")
         return now
 
-    def peak(self):
+    def peak(self) -> int:
         return sum(procfs.status_bytes(pid, "VmHWM") for pid in self.pids())
 
 
@@ -64,7 +70,7 @@ class LocalChannel(PeakMemory):
     def pids(self):
         return [os.getpid()]
 
-    def request(self, payload, timeout):
+    def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         text = json.dumps(payload)
         with _interrupt_after(timeout):
             reply = self.agent.handle(json.loads(text))
@@ -172,7 +178,7 @@ class KernelChannel(PeakMemory):
         data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, time.monotonic() + max(timeout, 1e-3))
         return checked_reply(data)
 
-    def request(self, payload, timeout):
+    def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         if self.connection is None:
             return _no_answer("the grader's agent is not connected (was it removed?)")
         try:
@@ -209,6 +215,23 @@ class KernelChannel(PeakMemory):
         return _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
 
 
+class ErrorInfo(TypedDict):
+    """An exception of the code under test, as the agent describes it (`agent.describe_error`)."""
+
+    type: str
+    bases: list[str]
+    message: str
+
+
+class Reply(TypedDict):
+    """What the agent answers a request with: exactly one of these keys."""
+
+    ok: NotRequired[Any]  # the result, encoded (`agent.encode`)
+    error: NotRequired[ErrorInfo]
+    undefined: NotRequired[str]  # the name asked for is not defined
+    interrupted: NotRequired[bool]  # the request ran over its time
+
+
 class HostileReply(ValueError):
     """A reply that is not the data a reply is made of."""
 
@@ -217,7 +240,7 @@ REPLY_KEYS = {"ok", "error", "undefined", "interrupted"}
 ERROR_FIELDS = {"type": str, "bases": list, "message": str}
 
 
-def checked_reply(data):
+def checked_reply(data: bytes) -> Reply:
     """The reply in `data` (bytes of JSON), once it is known to be a reply: bounded containers and
     nesting, one of REPLY_KEYS, and an error made of strings. Raises HostileReply otherwise."""
     containers = data.count(b"[") + data.count(b"{")  # an upper bound: brackets in strings count too
@@ -238,15 +261,15 @@ def checked_reply(data):
             todo += [(v, depth + 1) for v in value]
     if not isinstance(reply, dict) or len(reply) != 1 or not set(reply) <= REPLY_KEYS:
         raise HostileReply("not a reply")
-    error = reply.get("error")
-    if error is not None and not (isinstance(error, dict) and all(
-            isinstance(error.get(k, t()), t) for k, t in ERROR_FIELDS.items())
-            and all(isinstance(b, str) for b in error.get("bases", []))):
+    info = reply.get("error")
+    if info is not None and not (isinstance(info, dict) and all(
+            isinstance(info.get(k, t()), t) for k, t in ERROR_FIELDS.items())
+            and all(isinstance(b, str) for b in info.get("bases", []))):
         raise HostileReply("an error that is not made of strings")
     if "undefined" in reply and not isinstance(reply["undefined"], str):
         raise HostileReply("an undefined name that is not a string")
-    return reply
+    return Reply(**reply)  # type: ignore[typeddict-item]  # its keys were checked above
 
 
-def _no_answer(message):
+def _no_answer(message: str) -> Reply:
     return {"error": {"type": "NoAnswer", "bases": [], "message": message}}

@@ -6,6 +6,8 @@ A forked kernel's monitor starts stopped: `WarmParent.spawn` moves it into the k
 (`envelope.py`) before it runs on, so everything the kernel starts is counted there.
 """
 
+from __future__ import annotations
+
 import atexit
 import json
 import os
@@ -14,8 +16,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from autograder.kernel import procfs, sandbox
+from autograder.kernel.envelope import Envelope
 from autograder.limits import (
     OUTBOX_BYTES,
     SCRATCH_BYTES,
@@ -25,9 +29,28 @@ from autograder.limits import (
     WARM_PARENT_START,
 )
 
-# The sized tmpfs mounts each forked kernel gets (zygote.MOUNTS names them).
-MOUNT_SIZES = {"tmp": TMP_BYTES, "shm": SHM_BYTES, "work": SCRATCH_BYTES, "outbox": OUTBOX_BYTES,
-               "inodes": TMPFS_INODES}
+
+class MountSizes(TypedDict):
+    """The sized tmpfs mounts a forked kernel gets (`zygote.MOUNTS` names them): bytes each, and
+    the files and folders each may hold."""
+
+    tmp: int
+    shm: int
+    work: int
+    outbox: int
+    inodes: int
+
+
+class SpawnRequest(TypedDict):
+    """What the judge asks the warm parent for, one JSON line: a kernel for a job folder."""
+
+    job: str
+    argv: list[str]
+    env: dict[str, str]
+    mounts: MountSizes
+
+
+MOUNT_SIZES = MountSizes(tmp=TMP_BYTES, shm=SHM_BYTES, work=SCRATCH_BYTES, outbox=OUTBOX_BYTES, inodes=TMPFS_INODES)
 
 
 class HostProcess:
@@ -142,9 +165,11 @@ class WarmParent:
             raise RuntimeError(f"the warm parent did not warm up {name}: {reply.get('error', 'no answer')}")
         self.warmed.add(name)
 
-    def spawn(self, job, argv, envelope, env=None):
+    def spawn(self, job: str | os.PathLike, argv: list[str], envelope: Envelope,
+              env: dict[str, str] | None = None) -> HostProcess:
         """Fork a kernel for the job folder `job`, inside `envelope`; its monitor as a HostProcess."""
-        reply = self._ask({"job": str(job), "argv": list(argv), "env": dict(env or {}), "mounts": MOUNT_SIZES})
+        request = SpawnRequest(job=str(job), argv=list(argv), env=dict(env or {}), mounts=MOUNT_SIZES)
+        reply = self._ask(dict(request))
         if "pid" not in reply:
             raise RuntimeError(f"the warm parent could not fork a kernel: {reply.get('error', 'no answer')}")
         for _ in range(200):  # the monitor shows up under the warm parent
