@@ -208,32 +208,35 @@ def run_case(case_: Case, impl: Implementation, timeout: float | None = None, sh
     return CaseResult(case_, passed, message[:MAX_MESSAGE], time.perf_counter() - start)
 
 
-def run_step(step: str, impl: Implementation, reference_source: str = "", reference_names: Sequence[str] = ()) -> StepResult:
+def run_step(step: str, impl: Implementation, reference_source: str = "", reference_names: Sequence[str] = (),
+             budget: float = STEP_BUDGET) -> StepResult:
     """Run every case of `step` against `impl`, never raising.
 
     `reference_names` (defined by `reference_source`) stand in for the submission's own while
     the step is graded, so a mistake in them costs points at their own step only. The kernel that
     held them is the judge's to discard afterwards, and no exception text of such a step reaches
-    its report.
+    its report. The step gets STEP_BUDGET seconds, or `budget` if that is less (what is left of the
+    notebook's own time).
     """
+    budget = min(budget, STEP_BUDGET)
     cases = cases_of(step)
     results = []
     started = time.perf_counter()
     try:
-        impl.deadline = time.monotonic() + STEP_BUDGET
+        impl.deadline = time.monotonic() + budget
         impl.begin(reference_source, reference_names)
         impl.deadline = None
         for case_ in cases:
-            left = STEP_BUDGET - (time.perf_counter() - started)
+            left = budget - (time.perf_counter() - started)
             if left <= 0:
-                results.append(CaseResult(case_, False, f"not run: `{step}` used up its {STEP_BUDGET:g} s"))
+                results.append(CaseResult(case_, False, f"not run: `{step}` used up its {budget:g} s"))
                 continue
             # Once a case has timed out the code is likely endless: the rest get a short leash, so
             # one endless function costs its own step and not the whole notebook's time.
             endless = any(r.message.startswith(f"`{step}` did not finish") for r in results)
             limit = min(case_.timeout, ENDLESS_RETRY) if endless else case_.timeout
             results.append(run_case(case_, impl, min(limit, left), show_details=not reference_names))
-        impl.deadline = time.monotonic() + STEP_BUDGET
+        impl.deadline = time.monotonic() + budget
         impl.end()
     except KernelStuck:
         message = (f"`{step}` did not finish, and did not stop when interrupted; the kernel was "

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,12 +32,12 @@ from nbgrader.preprocessors import Execute
 from traitlets import Float
 
 from autograder.errors import FLAG, KernelStuck
-from autograder.harness import GRADER_ERROR, StepResult, run_step
+from autograder.harness import GRADER_ERROR, CaseResult, StepResult, cases_of, run_step
 from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
 from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
-from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE
+from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE, SUBMISSION_TIMEOUT
 from autograder.reference import reference_source
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
@@ -88,11 +89,22 @@ class JudgedExecute(Execute):
         "`timeout`; 0: always `timeout`). Code that hung once usually hangs in every cell that calls "
         "it, and ordinary cells carry no points: the notebook's steps are judged with their own budgets."
     )).tag(config=True)
+    submission_timeout = Float(SUBMISSION_TIMEOUT, help=(
+        "Seconds for the whole notebook, start to end. Every cell's, step's and case's limit is cut "
+        "to what is left of it, so it holds inside a cell and while a reply is read; once it is "
+        "spent, the remaining cells are not run and the remaining steps score 0."
+    )).tag(config=True)
     _cell_timed_out = False
+    _deadline = float("inf")
+
+    def _left(self) -> float:
+        """Seconds left of the notebook's own time."""
+        return self._deadline - time.monotonic()
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
         self._cell_timed_out = False
+        self._deadline = time.monotonic() + self.submission_timeout
         folder = resources.get("metadata", {}).get("path") or os.getcwd()
         if not sandbox.available():
             sandbox.warn_once()
@@ -134,7 +146,7 @@ class JudgedExecute(Execute):
         agent_path = self._box.inbox / "grader_agent.py"
         if not agent_path.exists():
             agent_path.write_text(Path(agent.__file__).read_text())
-        self._channel.boot(agent_path, CELL_TIMEOUT)
+        self._channel.boot(agent_path, max(min(CELL_TIMEOUT, self._left()), 0.01))
         return self._channel
 
     def _new_channel(self):
@@ -167,8 +179,8 @@ class JudgedExecute(Execute):
     def _get_timeout(self, cell):
         timeout = super()._get_timeout(cell)
         if self._cell_timed_out and self.endless_cell_timeout > 0:
-            return min(timeout, self.endless_cell_timeout) if timeout else self.endless_cell_timeout
-        return timeout
+            timeout = min(timeout, self.endless_cell_timeout) if timeout else self.endless_cell_timeout
+        return max(min(timeout, self._left()), 0.01) if timeout else max(self._left(), 0.01)
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._cell_timed_out = True
@@ -177,10 +189,16 @@ class JudgedExecute(Execute):
     def preprocess_cell(self, cell, resources, index):
         step = graded_step(cell)
         if step is None:
+            if cell.cell_type == "code" and self._left() <= 0:
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=self._spent() + "\n")]
+                return cell, self.resources
             return super().preprocess_cell(cell, resources, index)
         if step in self._pending:
             self._pending.remove(step)
-        result = self.judge(step, index)
+        if self._left() <= 0:
+            result = StepResult(step, [CaseResult(c, False, self._spent()) for c in cases_of(step)])
+        else:
+            result = self.judge(step, index)
         self.step_results[step] = result
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
@@ -195,13 +213,16 @@ class JudgedExecute(Execute):
             self._restart_and_replay(index)
             channel = self._open_channel()
         lent = self.lent_references(step)
-        result = run_step(step, Implementation(channel), reference_source(lent), lent)
+        result = run_step(step, Implementation(channel), reference_source(lent), lent, budget=self._left())
         if result.kernel_lost or lent:
             # A kernel that held a reference is replaced before the notebook goes on: the new one
             # has fresh mounts and processes, and replays the cells before this one, so nothing of
             # the reference (an object kept, its source recorded) is there for later cells.
             self._restart_and_replay(index)
         return result
+
+    def _spent(self) -> str:
+        return f"not run: grading of this notebook stopped after its {self.submission_timeout:g} s"
 
     def lent_references(self, step: str) -> list[str]:
         """The dependencies of `step` whose reference the kernel gets while `step` is graded:
@@ -220,7 +241,8 @@ class JudgedNotebook:
 
 
 def judge_notebook(path: str | os.PathLike, timeout: float = CELL_TIMEOUT,
-                   endless_cell_timeout: float = ENDLESS_CELL_RETRY) -> JudgedNotebook:
+                   endless_cell_timeout: float = ENDLESS_CELL_RETRY,
+                   submission_timeout: float = SUBMISSION_TIMEOUT) -> JudgedNotebook:
     """Grade one notebook file with the judge, outside nbgrader: {step: StepResult}."""
     path = Path(path)
     try:
@@ -228,6 +250,7 @@ def judge_notebook(path: str | os.PathLike, timeout: float = CELL_TIMEOUT,
     except Exception as error:  # noqa: BLE001 - whatever the file is, say why it cannot be graded
         return JudgedNotebook(problem=f"the notebook could not be read ({type(error).__name__}: {error})")
     executor = JudgedExecute(timeout=timeout, endless_cell_timeout=endless_cell_timeout,
+                             submission_timeout=submission_timeout,
                              startup_timeout=60 + INTERRUPT_GRACE,
                              extra_arguments=["--HistoryManager.hist_file=:memory:"])
     try:

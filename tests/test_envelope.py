@@ -122,3 +122,21 @@ def test_a_dependency_with_full_marks_is_the_students_own(tmp_path):
         correct, ("grade", "softmax"), program("keep_reference"), ("grade", "attention_weights"), REPORT_KEPT]))
     assert judged.steps["softmax"].fraction == judged.steps["attention_weights"].fraction == 1
     assert "KEPT True RECORDED 0" in printed(judged, 4), "no reference entered; the kernel went on"
+
+
+@needs_sandbox
+def test_the_notebooks_own_time_holds_inside_a_cell_and_ends_what_is_left(tmp_path):
+    import time
+
+    from autograder.kernel import warm
+
+    warm.warm_parent()  # started before the clock: it is not the notebook's time
+    start = time.monotonic()
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("hang") + "\nhang()", ("grade", "softmax"), "print('late')"]),
+                            submission_timeout=4)
+    # without the notebook's own limit, the hanging cell alone would run for CELL_TIMEOUT (30 s)
+    assert time.monotonic() - start < 20, "the hanging cell was cut to what was left of 4 s"
+    assert judged.steps["softmax"].fraction == 0
+    assert all("stopped after its 4 s" in r.message for r in judged.steps["softmax"].results)
+    assert "not run" in printed(judged, 2)
+    assert processes_left() == []
