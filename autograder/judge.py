@@ -109,6 +109,7 @@ class JudgedExecute(Execute):
         if not sandbox.available():
             sandbox.warn_once()
         self.step_results = {}
+        self._unrecorded: dict[str, StepResult] = {}  # dependencies the notebook does not grade
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
         self._warm = warm.warm_parent()
         if self._warm is not None and trains(nb):
@@ -212,8 +213,10 @@ class JudgedExecute(Execute):
         except KernelStuck:
             self._restart_and_replay(index)
             channel = self._open_channel()
-        lent = self.lent_references(step)
-        result = run_step(step, Implementation(channel), reference_source(lent), lent, budget=self._left())
+        lent = self.lent_references(step, channel, index)
+        channel = self._channel  # a check of an ungraded dependency may have replaced the kernel
+        result = run_step(step, Implementation(channel), reference_source(with_dependencies(lent)), lent,
+                          budget=self._left())
         if result.kernel_lost or lent:
             # A kernel that held a reference is replaced before the notebook goes on: the new one
             # has fresh mounts and processes, and replays the cells before this one, so nothing of
@@ -224,13 +227,38 @@ class JudgedExecute(Execute):
     def _spent(self) -> str:
         return f"not run: grading of this notebook stopped after its {self.submission_timeout:g} s"
 
-    def lent_references(self, step: str) -> list[str]:
+    def lent_references(self, step: str, channel: KernelChannel, index: int) -> list[str]:
         """The dependencies of `step` whose reference the kernel gets while `step` is graded:
         those the notebook grades no later than here (so the reference of a step never helps
-        that step) and not with full marks (a dependency that passed every case is the
-        student's own to use), and those the notebook does not grade at all."""
-        return [name for name in STEPS[step].depends_on if name not in self._pending
-                and not (name in self.step_results and self.step_results[name].fraction == 1.0)]
+        that step) and not with full marks. A dependency that passes every one of its cases is
+        the student's own to use: one the notebook grades, by its verdict; one it does not grade
+        (04 builds on the student's own 03), by its cases run here once, unrecorded."""
+        lent = []
+        for name in STEPS[step].depends_on:
+            if name in self._pending:
+                continue
+            if name not in self.step_results and name not in self._unrecorded:
+                checked = run_step(name, Implementation(channel), budget=self._left())
+                self._unrecorded[name] = checked
+                if checked.kernel_lost:
+                    self._restart_and_replay(index)
+                    channel = self._open_channel()
+            verdict = self.step_results.get(name) or self._unrecorded[name]
+            if verdict.fraction < 1.0 or verdict.kernel_lost:
+                lent.append(name)
+        return lent
+
+
+def with_dependencies(names: list[str]) -> list[str]:
+    """`names` and every graded name their reference calls, in STEPS' order: the reference of
+    `attention_weights` calls the reference's `softmax`, even where only the former is lent."""
+    needed, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += STEPS[name].depends_on
+    return [name for name in STEPS if name in needed]
 
 
 @dataclass

@@ -46,3 +46,4 @@ MAX_KERNEL_MESSAGE_BYTES = 64 * 1024**2  # one ZeroMQ message from a kernel (an 
 MAX_REPLY_CONTAINERS = 20_000  # JSON lists and objects in one reply (each costs the judge memory)
 MAX_REPLY_DEPTH = 64  # how deeply they may nest
 WARM_PARENT_START = 120  # seconds for a warm parent to import numpy, torch and ipykernel
+SANDBOX_CHECK = 20  # seconds for bubblewrap to show, once per process, that it can sandbox here

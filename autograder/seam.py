@@ -14,7 +14,7 @@ Two channels carry the requests, through the same codec:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
@@ -29,7 +29,7 @@ def _undefined(name: str) -> CaseFailure:
 class Channel(Protocol):
     """What carries the seam's requests: `kernel.channel.LocalChannel` or `KernelChannel`."""
 
-    def request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]: ...
+    def request(self, payload: dict[str, Any], timeout: float) -> Mapping[str, Any]: ...
 
     def reset(self) -> int: ...
 

@@ -267,3 +267,16 @@ def test_feedback_sanitiser_cuts_tracebacks_of_grade_cells_only():
     nb, _ = SanitizeGradeCells().preprocess(nb, {})
     assert nb.cells[0].outputs[0]["traceback"] == ["ImportError: boom"]
     assert nb.cells[1].outputs[0]["traceback"] == ["keep me"]
+
+
+def test_a_lent_reference_brings_the_references_it_calls():
+    """Only attention_weights is lent (the notebook's softmax had full marks), but the reference
+    attention_weights calls softmax: the reference's own, defined beside it and not lent."""
+    from autograder.judge import with_dependencies
+
+    names = with_dependencies(["attention_weights"])
+    assert names == ["softmax", "attention_weights"]
+    definitions = {}
+    exec(reference_source(names), definitions)  # noqa: S102
+    weights = definitions["attention_weights"](np.zeros((2, 2)))
+    assert np.allclose(weights, 0.5)

@@ -34,7 +34,7 @@ import warnings
 from pathlib import Path
 
 from autograder.kernel.envelope import Envelope
-from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT, TMP_BYTES
+from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT, SANDBOX_CHECK, TMP_BYTES
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
 # judge's process id: kernels graded in parallel cannot signal, trace or starve each other.
@@ -64,7 +64,7 @@ def available():
                "--dev", "/dev", "true"]
     try:
         return subprocess.run(command, preexec_fn=_sandboxed_child, capture_output=True,
-                              timeout=20).returncode == 0
+                              timeout=SANDBOX_CHECK).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
