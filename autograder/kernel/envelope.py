@@ -79,6 +79,7 @@ class Envelope:
     name: str
     version: int = field(default_factory=_version)
     paths: dict = field(default_factory=dict)  # controller ("memory", "pids", "cpu", or "" in v2) -> folder
+    _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
 
     def __post_init__(self):
         if self.version == 1:
@@ -136,12 +137,19 @@ class Envelope:
         if self.version == 1:
             _write(self._memory_file("memory.max_usage_in_bytes", ""), "0")
         else:
-            _write(self._memory_file("", "memory.peak"), "0")  # kernels >= 6.12 reset it so
+            # cgroup v2 (Linux 6.12 on) resets memory.peak for the descriptor that wrote to it:
+            # the peak is read back through the same one.
+            if self._peak_fd is not None:
+                os.close(self._peak_fd)
+            self._peak_fd = os.open(self._memory_file("", "memory.peak"), os.O_RDWR)
+            os.write(self._peak_fd, b"reset")
         return int(self._memory_file("memory.usage_in_bytes", "memory.current").read_text())
 
     def peak(self):
         """The most memory the submission's processes and files held at once since the reset."""
-        return int(self._memory_file("memory.max_usage_in_bytes", "memory.peak").read_text())
+        if self.version == 1:
+            return int(self._memory_file("memory.max_usage_in_bytes", "").read_text())
+        return int(os.pread(self._peak_fd, 64, 0))
 
     def overruns(self):
         """{"memory": n, "processes": n}: how often each budget stopped the submission so far."""
@@ -159,6 +167,9 @@ class Envelope:
 
     def remove(self):
         """Kill whatever is still inside, and remove the groups."""
+        if self._peak_fd is not None:
+            os.close(self._peak_fd)
+            self._peak_fd = None
         for path in self.paths.values():
             for _ in range(100):  # a PID namespace is torn down asynchronously
                 try:

@@ -99,7 +99,6 @@ def _processes_of(uid):
     return count
 
 
-_PR_SET_DUMPABLE = 4
 _CLONE_NEWNS = 0x00020000
 _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 
