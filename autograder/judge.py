@@ -31,7 +31,7 @@ from traitlets import Float
 from autograder import agent, sandbox
 from autograder.channel import KernelChannel
 from autograder.errors import FLAG, KernelStuck
-from autograder.harness import GRADER_ERROR, run_step
+from autograder.harness import GRADER_ERROR, RECORD_KEY, run_step
 from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE
 from autograder.reference import reference_source
 from autograder.seam import Implementation
@@ -178,6 +178,8 @@ class JudgedExecute(Execute):
         self.step_results[step] = result
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
+        # The verdicts as data, for the class report (coursekit/report): never shown in feedback.
+        cell.metadata[RECORD_KEY] = NotebookNode(result.as_record())
         cell.execution_count = None
         return cell, self.resources
 
