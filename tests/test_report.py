@@ -198,7 +198,11 @@ def test_the_page_shows_the_numbers_and_nothing_hidden(graded, written):
     assert page.count("<svg") == 1 + len(stats.steps)
     for step in stats.steps:
         article = page[page.index(f'id="{A}-{step.step}"'):]
-        article = _text(article[:article.index("</article>")])
+        article = article[:article.index("</article>")]
+        # The chart's bars count every graded student once, full marks in the last.
+        bars = [int(n) for n in re.findall(r"<title>(\d+) students?: ", article)]
+        assert len(bars) == 11 and sum(bars) == len(step.scores) and bars[-1] == len(step.full_marks)
+        article = _text(article)
         assert f"{step.average:.2f} / {step.max_points:g}" in article
         assert f"{len(step.full_marks)} of {len(step.scores)}" in article
         for case in step.cases:

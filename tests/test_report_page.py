@@ -1,8 +1,8 @@
 """The class report in a real browser: Debian's Chromium, driven by Playwright.
 
 The page of a generated two-assignment class (`coursekit.report.synthetic`, nothing graded) is
-opened from disk, with the network cut off: every plot must render (each inline SVG has a box
-and drawn bars), every section's table must be there, and a screenshot of the whole page is
+opened from disk, with the network cut off: every chart must render (each inline SVG has a box
+and drawn bars), the course sections must be there, and a screenshot of the whole page is
 kept under pytest's temporary folder (the test prints where). Chromium must be installed, as for
 tests/test_browser.py (whose `browser` fixture this uses); without it the test fails.
 """
@@ -14,8 +14,10 @@ from autograder.steps import A03, A04, steps_of
 from coursekit import report
 from coursekit.report import synthetic
 
-PLOTS = "Array.from(document.querySelectorAll('svg')).map(s => { const r = s.getBoundingClientRect(); " \
-        "return [r.width, r.height, s.querySelectorAll('path').length]; })"
+# Each chart's box, and the drawn height of each of its bars (a bar for no student has none).
+PLOTS = ("Array.from(document.querySelectorAll('svg')).map(s => { const r = s.getBoundingClientRect(); "
+         "return [r.width, r.height, Array.from(s.querySelectorAll('rect'))"
+         ".map(b => b.getBoundingClientRect().height)]; })")
 
 
 @pytest.fixture
@@ -34,8 +36,9 @@ def test_every_plot_of_the_report_renders(page_file, browser, tmp_path):  # noqa
     page.goto(page_file.as_uri())
     boxes = page.evaluate(PLOTS)
     assert len(boxes) == 2 + sum(len(steps_of(a)) for a in (A03, A04))
-    for width, height, paths in boxes:
-        assert width > 100 and height > 40 and paths > 5, (width, height, paths)
+    for width, height, bars in boxes:
+        # 11 bars (10 below full marks, 1 for them), the tallest one drawn
+        assert width > 100 and height > 40 and len(bars) == 11 and max(bars) > 10, (width, height, bars)
     assert [url for url in requests if not url.startswith("file://")] == []
     headings = page.locator("h3").all_inner_texts()
     assert "Steps that predict trouble later" in headings and "Late" in headings

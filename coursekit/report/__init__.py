@@ -2,7 +2,7 @@
 
     coursekit report [ASSIGNMENT ...] [--course DIR] [--out FILE]
 
-Writes one self-contained HTML page (plots as inline SVG, nothing fetched from the network) and
+Writes one self-contained HTML page (charts as inline SVG, nothing fetched from the network) and
 the same data as CSV beside it (`FILE` with the suffix .csv): for one assignment, several, or
 the whole course (no ASSIGNMENT: every assignment in the gradebook).
 
@@ -57,14 +57,12 @@ def _environment():
 
 
 def all_plots(stats):
-    """{assignment: SVG of its totals, (assignment, step): SVG of the step's points}."""
+    """{assignment: Chart of its totals, (assignment, step): Chart of the step's points}."""
     found = {}
     for a in stats:
-        found[a.assignment] = plots.distribution(list(a.totals.values()), a.max_total, "total points",
-                                                 a.assignment)
+        found[a.assignment] = plots.distribution(list(a.totals.values()), a.max_total, "total points")
         for s in a.steps:
-            found[(a.assignment, s.step)] = plots.distribution(s.scores, s.max_points, f"points for {s.step}",
-                                                               f"{a.assignment}-{s.step}")
+            found[(a.assignment, s.step)] = plots.distribution(s.scores, s.max_points, f"points for {s.step}")
     return found
 
 

@@ -1,6 +1,7 @@
 """What the report says, computed from ClassData: per step, per case, per misconception, and
 across assignments. Plain data, so the HTML page, the CSV and the tests read the same numbers."""
 
+import functools
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ NORMALISE = [
 ]
 
 
+@functools.cache  # a class repeats its messages
 def normalise(message):
     """The message with its numbers, shapes, lists and quoted values replaced by placeholders."""
     parts = message.split("`")
@@ -37,7 +39,7 @@ class Diagnosis:
     key: str
     example: str  # its most common wording
     students: list  # sorted
-    cases: list  # case titles it appeared in, in suite order
+    cases: list  # titles of the cases it appeared in
     wordings: int  # how many different messages it groups
 
 
@@ -63,10 +65,6 @@ class StepStats:
     cases: list  # [CaseStats], in suite order
     diagnoses: list  # [Diagnosis] across the step's cases, most common first
     unrecorded: list  # graded students whose notebook holds no verdicts for the step
-
-    @property
-    def share_full(self):
-        return len(self.full_marks) / len(self.scores) if self.scores else 0.0
 
     @property
     def lost(self):
@@ -138,31 +136,44 @@ def step_result(record):
 
 def points_of_record(record, max_points):
     """The points the judge's verdicts give, to compare with the gradebook's."""
-    return step_result(record).points(max_points)
+    return _points(tuple((c["weight"], c["passed"]) for c in record["cases"]), max_points)
+
+
+@functools.cache  # a class has few patterns of verdicts: most students pass most cases
+def _points(verdicts, max_points):
+    """StepResult.points of the verdicts ((weight, passed) per case)."""
+    return step_result({"step": "", "cases": [{"case": str(i), "title": "", "kind": "", "weight": weight,
+                                               "passed": passed, "message": ""}
+                                              for i, (weight, passed) in enumerate(verdicts)]}).points(max_points)
 
 
 def _case_stats(step, graded):
-    cases = {}
+    """([CaseStats], {case: [(student, title, message)] of its failures}) of `step` over the graded
+    submissions, in one pass over their verdicts."""
+    cases, failures = {}, defaultdict(list)
     for sub in graded:
         for case in sub.records.get(step, {}).get("cases", []):
-            stats = cases.setdefault(case["case"], CaseStats(case["case"], case["title"], case["kind"],
-                                                             case["weight"], [], [], []))
-            (stats.passed if case["passed"] else stats.failed).append(sub.student)
-    for stats in cases.values():
-        stats.diagnoses = group([(sub.student, stats.title, c["message"]) for sub in graded
-                                 for c in sub.records.get(step, {}).get("cases", [])
-                                 if c["case"] == stats.name and not c["passed"]])
-    return list(cases.values())
+            stats = cases.get(case["case"])
+            if stats is None:
+                stats = cases[case["case"]] = CaseStats(case["case"], case["title"], case["kind"], case["weight"],
+                                                        [], [], [])
+            if case["passed"]:
+                stats.passed.append(sub.student)
+            else:
+                stats.failed.append(sub.student)
+                failures[case["case"]].append((sub.student, stats.title, case["message"]))
+    for name, stats in cases.items():
+        stats.diagnoses = group(failures[name])
+    return list(cases.values()), failures
 
 
 def step_stats(step, max_points, graded):
     scores = [sub.points.get(step) or 0.0 for sub in graded]
-    failures = [(sub.student, c["title"], c["message"]) for sub in graded
-                for c in sub.records.get(step, {}).get("cases", []) if not c["passed"]]
+    cases, failures = _case_stats(step, graded)
     return StepStats(step, max_points, students=[sub.student for sub in graded], scores=scores,
                      full_marks=[sub.student for sub, s in zip(graded, scores) if s >= max_points],
                      average=sum(scores) / len(scores) if scores else 0.0,
-                     cases=_case_stats(step, graded), diagnoses=group(failures),
+                     cases=cases, diagnoses=group([f for found in failures.values() for f in found]),
                      unrecorded=[sub.student for sub in graded if step not in sub.records])
 
 

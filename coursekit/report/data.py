@@ -9,6 +9,7 @@
 """
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -97,9 +98,13 @@ def read_records(folder):
     """{step: StepRecord} from the graded cells of the notebooks in an autograded folder. Only a
     graded cell's record counts: the judge writes it there, whatever the submission held."""
     records = {}
-    for path in sorted(Path(folder).glob("*.ipynb")):
+    try:
+        paths = sorted(entry.path for entry in os.scandir(folder) if entry.name.endswith(".ipynb"))
+    except OSError:
+        return records
+    for path in paths:
         try:
-            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+            cells = json.loads(Path(path).read_bytes()).get("cells", [])
         except (OSError, ValueError, AttributeError):
             continue
         for cell in cells:
