@@ -281,13 +281,34 @@ def test_course_report_finds_who_falls_behind_and_which_steps_predict_trouble(ge
         pytest.approx(stats[0].late)
 
 
+def _plant_message(course, message):
+    """`message` as the diagnosis of the first failed case of one generated notebook (a copy of the
+    course): what a student's own exception text would put there."""
+    import json
+
+    copy = course.parent / f"{course.name}-planted"
+    shutil.copytree(course, copy)
+    for path in sorted((copy / "autograded").rglob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            for case in cell.get("metadata", {}).get(RECORD_KEY, {}).get("cases", []):
+                if not case["passed"]:
+                    case["message"] = message
+                    path.write_text(json.dumps(nb))
+                    return copy
+    raise AssertionError("no failed case in the generated class")
+
+
 def test_coursekit_report_writes_the_page_and_the_csv(generated, tmp_path, capsys):
     from coursekit.cli import main
 
     course, _ = generated
+    course = _plant_message(course, "`causal_mask` raised ValueError: <script>alert(1)</script>")
     out = tmp_path / "out" / "course.html"
     assert main(["report", "--course", str(course), "--out", str(out)]) == 0
     assert f"report: {out}" in capsys.readouterr().out
+    # What a student's code writes into a message is shown as text, never run as markup.
+    assert "<script>" not in out.read_text() and "&lt;script&gt;alert(1)&lt;/script&gt;" in out.read_text()
     assert out.read_text().count("<svg") == 2 + sum(len(steps_of(a)) for a in (A03, A04))
     assert "Steps that predict trouble later" in out.read_text()
     assert out.with_suffix(".csv").is_file()
