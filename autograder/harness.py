@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 CASE_KINDS = ("notes", "stored", "oracle", "property")
 GRADER_ERROR = "GRADER ERROR"
 MAX_MESSAGE = 400
+RECORD_KEY = "autograder"  # the graded cell's metadata key that holds StepResult.as_record()
 
 __all__ = ["CaseFailure", "CaseTimeout", "case", "case_family", "cases_of", "run_case", "run_step"]
 
@@ -94,6 +95,24 @@ def cases_of(step: str) -> list[Case]:
     return [c for c in found if c.step == step]
 
 
+class CaseRecord(TypedDict):
+    """One case's verdict as data, as the judge stores it in its graded cell's metadata."""
+    case: str
+    title: str
+    kind: str
+    weight: float
+    passed: bool
+    message: str  # the student-facing diagnosis ("" when passed): never an expected value
+
+
+class StepRecord(TypedDict):
+    """A step's verdicts as data: `cell.metadata["autograder"]` of a graded cell (coursekit/report)."""
+    step: str
+    cases: list[CaseRecord]
+    grader_errors: list[str]
+    kernel_lost: bool
+
+
 @dataclass
 class CaseResult:
     case: Case
@@ -138,6 +157,14 @@ class StepResult:
         return {"points": self.points(max_points), "max_points": max_points,
                 "failed": [f"{r.case.name}: {r.message}" for r in self.results if not r.passed],
                 "grader_errors": self.grader_errors}
+
+    def as_record(self) -> StepRecord:
+        """Every case's verdict as JSON-ready data: what the report of a class reads, so that it
+        never parses the text a student reads."""
+        cases = [CaseRecord(case=r.case.name, title=r.case.title, kind=r.case.kind, weight=r.case.weight,
+                            passed=r.passed, message=r.message) for r in self.results]
+        return StepRecord(step=self.step, cases=cases, grader_errors=self.grader_errors,
+                          kernel_lost=self.kernel_lost)
 
 
 def _describe_error(step: str, error: BaseException, show_details: bool = True) -> str:

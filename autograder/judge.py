@@ -32,7 +32,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Float
 
 from autograder.errors import FLAG, KernelStuck
-from autograder.harness import GRADER_ERROR, CaseResult, StepResult, cases_of, run_step
+from autograder.harness import GRADER_ERROR, RECORD_KEY, CaseResult, StepResult, cases_of, run_step
 from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
@@ -203,6 +203,8 @@ class JudgedExecute(Execute):
         self.step_results[step] = result
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
+        # The verdicts as data, for the class report (coursekit/report): never shown in feedback.
+        cell.metadata[RECORD_KEY] = NotebookNode(result.as_record())
         cell.execution_count = None
         return cell, self.resources
 

@@ -7,7 +7,8 @@ nbgrader (and says whether it matches the committed assignments/), builds sample
 (reference-complete, the untouched release, typical mistakes from the catalogue), grades them
 with `coursekit autograde`'s code path (one embedded Dask cluster for every assignment, with
 its progress bar), writes feedback, exports grades.csv, step_scores.csv and canvas_grades.csv,
-and prints a table of points per student and step with the class average.
+prints a table of points per student and step with the class average, and ends with the
+course report (`coursekit report`: report.html and report.csv in the course directory).
 """
 
 import argparse
@@ -16,7 +17,7 @@ import sys
 import time
 
 from autograder.steps import ASSIGNMENTS
-from coursekit import catalogue, classroom, exports, grading, samples
+from coursekit import catalogue, classroom, exports, grading, report, samples
 from coursekit.cluster import Cluster
 from coursekit.paths import ROOT, released_notebook
 
@@ -65,8 +66,10 @@ def main(argv=None):
 
     flags = {(r.student, a): r.flags for a, rs in all_results.items() for r in rs.values()}
     grades_csv, steps_csv, canvas_csv = exports.export_all(course, flags=flags)
+    problems = {(r.student, a): r.problem for a, rs in all_results.items() for r in rs.values() if not r.graded}
+    page, data = report.write(course, args.assignments, problems=problems)
     print(f"\ngrades: {grades_csv}\nper-step scores: {steps_csv}\nfor Canvas: {canvas_csv}\n"
-          f"feedback: {course / 'feedback'}")
+          f"feedback: {course / 'feedback'}\nwhat the class got wrong: {page} (as CSV: {data})")
     print(f"done in {time.perf_counter() - start:.0f} s")
     # The job fails loudly if the two anchors of the scale are off.
     wrong = [f"{a}: reference scored {rs['reference'].total:g}" for a, rs in all_results.items()
