@@ -21,3 +21,7 @@ MEMORY_LIMIT = 6 * 1024**3  # address space of the student's kernel (bytes)
 MAX_PROCESSES = 128  # processes and threads the sandbox may hold at once
 CPU_SECONDS = 600  # CPU time of the kernel, all cells together
 MAX_REPLY_BYTES = 64 * 1024**2  # the largest answer the judge reads from a kernel
+
+# What a submission may hand in (coursekit/intake.py): a larger file is left out and reported.
+MAX_SUBMITTED_FILE_BYTES = 100 * 1000**2  # nbgrader's own default (CourseDirectory.max_file_size)
+MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker
