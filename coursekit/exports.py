@@ -15,9 +15,9 @@
   | --- | --- |
   | Student | "last name, first name"; the student id where the gradebook has no name |
   | ID | the student's `lms_user_id` (Canvas's user id), empty if unknown |
-  | SIS User ID | the nbgrader student id |
-  | SIS Login ID | the student's email, empty if unknown |
-  | Section | empty (Canvas keeps the section it has) |
+  | SIS User ID | the roster's (`coursekit roster import`); without one, the nbgrader student id |
+  | SIS Login ID | the roster's; without one, the student's email, empty if unknown |
+  | Section | the roster's; without one, empty (Canvas keeps the section it has) |
   | NAME (ID), one per assignment | the submission's score less its late penalty (grades.csv's `score`); empty where there is no submission, or it could not be graded |
 
   Canvas identifies a student by any of ID, SIS User ID or SIS Login ID. An assignment column
@@ -33,7 +33,7 @@ through `coursekit/csvsafe.py`, so no cell is a formula when the file is opened 
 import sys
 from pathlib import Path
 
-from coursekit import csvsafe, grading, standing
+from coursekit import csvsafe, grading, roster, standing
 
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -54,9 +54,12 @@ def export_canvas(course_dir, canvas_ids=None):
         writer = csvsafe.Writer(handle)
         writer.writerow(CANVAS_IDENTITY + [canvas_column(a.name, canvas_ids) for a in assignments])
         writer.writerow(["    Points Possible", "", "", "", ""] + [f"{a.max_score:g}" for a in assignments])
+        people = roster.imported(course_dir)
         for student in sorted(gb.students, key=lambda s: s.id):
             name = ", ".join(p for p in (student.last_name, student.first_name) if p) or student.id
-            row = [name, student.lms_user_id or "", student.id, student.email or "", ""]
+            person = people.get(student.id)
+            row = ([name, student.lms_user_id or "", person.sis_user_id, person.sis_login_id, person.section]
+                   if person else [name, student.lms_user_id or "", student.id, student.email or "", ""])
             for assignment in assignments:
                 try:
                     submission = gb.find_submission(assignment.name, student.id)

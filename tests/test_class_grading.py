@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 from processes import free_port, stop_groups
 
-from autograder.steps import A03, steps_of
+from autograder.steps import A03, STEPS, steps_of
 from coursekit import autograde, catalogue, classroom, exports, grading, samples
 from coursekit.cluster import Cluster
 from coursekit.paths import interpreter_bin, released_notebook, with_interpreter_on_path
@@ -50,6 +50,9 @@ A = "01_simplified_self_attention"
 NOT_JSON = "not-json-file"
 WRONG = "=2+3"  # hands in assignment 03's notebook; the id is a formula in a spreadsheet
 UNGRADABLE = sorted([NOT_JSON, WRONG])
+DUE, AFTER_DUE = "2026-11-20 09:00:00 UTC", "2026-11-21 09:00:00.000000 UTC"
+LATE = "patch-np-allclose"  # the hostile submission, handed in a day late
+DELETED = "softmax"  # the reference's student deleted this step's graded cell
 LINKED = {"secret.txt": "symbolic link", "zeros.npy": "symbolic link", "pipe": "FIFO"}  # in the mistake's folder
 BIN = Path(interpreter_bin())
 
@@ -65,17 +68,25 @@ def secret(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def submitted(tmp_path_factory, secret):
-    """A course with assignment 01 released and the class under submitted/ (not graded)."""
+    """A course with assignment 01 released and the class under submitted/ (not graded). The
+    reference's student deleted softmax's graded cell (nbgrader puts it back); LATE handed in
+    after the due date, with nbgrader's own late penalty on ("zero": a late submission scores 0)."""
     course = grading.prepare(tmp_path_factory.mktemp("class") / "course")
+    with (course / "nbgrader_config.py").open("a") as config:
+        config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
     release = samples.read(grading.release(course, A))
+    code, output = grading._nbgrader(course, "db", "assignment", "add", A, f"--duedate={DUE}")
+    assert code == 0, output
     mistake = catalogue.by_assignment(catalogue.MISTAKES, A)[0]
     hostile = next(v for v in catalogue.by_assignment(catalogue.HOSTILE, A) if v.id == "patch-np-allclose")
-    subs = {"reference": classroom.build_submission(release), "untouched": release,
+    deleted = catalogue.transform(f"drop_grade_cell {DELETED}")(classroom.build_submission(release))
+    subs = {"reference": deleted, "untouched": release,
             mistake.id: classroom.build_submission(release, mistake),
             hostile.id: classroom.build_submission(release, hostile),
             NOT_JSON: b"this is not a notebook", WRONG: released_notebook(A03).read_bytes()}
     for student, nb in subs.items():
         samples.write(nb, grading.submission_path(course, A, student))
+    (grading.submission_path(course, A, LATE).parent / "timestamp.txt").write_text(AFTER_DUE)
     folder = grading.submission_path(course, A, mistake.id).parent
     os.symlink(secret, folder / "secret.txt")
     os.symlink("/dev/zero", folder / "zeros.npy")
@@ -195,8 +206,19 @@ def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
     for path in ours:
         assert ours[path] == theirs[path], path
     scores = grading.step_scores(course)
-    assert scores[("reference", A)] == {s.name: s.points for s in steps_of(A)}
+    assert scores[("reference", A)] == {s.name: s.points for s in steps_of(A)}  # its deleted cell too
     assert sum(scores[("untouched", A)].values()) == 0
+
+
+def test_a_deleted_graded_cell_is_restored_and_graded_on_both_paths(local_run, plain_run):
+    from coursekit import standing
+
+    for course in (local_run[0], plain_run[0]):
+        assert grading.step_scores(course)[("reference", A)][DELETED] == STEPS[DELETED].points
+        report = standing.reports(course, A, "reference")[DELETED]
+        assert "[passed]" in report and "FAILED" not in report
+        assert standing.standing(course, A, "reference").flags == [
+            f"{DELETED}: its graded cell was deleted; restored from the release and graded"]
 
 
 def _coursekit(course, *args):
@@ -255,6 +277,26 @@ def test_a_submission_that_could_not_be_graded_is_never_a_score(exported, local_
         row = next(line for line in table.splitlines() if line.startswith(student + " "))
         assert "not graded" in row and "/12" not in row
         assert f"  {student}: " in table.split("Could not be graded", 1)[1] and reason in table
+
+
+def test_late_work_scores_the_same_in_the_table_every_csv_and_the_feedback(exported, local_run):
+    """nbgrader's due date and late penalty ("zero"): LATE's score is 0 everywhere, its raw score kept."""
+    course, _ = exported
+    raw = sum(grading.step_scores(course)[(LATE, A)].values())
+    assert raw > 0 and grading.late_penalties(grading.gradebook_url(course), A)[LATE] == raw
+    assert grading.late_penalties(grading.gradebook_url(course), A)["reference"] == 0
+    grades = {row["student_id"]: row for row in csv.DictReader((course / "grades.csv").open())}[LATE]
+    assert (float(grades["raw_score"]), float(grades["late_submission_penalty"]), float(grades["score"])) == (
+        raw, raw, 0.0)
+    steps = [row for row in csv.DictReader((course / "step_scores.csv").open()) if row["student"] == LATE]
+    assert {float(row["late_penalty"]) for row in steps} == {raw} and all("late" in row["flags"] for row in steps)
+    canvas = {row[2]: row for row in csv.reader((course / "canvas_grades.csv").open())}
+    assert float(canvas[LATE][5]) == 0
+    table = autograde.summary(grading.gradebook_url(course), local_run[1], course)
+    row = next(line for line in table.splitlines() if line.startswith(LATE + " "))
+    assert f"0/12 (late -{raw:g})" in row
+    page = (course / "feedback" / LATE / A / f"{A}.html").read_text()
+    assert "(Score: 0.0 / 12.0)" in page and "Late submission penalty" in page
 
 
 def test_links_in_a_submission_are_never_followed_on_either_path(exported, plain_run, secret):
