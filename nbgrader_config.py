@@ -68,5 +68,12 @@ c.IntakeNote.course_root = str(_HERE)
 # submission that could not be graded, with the reason in a last column (coursekit/plugins.py).
 c.ExportApp.plugin_class = "coursekit.plugins.GradesCsv"
 
-# A graded cell the student deleted is put back from the gradebook and graded (nbgrader #1682).
-c.OverwriteCells.add_missing_cells = True
+# A graded cell the student deleted is put back from the gradebook and graded (nbgrader #1682;
+# coursekit/plugins.py RestoreCells: nbgrader's OverwriteCells with add_missing_cells).
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "coursekit.plugins.RestoreCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]

@@ -480,8 +480,6 @@ class Engine:
 
 
 def _grade(driver, report, students, force, progress, stop_after, engine):
-    from distributed import as_completed
-
     assignment, root = driver.assignment, driver.root
     submitted = driver.converter.submissions
     wanted = list(students) if students else sorted(submitted)
@@ -504,6 +502,17 @@ def _grade(driver, report, students, force, progress, stop_after, engine):
     if not todo:
         return
     bar = _progress(len(todo), progress, assignment)
+    try:
+        _submit_all(driver, report, todo, stop_after, engine, bar)
+    finally:
+        bar.close()  # before anything else is printed (an interrupt's line, say)
+
+
+def _submit_all(driver, report, todo, stop_after, engine, bar):
+    """Prepare each submission of `todo`, have it judged (on the cluster or here) and record it."""
+    from distributed import as_completed
+
+    assignment, root = driver.assignment, driver.root
     futures, finished = {}, None  # key -> (student, future)
     prepared_at = {}
     recorded_now = 0
@@ -585,7 +594,6 @@ def _grade(driver, report, students, force, progress, stop_after, engine):
             engine.cluster.client.cancel([future for _, future in futures.values()])
             break
         collect(done)
-    bar.close()
 
 
 # --- what the instructor sees --------------------------------------------------------------------
@@ -598,11 +606,13 @@ def summary(db_url, report, root="."):
     scores = grading.class_scores(db_url, report.assignment)
     penalties = grading.late_penalties(db_url, report.assignment)
     students = sorted(set(scores) | {o.student for o in report.outcomes})
+    failed = {o.student: o.problem for o in report.failed}  # this run's words (a missing folder, say)
     rows = []
     for student in students:
         where = standing.standing(root, report.assignment, student, penalties.get(student, 0.0))
+        graded = where.graded and student not in failed
         row = scores.get(student, {})
-        rows.append(classroom.StudentResult(student, report.assignment, where.graded, where.problem,
+        rows.append(classroom.StudentResult(student, report.assignment, graded, failed.get(student) or where.problem,
                                             {k: float(v or 0.0) for k, v in row.items()}, flags=where.flags,
                                             late_penalty=penalties.get(student, 0.0)))
     lines = [classroom.table(rows, report.assignment, average=True)]
@@ -622,14 +632,29 @@ def summary(db_url, report, root="."):
     return "\n".join(lines)
 
 
+def graded_count(course, assignment):
+    """(submissions with a marker, submissions under submitted/) of `assignment`: how far a run got."""
+    folders = list((Path(course) / "submitted").glob(f"*/{assignment}"))
+    return sum(Driver.marker_path(course, assignment, f.parent.name).is_file() for f in folders), len(folders)
+
+
 def run_autograde(args, extra=()):
     course = Path(args.course).resolve()
+    if not (course / "nbgrader_config.py").is_file():
+        print(f"coursekit autograde: {course} is not a course directory (no nbgrader_config.py); run it "
+              "from the course directory or pass --course DIR", file=sys.stderr)
+        return 2
     try:
         report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force,
                            close_later=True)
     except GradingError as error:
         print(f"coursekit autograde: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        done, total = graded_count(course, args.assignment)
+        print(f"\ncoursekit autograde: interrupted; {done} of {total} submissions of {args.assignment} are graded "
+              "and recorded. Run the same command again to grade the rest.", file=sys.stderr)
+        return 130
     try:
         print(summary(report.db_url, report, course))  # while the workers stop
         if args.timings:

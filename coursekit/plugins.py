@@ -3,6 +3,8 @@
 - `SafeCollect` (`c.ExchangeFactory.collect`) and `SafeZipExtractor`
   (`c.ZipCollectApp.extractor_plugin`): collect and zip_collect, taking files in by
   `coursekit/intake.py`'s policy;
+- `RestoreCells` (in `c.Autograde.sanitize_preprocessors`, for nbgrader's OverwriteCells): a
+  graded cell the student deleted is put back from the gradebook and graded (nbgrader #1682);
 - `GradesCsv` (`c.ExportApp.plugin_class`): `nbgrader export`'s grades.csv, safe in a spreadsheet
   and blank where a submission could not be graded.
 """
@@ -13,7 +15,9 @@ from pathlib import Path
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.plugins.zipcollect import ExtractorPlugin
+from nbgrader.preprocessors import OverwriteCells
 from nbgrader.utils import is_ignored, unzip
+from traitlets import Bool
 
 from coursekit import csvsafe, intake, standing
 
@@ -96,3 +100,16 @@ def _grades_row(gradebook, root, assignment, student):
               else ["", "", ""])
     return (identity[:2] + [submission.timestamp or ""] + identity[3:] + scores
             + [assignment.max_score, "; ".join(where.flags)])
+
+
+class RestoreCells(OverwriteCells):
+    """nbgrader's OverwriteCells, putting back the graded cells a student deleted
+    (`add_missing_cells`), each under its grade id as its cell id: nbformat would give it a
+    random one, and the same submission would not give the same autograded notebook twice."""
+
+    add_missing_cells = Bool(True).tag(config=True)
+
+    def missing_cell_transform(self, source_cell, max_score, is_solution=False, is_task=False):
+        cell = super().missing_cell_transform(source_cell, max_score, is_solution, is_task)
+        cell["id"] = source_cell.name
+        return cell
