@@ -15,6 +15,7 @@ flags: the judge's flags in the graded cells' reports, the files intake dropped
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def record_failure(root, assignment, student, problem):
     """Remember why `coursekit autograde` could not grade this submission (with the advice)."""
     path = _failure_path(root, assignment, student)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"problem": problem, "kind": kind_of(problem)}))
+    path.write_text(json.dumps({"problem": problem, "kind": kind_of(problem), "at": time.time()}))
 
 
 def clear_failure(root, assignment, student):
@@ -149,9 +150,11 @@ def diagnose(root, assignment, student):
 
 
 def _executed(path):
+    """The time the notebook at `path` was written if it ran (graded), else None."""
     nb = _notebook(path)
-    return nb is not None and any(c.get("cell_type") == "code" and c.get("execution_count") is not None
-                                  for c in nb["cells"] if isinstance(c, dict))
+    ran = nb is not None and any(c.get("cell_type") == "code" and c.get("execution_count") is not None
+                                 for c in nb["cells"] if isinstance(c, dict))
+    return os.stat(path).st_mtime if ran else None
 
 
 RESTORED = "was missing from the submission"  # nbgrader's note on a cell it put back (add_missing_cells)
@@ -187,8 +190,10 @@ def standing(root, assignment, student, late_penalty=0.0):
     dropped = intake.flags(root, assignment, student)
     late = [f"late: {late_penalty:g} points off"] if late_penalty else []
     failure = _recorded_failure(root, assignment, student)
-    graded = _executed(autograded_folder(root, assignment, student) / f"{assignment}.ipynb")
-    if graded and failure is None:
+    graded_at = _executed(autograded_folder(root, assignment, student) / f"{assignment}.ipynb")
+    if failure is not None and graded_at is not None and graded_at > failure.get("at", 0):
+        failure = None  # graded since (by `nbgrader autograde`, say)
+    if graded_at is not None and failure is None:
         flags = judge_flags(reports(root, assignment, student)) + restored_flags(root, assignment, student)
         return Standing(True, flags=flags + dropped + late)
     problem = failure["problem"] if failure else (diagnose(root, assignment, student)
