@@ -19,6 +19,7 @@ course directory:
 - links to a root-only file and to /dev/zero and a FIFO in a submission folder are never
   followed on either path: nothing of them lands in autograded/ or feedback/, and the
   instructor's flags and the student's feedback say what was dropped (coursekit/intake.py);
+- a submission folder larger than 64 MiB is graded (a local worker reads it from autograded/);
 - a submission that could not be graded (no notebook; the notebook of another assignment, from
   a student whose id is a spreadsheet formula) is blank with its reason in every CSV written
   from the command line, in the table and on a feedback page; `coursekit export` outside a
@@ -53,6 +54,7 @@ UNGRADABLE = sorted([NOT_JSON, WRONG])
 DUE, AFTER_DUE = "2026-11-20 09:00:00 UTC", "2026-11-21 09:00:00.000000 UTC"
 LATE = "patch-np-allclose"  # the hostile submission, handed in a day late
 DELETED = "softmax"  # the reference's student deleted this step's graded cell
+BIG = 65 * 1024**2  # a data file in the untouched student's folder: over the 64 MiB that once stopped a worker
 LINKED = {"secret.txt": "symbolic link", "zeros.npy": "symbolic link", "pipe": "FIFO"}  # in the mistake's folder
 BIN = Path(interpreter_bin())
 
@@ -87,6 +89,7 @@ def submitted(tmp_path_factory, secret):
     for student, nb in subs.items():
         samples.write(nb, grading.submission_path(course, A, student))
     (grading.submission_path(course, A, LATE).parent / "timestamp.txt").write_text(AFTER_DUE)
+    (grading.submission_path(course, A, "untouched").parent / "weights.bin").write_bytes(b"\0" * BIG)
     folder = grading.submission_path(course, A, mistake.id).parent
     os.symlink(secret, folder / "secret.txt")
     os.symlink("/dev/zero", folder / "zeros.npy")
@@ -202,7 +205,8 @@ def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
     assert ours == theirs
     ours, theirs = autograded(course), autograded(plain_course)
     assert sorted(ours) == sorted(theirs)
-    assert len(ours) == 5  # the four notebooks and LATE's timestamp.txt; nothing of the two that failed
+    assert len(ours) == 6  # the four notebooks, LATE's timestamp.txt, the big file; nothing of the two that failed
+    assert len(ours[f"autograded/untouched/{A}/weights.bin"]) == BIG  # graded with it, on a local worker
     for path in ours:
         assert ours[path] == theirs[path], path
     scores = grading.step_scores(course)
@@ -457,8 +461,9 @@ def test_the_command_finishes_what_nbgrader_autograde_started(plain_run, local_r
             cell["outputs"], cell["execution_count"] = [], None
     notebook.write_text(json.dumps(sanitized))
     # submitted again after it was graded: submitted/ holds the newer timestamp
-    (course / "autograded" / resubmitted / A / "timestamp.txt").write_text("2026-11-20 09:00:00.000000 UTC")
-    (course / "submitted" / resubmitted / A / "timestamp.txt").write_text("2026-11-21 09:00:00.000000 UTC")
+    # (both before the due date, DUE: on time)
+    (course / "autograded" / resubmitted / A / "timestamp.txt").write_text("2026-11-19 08:00:00.000000 UTC")
+    (course / "submitted" / resubmitted / A / "timestamp.txt").write_text("2026-11-19 09:00:00.000000 UTC")
     kept = (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes()
 
     report = autograde.autograde(course, A, cluster=cluster, progress=False)
