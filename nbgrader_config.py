@@ -6,7 +6,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE))  # the course's own packages, for nbgrader run from this folder
 
-from autograder.limits import CELL_TIMEOUT  # noqa: E402 - after the path is set
+from autograder.limits import CELL_TIMEOUT, MAX_SUBMITTED_FILE_BYTES  # noqa: E402 - after the path is set
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 
@@ -50,3 +50,30 @@ import os  # noqa: E402
 
 c.Exchange.root = os.environ.get("COURSEKIT_EXCHANGE") or str(_HERE / "exchange")
 # --- end of the exchange ------------------------------------------------------------------------
+
+# --- Files handed in are data (coursekit/intake.py) ----------------------------------------------
+# Links, devices, FIFOs and sockets in a submission are never followed or read, and a file over
+# MAX_SUBMITTED_FILE_BYTES is left out: collect and zip_collect copy without following anything,
+# and autograde (nbgrader's and coursekit's) first moves such entries out of submitted/ into
+# .coursekit/intake/<assignment>/<student>/, with a report the flags and the feedback show.
+c.ExchangeFactory.collect = "coursekit.plugins.SafeCollect"
+c.ZipCollectApp.extractor_plugin = "coursekit.plugins.SafeZipExtractor"
+c.Autograde.pre_convert_hook = "coursekit.intake.autograde_hook"
+c.CourseDirectory.max_file_size = MAX_SUBMITTED_FILE_BYTES // 1000  # nbgrader counts kilobytes
+# The feedback starts with what was left out, and why (after GetGrades).
+c.GenerateFeedback.preprocessors.insert(1, "coursekit.feedback.IntakeNote")
+c.IntakeNote.course_root = str(_HERE)
+
+# grades.csv (`nbgrader export`): every cell safe in a spreadsheet (no formulas), and no score for a
+# submission that could not be graded, with the reason in a last column (coursekit/plugins.py).
+c.ExportApp.plugin_class = "coursekit.plugins.GradesCsv"
+
+# A graded cell the student deleted is put back from the gradebook and graded (nbgrader #1682;
+# coursekit/plugins.py RestoreCells: nbgrader's OverwriteCells with add_missing_cells).
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "coursekit.plugins.RestoreCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]

@@ -47,3 +47,7 @@ MAX_REPLY_CONTAINERS = 20_000  # JSON lists and objects in one reply (each costs
 MAX_REPLY_DEPTH = 64  # how deeply they may nest
 WARM_PARENT_START = 120  # seconds for a warm parent to import numpy, torch and ipykernel
 SANDBOX_CHECK = 20  # seconds for bubblewrap to show, once per process, that it can sandbox here
+
+# What a submission may hand in (coursekit/intake.py): a larger file is left out and reported.
+MAX_SUBMITTED_FILE_BYTES = 100 * 1000**2  # nbgrader's own default (CourseDirectory.max_file_size)
+MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker

@@ -1,7 +1,7 @@
 """Grade a generated class with `coursekit autograde` and with plain `nbgrader autograde`.
 
     python benchmarks/class_grading.py [--students 40] [--assignments A ...] [--workers N]
-                                       [--cold] [--out benchmarks/results.md] [--keep DIR]
+                                       [--cold] [--regrade K] [--out benchmarks/results.md] [--keep DIR]
 
 For each assignment (01 to 05; by default every assignment with a source folder), a class of
 `--students` submissions built from the catalogues
@@ -26,6 +26,11 @@ rest of the task; and the driver's nbgrader work before and after), and how much
 command's wall time is not the workers' share of the tasks (starting the cluster and warming its
 workers, waiting on the last long task, stopping). With `--out`, the results are appended to
 that file as a markdown section.
+
+With `--regrade K`, a small job too: regrading one student (the reference), `nbgrader autograde
+ASSIGNMENT --student S --force` against `coursekit autograde ASSIGNMENT --student S --force`
+(which grades a job of `autograde.IN_PROCESS_MAX` submissions or fewer in its own process, with
+no cluster), K times each, alternating, on the graded course directories; the medians are reported.
 """
 
 import argparse
@@ -119,6 +124,32 @@ def median(values):
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
+def regrade_lines(times, assignments, plain, ours, problems):
+    """The small job: one student regraded by each command, `times` times, alternating."""
+    if not times:
+        return []
+    lines = ["", f"Regrading one student (`--student S --force`), median of {times} runs each, alternating:", "",
+             "| assignment | nbgrader autograde --student (s) | coursekit autograde --student (s) | ratio |",
+             "| --- | --- | --- | --- |"]
+    for assignment in assignments:
+        student = next(s for s in autograded_students(ours, assignment) if s.endswith("-reference"))
+        walls = {"nbgrader": [], "coursekit": []}
+        for _ in range(times):
+            for name, command, course in (
+                    ("nbgrader", [sys.executable, "-m", "nbgrader", "autograde", assignment], plain),
+                    ("coursekit", [str(BIN / "coursekit"), "autograde", assignment], ours)):
+                seconds, result = run([*command, "--student", student, "--force"], course)
+                walls[name].append(seconds)
+                if result.returncode != 0:
+                    problems.append(f"{assignment}: {name} failed to regrade {student}: {result.stderr[-300:]}")
+        if gradebook(plain, assignment) != gradebook(ours, assignment):
+            problems.append(f"{assignment}: the regraded gradebooks differ")
+        plain_s, ours_s = median(walls["nbgrader"]), median(walls["coursekit"])
+        lines.append(f"| {assignment} | {plain_s:.1f} | {ours_s:.1f} | {ours_s / plain_s:.2f} |")
+        print(f"regrade {assignment}: nbgrader {walls['nbgrader']}, coursekit {walls['coursekit']}", flush=True)
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40, help="submissions per assignment")
@@ -130,6 +161,8 @@ def main(argv=None):
                         help="also time nbgrader autograde with a cold kernel per notebook")
     parser.add_argument("--out", help="append the results to this markdown file")
     parser.add_argument("--keep", help="build the course directories here and keep them")
+    parser.add_argument("--regrade", type=int, default=0, metavar="K",
+                        help="also time regrading one student, K times with each command")
     args = parser.parse_args(argv)
 
     base = Path(args.keep) if args.keep else Path(os.environ.get("TMPDIR", "/tmp")) / "class-grading-benchmark"
@@ -228,6 +261,7 @@ def main(argv=None):
              "save": "driver: nbgrader after execution (SaveAutoGrades, penalties, metadata)"}
     for key in keys:
         lines.append(f"| {names[key]} | {breakdown[key]:.3f} | {middle[key]:.3f} |")
+    lines += regrade_lines(args.regrade, args.assignments, plain, ours, problems)
     lines += ["", "Agreement: " + ("every grade cell of every submission is the same in every gradebook, and "
                                     "each run failed the same submissions." if not problems else "; ".join(problems))]
     text = "\n".join(lines) + "\n"

@@ -41,6 +41,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -48,14 +49,14 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coursekit import grading
+from autograder.limits import MAX_SHIPPED_SUBMISSION_BYTES
+from coursekit import grading, intake, standing
 from coursekit.cluster import StartingCluster
 from coursekit.grading_task import describe, judge_submission
 from coursekit.lean_driver import lean_nbgrader
 from coursekit.paths import with_interpreter_on_path
 
 TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
-MAX_SUBMISSION_BYTES = 64 * 1024**2  # a submission folder larger than this is not shipped
 MARKERS = Path(".coursekit") / "graded"
 # Preprocessors that read or write the gradebook: these and everything after them run on the driver.
 GRADEBOOK_PREPROCESSORS = ("SaveAutoGrades", "AssignLatePenalties", "SaveCells", "OverwriteCells", "GetGrades")
@@ -63,6 +64,10 @@ GRADEBOOK_PREPROCESSORS = ("SaveAutoGrades", "AssignLatePenalties", "SaveCells",
 
 class GradingError(Exception):
     """Grading cannot start at all (no such assignment, no submissions, no gradebook access)."""
+
+
+class Ungradable(Exception):
+    """One submission cannot be graded; the message says why, for the instructor and the student."""
 
 
 @dataclass
@@ -117,15 +122,22 @@ def _plain(config):
 
 
 def submission_hash(folder):
-    """sha256 over every file of a submitted folder (names and contents)."""
+    """sha256 over every regular file of a submitted folder (names and contents). Nothing is
+    followed: a link counts by its name and target text, a device or FIFO by its name."""
     digest = hashlib.sha256()
     folder = Path(folder)
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0")
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        digest.update(b"\0")
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            if path.is_symlink():
+                digest.update(b"link:" + os.fsencode(os.readlink(path)))
+            elif stat.S_ISREG(os.lstat(path).st_mode):
+                with path.open("rb") as handle:
+                    for block in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(block)
+            digest.update(b"\0")
     return digest.hexdigest()
 
 
@@ -178,14 +190,21 @@ def _make_converter_class():
         def dest(self, student):
             return os.path.normpath(self._format_dest(self.coursedir.assignment_id, student))
 
-        def prepare(self, student):
-            """Part A for one student: nbgrader's steps up to execution. None if excluded."""
+        def prepare(self, student, local=True):
+            """Part A for one student: nbgrader's steps up to execution. None if excluded.
+            `local`: the task runs on this machine and reads the files from autograded/ itself;
+            otherwise they travel as bytes, up to MAX_SHIPPED_SUBMISSION_BYTES."""
             assignment = self.coursedir.assignment_id
-            folder, self.notebooks = self.submissions[student]
+            folder, notebooks_found = self.submissions[student]
+            self.notebooks = list(notebooks_found)
             self.force = True  # which students to grade is decided by the caller
             if not self.init_destination(assignment, student):
                 return None
-            self.run_pre_convert_hook()
+            self.run_pre_convert_hook()  # intake.autograde_hook: nothing unsafe stays in submitted/
+            if not self.notebooks:
+                dropped = intake.recorded(self.coursedir.root, assignment, student)
+                raise Ungradable("no notebook could be taken in"
+                                   + (f": {'; '.join(map(str, dropped))}" if dropped else ""))
             self.init_assignment(assignment, student)
             notebooks, resources = {}, {}
             for filename in self.notebooks:
@@ -200,19 +219,27 @@ def _make_converter_class():
                     resources[name] = self.init_single_notebook_resources(sanitized)
                 finally:
                     self._sanitizing = True
+            payload = {"student": student, "assignment": assignment, "notebooks": notebooks,
+                       "resources": resources}
             dest = Path(self.dest(student))
-            files, size = {}, 0
-            for path in sorted(p for p in dest.rglob("*") if p.is_file()):
+            if local:
+                return dict(payload, folder=str(dest))
+            return dict(payload, files=self._files(dest, notebooks))
+
+        @staticmethod
+        def _files(dest, notebooks):
+            """The autograded folder's other files, as bytes for a remote worker."""
+            files, size = {}, sum(len(t) for t in notebooks.values())
+            for path in sorted(p for p in dest.rglob("*") if p.is_file() and not p.is_symlink()):
                 if path.suffix == ".ipynb" and path.stem in notebooks:
                     continue
                 files[str(path.relative_to(dest))] = data = path.read_bytes()
                 size += len(data)
-            size += sum(len(t) for t in notebooks.values())
-            if size > MAX_SUBMISSION_BYTES:
-                raise ValueError(f"the submission holds {size / 1024**2:.0f} MiB, more than the "
-                                 f"{MAX_SUBMISSION_BYTES / 1024**2:.0f} MiB a worker is sent")
-            return {"student": student, "assignment": assignment, "notebooks": notebooks,
-                    "resources": resources, "files": files}
+            if size > MAX_SHIPPED_SUBMISSION_BYTES:
+                raise Ungradable(f"the submission holds {size / 1024**2:.0f} MiB, more than the "
+                                   f"{MAX_SHIPPED_SUBMISSION_BYTES / 1024**2:.0f} MiB sent to a remote worker "
+                                   "(autograder/limits.py MAX_SHIPPED_SUBMISSION_BYTES; a local run has no limit)")
+            return files
 
         def save(self, student, judged):
             """Part C: the driver's preprocessors on each judged notebook, whose result goes into
@@ -374,163 +401,262 @@ def _progress(total, enabled, desc):
                 dynamic_ncols=True, mininterval=0.5)
 
 
+IN_PROCESS_MAX = 2  # this many submissions or fewer are graded in the driver, without a cluster
+
+
+def _in_process(course_dir, assignment, students, scheduler, cluster):
+    """Grade in the driver's own process? A cluster's start (seconds) costs more than it saves
+    on a small job: one or a few submissions, and no scheduler or cluster named."""
+    if scheduler or cluster is not None:
+        return False
+    count = len(students) if students else len(list((Path(course_dir) / "submitted").glob(f"*/{assignment}")))
+    return count <= IN_PROCESS_MAX
+
+
 def autograde(course_dir, assignment, students=None, workers=None, scheduler=None, force=False,
-              progress=True, cluster=None, stop_after=None, close_later=False):
+              progress=True, cluster=None, stop_after=None, close_later=False, in_process=None):
     """Grade `assignment`'s submissions (all, or `students`) into nbgrader's gradebook -> Report.
 
     `cluster`: a `Cluster` to reuse (the caller closes it). `stop_after`: stop as if killed once
     this many submissions are recorded (tests of resuming). `close_later`: the cluster this run
     started is closed in a thread (its workers take seconds to stop), so the caller can print the
-    summary meanwhile; `report.wait_closed()` waits for it.
+    summary meanwhile; `report.wait_closed()` waits for it. `in_process`: grade in this process,
+    without Dask (default: for IN_PROCESS_MAX submissions or fewer, `_in_process`).
     """
-    from distributed import as_completed
-
     start = time.perf_counter()
     warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy's session notes, as in nbgrader
     # The interpreter goes first on PATH: nbgrader runs `alembic` by name when it creates a
     # gradebook, and the workers, which start here while the driver starts nbgrader (where there
     # is work), inherit this environment.
     os.environ.update(with_interpreter_on_path(os.environ))
-    likely = cluster is None and (force or _unmarked(course_dir, assignment, students))
-    starting = StartingCluster(workers, scheduler) if likely else None
+    if in_process is None:
+        in_process = _in_process(course_dir, assignment, students, scheduler, cluster)
+    likely = not in_process and cluster is None and (force or _unmarked(course_dir, assignment, students))
+    engine = Engine(cluster, StartingCluster(workers, scheduler) if likely else None, workers, scheduler,
+                    in_process)
     try:
         driver = Driver(course_dir, assignment)
     except BaseException:
-        if starting is not None:
-            starting.discard(later=False)
+        engine.discard(later=False)
         raise
     report = Report(assignment, db_url=driver.app.coursedir.db_url)
     try:
-        submitted = driver.converter.submissions
-        wanted = list(students) if students else sorted(submitted)
-        if driver.setup_problem and not students:
-            raise GradingError(driver.setup_problem)
-        for student in wanted:
-            if student not in submitted:
-                report.outcomes.append(Outcome(student, False, f"no submission under "
-                                               f"submitted/{student}/{assignment}/"))
-        wanted = [s for s in wanted if s in submitted]
-        recorded = set() if force else driver.recorded_students()
-        todo = []
-        for student in wanted:
-            if not force and driver.is_graded(student, recorded):
-                report.skipped.append(student)
-            else:
-                todo.append(student)
-        if not todo:
-            return report
-        bar = _progress(len(todo), progress, assignment)
-        futures, finished = {}, None  # key -> (student, future)
-        prepared_at = {}
-        recorded_now = 0
-
-        def finish(future):
-            nonlocal recorded_now
-            student, _ = futures.pop(future.key)
-            try:
-                result = future.result()
-            except Exception as error:  # noqa: BLE001 - a lost worker too often, a task that raised
-                result = {"ok": False, "problem": f"the task failed on the cluster ({describe(error)})",
-                          "timings": {}, "seconds": 0.0, "worker": ""}
-            outcome = Outcome(student, bool(result.get("ok")), result.get("problem", ""),
-                              result.get("seconds", 0.0), dict(result.get("timings", {})),
-                              result.get("worker", ""))
-            outcome.timings["prepare"] = prepared_at[student]
-            save_start = time.perf_counter()
-            if outcome.ok:
-                try:
-                    driver.converter.save(student, result["notebooks"])
-                    driver.write_marker(student, result["notebooks"])
-                    recorded_now += 1
-                except Exception as error:  # noqa: BLE001
-                    outcome.ok, outcome.problem = False, f"recording the grades failed ({describe(error)})"
-                    driver.converter.discard(student)
-            else:
-                driver.converter.discard(student)
-            outcome.timings["save"] = time.perf_counter() - save_start
-            report.outcomes.append(outcome)
-            bar.update(1)
-            if not outcome.ok:
-                bar.set_postfix(failed=len(report.failed), refresh=False)
-
-        for student in todo:
-            if stop_after is not None and recorded_now >= stop_after:
-                break
-            driver.forget(student)  # from here on, the student's old record is being replaced
-            began = time.perf_counter()
-            try:
-                payload = driver.converter.prepare(student)
-            except Exception as error:  # noqa: BLE001 - nbgrader's own failure of this submission
-                driver.converter.discard(student)
-                report.outcomes.append(Outcome(student, False, describe(error)))
-                bar.update(1)
-                bar.set_postfix(failed=len(report.failed), refresh=False)
-                continue
-            prepared_at[student] = time.perf_counter() - began
-            if payload is None:  # excluded by CourseDirectory.student_id_exclude
-                bar.update(1)
-                continue
-            if cluster is None:
-                starting = starting or StartingCluster(workers, scheduler)
-                cluster = starting.get()
-            report.workers = report.workers or cluster.workers
-            if finished is None:
-                finished = as_completed(loop=cluster.client.loop)
-            future = cluster.client.submit(judge_submission, dict(driver.task_template, **payload), pure=False,
-                                           retries=TASK_RETRIES,
-                                           key=f"autograde-{assignment}-{student}-{time.time_ns()}")
-            futures[future.key] = (student, future)
-            finished.add(future)
-            if finished.has_ready():
-                for done in finished.next_batch(block=False):
-                    finish(done)
-        for done in finished if finished is not None else []:
-            if stop_after is not None and recorded_now >= stop_after:
-                cluster.client.cancel([future for _, future in futures.values()])
-                break
-            finish(done)
-        bar.close()
+        _grade(driver, report, students, force, progress, stop_after, engine)
         return report
     finally:
         report.seconds = time.perf_counter() - start
-        if starting is not None:
-            report.closing = starting.discard(later=close_later)
+        report.closing = engine.discard(later=close_later)
         driver.close()
+
+
+@dataclass
+class Engine:
+    """What grades: a cluster given by the caller, one this run starts, or this process."""
+
+    cluster: object
+    starting: object  # a StartingCluster, started early when work is likely
+    workers: object
+    scheduler: object
+    in_process: bool
+
+    def get(self):
+        if self.cluster is None:
+            self.starting = self.starting or StartingCluster(self.workers, self.scheduler)
+            self.cluster = self.starting.get()
+        return self.cluster
+
+    @property
+    def local(self):
+        """True if the task runs on this machine (it then reads autograded/ itself)."""
+        if self.in_process:
+            return True
+        if self.cluster is not None:
+            return self.cluster.cluster is not None  # an embedded LocalCluster
+        return self.scheduler is None
+
+    def discard(self, later):
+        """Close the cluster this run started (in a thread returned if `later`)."""
+        return self.starting.discard(later=later) if self.starting is not None else None
+
+
+def _grade(driver, report, students, force, progress, stop_after, engine):
+    assignment, root = driver.assignment, driver.root
+    submitted = driver.converter.submissions
+    wanted = list(students) if students else sorted(submitted)
+    if driver.setup_problem and not students:
+        raise GradingError(driver.setup_problem)
+    for student in wanted:
+        if student not in submitted:
+            report.outcomes.append(Outcome(student, False, f"no submission under "
+                                           f"submitted/{student}/{assignment}/"))
+    wanted = [s for s in wanted if s in submitted]
+    for student in wanted:  # before anything reads a file of it (hash, timestamp, notebooks)
+        intake.take_in(root, assignment, student, driver.submitted_folder(student))
+    recorded = set() if force else driver.recorded_students()
+    todo = []
+    for student in wanted:
+        if not force and driver.is_graded(student, recorded):
+            report.skipped.append(student)
+        else:
+            todo.append(student)
+    if not todo:
+        return
+    bar = _progress(len(todo), progress, assignment)
+    try:
+        _submit_all(driver, report, todo, stop_after, engine, bar)
+    finally:
+        bar.close()  # before anything else is printed (an interrupt's line, say)
+
+
+def _submit_all(driver, report, todo, stop_after, engine, bar):
+    """Prepare each submission of `todo`, have it judged (on the cluster or here) and record it."""
+    from distributed import as_completed
+
+    assignment, root = driver.assignment, driver.root
+    futures, finished = {}, None  # key -> (student, future)
+    prepared_at = {}
+    recorded_now = 0
+
+    def fail(student, problem):
+        problem = standing.diagnose(root, assignment, student) or problem
+        standing.record_failure(root, assignment, student, problem)
+        driver.converter.discard(student)
+        return problem
+
+    def finish(student, result):
+        nonlocal recorded_now
+        outcome = Outcome(student, bool(result.get("ok")), result.get("problem", ""),
+                          result.get("seconds", 0.0), dict(result.get("timings", {})),
+                          result.get("worker", ""))
+        outcome.timings["prepare"] = prepared_at[student]
+        save_start = time.perf_counter()
+        if outcome.ok:
+            try:
+                driver.converter.save(student, result["notebooks"])
+                driver.write_marker(student, result["notebooks"])
+                standing.clear_failure(root, assignment, student)
+                recorded_now += 1
+            except Exception as error:  # noqa: BLE001
+                outcome.ok, outcome.problem = False, f"recording the grades failed ({describe(error)})"
+                fail(student, outcome.problem)
+        else:
+            outcome.problem = fail(student, outcome.problem)
+        outcome.timings["save"] = time.perf_counter() - save_start
+        report.outcomes.append(outcome)
+        bar.update(1)
+        if not outcome.ok:
+            bar.set_postfix(failed=len(report.failed), refresh=False)
+
+    def collect(future):
+        student, _ = futures.pop(future.key)
+        try:
+            result = future.result()
+        except Exception as error:  # noqa: BLE001 - a lost worker too often, a task that raised
+            result = {"ok": False, "problem": f"the task failed on the cluster ({describe(error)})",
+                      "timings": {}, "seconds": 0.0, "worker": ""}
+        finish(student, result)
+
+    for student in todo:
+        if stop_after is not None and recorded_now >= stop_after:
+            break
+        driver.forget(student)  # from here on, the student's old record is being replaced
+        began = time.perf_counter()
+        try:
+            payload = driver.converter.prepare(student, local=engine.local)
+        except Exception as error:  # noqa: BLE001 - nbgrader's own failure of this submission
+            problem = fail(student, str(error) if isinstance(error, Ungradable) else describe(error))
+            report.outcomes.append(Outcome(student, False, problem))
+            bar.update(1)
+            bar.set_postfix(failed=len(report.failed), refresh=False)
+            continue
+        prepared_at[student] = time.perf_counter() - began
+        if payload is None:  # excluded by CourseDirectory.student_id_exclude
+            bar.update(1)
+            continue
+        if engine.in_process:
+            report.workers = 1
+            finish(student, judge_submission(dict(driver.task_template, **payload)))
+            continue
+        cluster = engine.get()
+        report.workers = report.workers or cluster.workers
+        if finished is None:
+            finished = as_completed(loop=cluster.client.loop)
+        future = cluster.client.submit(judge_submission, dict(driver.task_template, **payload), pure=False,
+                                       retries=TASK_RETRIES,
+                                       key=f"autograde-{assignment}-{student}-{time.time_ns()}")
+        futures[future.key] = (student, future)
+        finished.add(future)
+        if finished.has_ready():
+            for done in finished.next_batch(block=False):
+                collect(done)
+    for done in finished if finished is not None else []:
+        if stop_after is not None and recorded_now >= stop_after:
+            engine.cluster.client.cancel([future for _, future in futures.values()])
+            break
+        collect(done)
 
 
 # --- what the instructor sees --------------------------------------------------------------------
 
-def summary(db_url, report):
-    """The table (full step names, class average per step) and the failures, as text."""
+def summary(db_url, report, root="."):
+    """The table (full step names, class average per step, late penalties, flags) and the
+    submissions that could not be graded, as text. Every row's standing is `coursekit/standing.py`'s."""
     from coursekit import classroom
 
     scores = grading.class_scores(db_url, report.assignment)
-    failed = {o.student: o.problem for o in report.failed}
-    rows = [classroom.StudentResult(student, report.assignment, student not in failed, failed.get(student, ""),
-                                    {k: float(v or 0.0) for k, v in row.items()})
-            for student, row in sorted(scores.items())]
+    penalties = grading.late_penalties(db_url, report.assignment)
+    students = sorted(set(scores) | {o.student for o in report.outcomes})
+    failed = {o.student: o.problem for o in report.failed}  # this run's words (a missing folder, say)
+    rows = []
+    for student in students:
+        where = standing.standing(root, report.assignment, student, penalties.get(student, 0.0))
+        graded = where.graded and student not in failed
+        row = scores.get(student, {})
+        rows.append(classroom.StudentResult(student, report.assignment, graded, failed.get(student) or where.problem,
+                                            {k: float(v or 0.0) for k, v in row.items()}, flags=where.flags,
+                                            late_penalty=penalties.get(student, 0.0)))
     lines = [classroom.table(rows, report.assignment, average=True)]
     graded = len(report.outcomes) - len(report.failed)
     lines.append(f"\n{report.assignment}: {graded} graded, {len(report.skipped)} already graded (skipped), "
-                 f"{len(report.failed)} failed, in {report.seconds:.1f} s"
-                 + (f" on {report.workers} workers" if report.workers else ""))
-    if report.failed:
-        lines.append("Could not be graded:")
-        for outcome in sorted(report.failed, key=lambda o: o.student):
-            lines.append(f"  {outcome.student}: {outcome.problem}")
+                 f"{len(report.failed)} could not be graded, in {report.seconds:.1f} s"
+                 + (f" on {report.workers} workers" if report.workers > 1 else " in this process"
+                    if report.workers else ""))
+    ungraded = [r for r in rows if not r.graded]
+    if ungraded:
+        lines.append("Could not be graded (no score exported; `coursekit feedback` tells the student why):")
+        lines += [f"  {r.student}: {r.problem}" for r in ungraded]
+    flagged = [(r.student, f) for r in rows if r.graded for f in r.flags]
+    if flagged:
+        lines.append("Flags:")
+        lines += [f"  {student}: {flag}" for student, flag in flagged]
     return "\n".join(lines)
+
+
+def graded_count(course, assignment):
+    """(submissions with a marker, submissions under submitted/) of `assignment`: how far a run got."""
+    folders = list((Path(course) / "submitted").glob(f"*/{assignment}"))
+    return sum(Driver.marker_path(course, assignment, f.parent.name).is_file() for f in folders), len(folders)
 
 
 def run_autograde(args, extra=()):
     course = Path(args.course).resolve()
+    if not (course / "nbgrader_config.py").is_file():
+        print(f"coursekit autograde: {course} is not a course directory (no nbgrader_config.py); run it "
+              "from the course directory or pass --course DIR", file=sys.stderr)
+        return 2
     try:
         report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force,
                            close_later=True)
     except GradingError as error:
         print(f"coursekit autograde: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        done, total = graded_count(course, args.assignment)
+        print(f"\ncoursekit autograde: interrupted; {done} of {total} submissions of {args.assignment} are graded "
+              "and recorded. Run the same command again to grade the rest.", file=sys.stderr)
+        return 130
     try:
-        print(summary(report.db_url, report))  # while the workers stop
+        print(summary(report.db_url, report, course))  # while the workers stop
         if args.timings:
             Path(args.timings).write_text(json.dumps([vars(o) for o in report.outcomes], indent=1))
     finally:

@@ -3,16 +3,16 @@
 `grade_class` is what the main job and the catalogue tests call: it writes the submissions
 under submitted/ and grades them with `coursekit autograde` (`coursekit/autograde.py`). What
 the instructor must look at (a submission autograde could not grade, a kernel the judge had to
-restart, a grader error) comes back as the result's `flags`.
+restart, a grader error, a file left out) comes back as the result's `flags`
+(`coursekit/standing.py`, as every export shows them).
 """
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.errors import FLAG
-from autograder.steps import STEPS, graded_step, is_solution, steps_of
-from coursekit import grading, samples
+from autograder.steps import STEPS, is_solution, steps_of
+from coursekit import grading, samples, standing
 
 
 @dataclass
@@ -25,10 +25,12 @@ class StudentResult:
     reports: dict = field(default_factory=dict)  # step -> the grader's report text
     flags: list = field(default_factory=list)
     seconds: float = 0.0
+    late_penalty: float = 0.0  # points off for lateness (nbgrader's AssignLatePenalties)
 
     @property
     def total(self):
-        return sum(self.points.values())
+        """The score every export shows: the steps' points less the late penalty, never below 0."""
+        return max(0.0, sum(self.points.values()) - self.late_penalty)
 
 
 def build_submission(release_nb, variant=None):
@@ -47,25 +49,6 @@ def build_submission(release_nb, variant=None):
     return nb
 
 
-def _grade_cell_reports(autograded_path):
-    try:
-        nb = json.loads(Path(autograded_path).read_text())
-    except (OSError, ValueError):
-        return {}
-    reports = {}
-    for cell in nb.get("cells", []):
-        step = graded_step(cell)
-        if step:
-            reports[step] = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
-    return reports
-
-
-def flags_of(reports):
-    """The instructor's flags in a submission's graded-cell reports."""
-    return [f"{step}: {line.split(FLAG + ':', 1)[1].strip()}" for step, report in reports.items()
-            for line in report.splitlines() if FLAG in line]
-
-
 def grade_class(course_dir, assignment, submissions, workers=2, cluster=None, progress=False):
     """Grade {student: notebook or bytes} for one released assignment -> {student: StudentResult}.
 
@@ -81,21 +64,16 @@ def grade_class(course_dir, assignment, submissions, workers=2, cluster=None, pr
                                  progress=progress, cluster=cluster)
     outcomes = {o.student: o for o in report.outcomes}
     scores = grading.step_scores(course_dir, [assignment])
+    penalties = grading.late_penalties(grading.gradebook_url(course_dir), assignment)
     results = {}
     for student in submissions:
-        outcome = outcomes[student]
-        row = scores.get((student, assignment))
-        graded = outcome.ok and row is not None
-        autograded = course_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
-        reports = _grade_cell_reports(autograded) if graded else {}
-        problem = outcome.problem or ("" if graded else "no grades recorded")
-        result = StudentResult(
-            student, assignment, graded, problem if not graded else "",
+        where = standing.standing(course_dir, assignment, student, penalties.get(student, 0.0))
+        row = scores.get((student, assignment)) if where.graded else None
+        results[student] = StudentResult(
+            student, assignment, where.graded, where.problem,
             {s.name: float((row or {}).get(s.name) or 0.0) for s in steps_of(assignment)},
-            reports, flags_of(reports), seconds=outcome.seconds)
-        if not graded:
-            result.flags.append(f"autograde failed: {problem}")
-        results[student] = result
+            standing.reports(course_dir, assignment, student) if where.graded else {},
+            where.flags, seconds=outcomes[student].seconds, late_penalty=penalties.get(student, 0.0))
     return results
 
 
@@ -110,8 +88,12 @@ def table(results, assignment, average=False):
     head = f"{'student':<{first}}  " + "  ".join(f"{s:>{w}}" for s, w in zip(steps, widths)) + "       total  flags"
     lines = [head, "-" * len(head)]
     for r in results:
-        cells = "  ".join(f"{r.points.get(s, 0):>{w}g}" for s, w in zip(steps, widths))
-        total = f"{r.total:g}/{maximum}"
+        if r.graded:
+            cells = "  ".join(f"{r.points.get(s, 0):>{w}g}" for s, w in zip(steps, widths))
+            total = f"{r.total:g}/{maximum}" + (f" (late -{r.late_penalty:g})" if r.late_penalty else "")
+        else:  # never a score: the reason is listed under the table
+            cells = "  ".join(f"{'-':>{w}}" for w in widths)
+            total = "not graded"
         lines.append(f"{r.student:<{first}}  {cells}  {total:>10}  {len(r.flags) or ''}")
     graded = [r for r in results if r.graded]
     if average and graded:

@@ -7,6 +7,7 @@
     coursekit feedback ASSIGNMENT       # nbgrader generate_feedback for it
     coursekit export                    # grades.csv, step_scores.csv, canvas_grades.csv
     coursekit report [ASSIGNMENT ...]   # what the class got wrong: HTML page and CSV
+    coursekit roster import FILE.csv    # Canvas's roster into the gradebook (coursekit/roster.py)
 
 nbgrader runs its helpers by name (`alembic` when it creates a gradebook), so JupyterLab must
 start with this interpreter's bin directory on PATH; `coursekit lab` puts it there, so nothing
@@ -26,6 +27,7 @@ from coursekit.autograde import add_autograde
 from coursekit.exports import add_export, add_feedback
 from coursekit.paths import ROOT, interpreter_bin, with_interpreter_on_path
 from coursekit.report import add_report
+from coursekit.roster import add_roster
 
 
 def environment(student_dir=None, course_dir=ROOT, base=None):
@@ -73,7 +75,7 @@ def add_lab(subcommands):
     parser.set_defaults(run=run_lab)
 
 
-SUBCOMMANDS = [add_lab, add_autograde, add_feedback, add_export, add_report]
+SUBCOMMANDS = [add_lab, add_autograde, add_feedback, add_export, add_report, add_roster]
 
 
 def main(argv=None):

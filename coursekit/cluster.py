@@ -30,13 +30,21 @@ class Cluster:
         else:
             with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                                   "distributed.worker.daemon": False}):
+                # No dashboard; its HTTP server (which the scheduler starts anyway) on a free port,
+                # not 8787 ("Port 8787 is already in use" when another cluster runs). Worker logs
+                # below CRITICAL (a heartbeat's CommClosedError while a run stops) are noise: a
+                # submission's failure reaches the instructor as its outcome.
                 self.cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                             processes=True, memory_limit=0, dashboard_address=None,
-                                            silence_logs=logging.ERROR)
+                                            scheduler_kwargs={"dashboard_address": ":0"},
+                                            silence_logs=logging.CRITICAL)
             self.client = Client(self.cluster)
+        from coursekit.interrupt import IgnoreInterrupt
         from coursekit.quick_exit import QuickExit
 
         self.client.register_plugin(QuickExit())  # the workers stop in 0.1 s, not 1.1 s
+        if self.cluster is not None:
+            self.client.register_plugin(IgnoreInterrupt())
         self.warming = [self.client.submit(warm_up, pure=False, workers=[address], allow_other_workers=False,
                                            key=f"warm-up-{address}-{time.time_ns()}")
                         for address in self.client.scheduler_info(n_workers=-1).get("workers", {})]

@@ -8,7 +8,6 @@ student's kernel in its own sandbox with the judge's bounds, so a broken or host
 costs its author points and never the run or another student's grades.
 """
 
-import csv
 import os
 import shutil
 import subprocess
@@ -65,12 +64,16 @@ def submission_path(course_dir, assignment, student):
 
 def feedback(course_dir, assignment, students=()):
     """nbgrader generate_feedback for `assignment`: every student, or only `students` (one run
-    each: nbgrader takes one --student)."""
+    each: nbgrader takes one --student); then a page for each submission that could not be
+    graded, saying why and what the student can do (`coursekit.feedback.write_ungraded_pages`).
+    -> (the feedback folder, {student: why not graded})."""
+    from coursekit.feedback import write_ungraded_pages
+
     for extra in [["--student", s] for s in students] or [[]]:
         code, output = _nbgrader(course_dir, "generate_feedback", assignment, "--force", *extra)
         if code != 0:
             raise RuntimeError(f"nbgrader generate_feedback {assignment} {' '.join(extra)} failed:\n{output}")
-    return Path(course_dir) / "feedback"
+    return Path(course_dir) / "feedback", write_ungraded_pages(course_dir, assignment, students)
 
 
 def export_grades(course_dir):
@@ -99,9 +102,19 @@ def class_scores(db_url, assignment):
     return scores
 
 
+def late_penalties(db_url, assignment):
+    """{student: late penalty in points} for `assignment`'s submissions (nbgrader's
+    AssignLatePenalties, from the due date and `LateSubmissionPlugin`); 0 when on time."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        return {s.student.id: float(s.late_submission_penalty or 0.0) for s in gb.assignment_submissions(assignment)}
+
+
 def step_scores(course_dir, assignments=None):
     """{(student, assignment): {step: points or None}} from the gradebook's grade cells, for every
-    assignment in it (or `assignments`); a submission with no grade recorded is left out."""
+    submission of every assignment in it (or of `assignments`). Whether a submission was graded
+    at all is `coursekit/standing.py`'s to say, not these numbers'."""
     from nbgrader.api import Gradebook
 
     url = gradebook_url(course_dir)
@@ -110,19 +123,29 @@ def step_scores(course_dir, assignments=None):
             assignments = [a.name for a in gb.assignments]
     return {(student, assignment): row
             for assignment in assignments
-            for student, row in class_scores(url, assignment).items()
-            if any(v is not None for v in row.values())}
+            for student, row in class_scores(url, assignment).items()}
 
 
-def export_step_scores(course_dir, scores, flags=None):
-    """One CSV row per student, assignment and step: what nbgrader's CSV lacks."""
-    flags = flags or {}
+STEP_SCORES_COLUMNS = ["student", "assignment", "step", "points", "max_points", "late_penalty", "flags"]
+
+
+def export_step_scores(course_dir, scores):
+    """One CSV row per student, assignment and step: what nbgrader's CSV lacks. A submission that
+    was not graded has blank points and the reason in `flags`; `late_penalty` is the submission's
+    (nbgrader's), taken off its total as grades.csv does."""
+    from coursekit import csvsafe, standing
+
     path = Path(course_dir) / "step_scores.csv"
+    url = gradebook_url(course_dir)
+    penalties = {a: late_penalties(url, a) for a in {a for _, a in scores}}
     with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", "assignment", "step", "points", "max_points", "flags"])
+        writer = csvsafe.Writer(handle)
+        writer.writerow(STEP_SCORES_COLUMNS)
         for (student, assignment), row in sorted(scores.items()):
+            penalty = penalties[assignment].get(student, 0.0)
+            where = standing.standing(course_dir, assignment, student, penalty)
             for step, points in row.items():
-                writer.writerow([student, assignment, step, "" if points is None else f"{points:g}",
-                                 STEPS[step].points, "; ".join(flags.get((student, assignment), []))])
+                shown = "" if points is None or not where.graded else f"{points:g}"
+                writer.writerow([student, assignment, step, shown, STEPS[step].points,
+                                 f"{penalty:g}" if where.graded else "", "; ".join(where.flags)])
     return path

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder.limits import SUBMISSION_TIMEOUT
+from coursekit import intake
 
 # What a task's time is spent on, per notebook (the benchmark's breakdown).
 TIMING_KEYS = ("setup", "kernel_start", "imports", "cells", "judging", "kernel_stop", "other")
@@ -101,7 +102,8 @@ def _worker_exporter(config, preprocessors, deadline):
 def judge_submission(payload):
     """The Dask task: run the worker's preprocessors on one sanitized submission.
 
-    `payload`: plain data (see `ClassAutograde.prepare` in `coursekit/autograde.py`). Returns plain data:
+    `payload`: plain data (see `ClassAutograde.prepare` in `coursekit/autograde.py`): the
+    submission's other files as `files` (bytes) or, on the driver's machine, as a `folder` to copy. Returns plain data:
     {"ok", "notebooks": {name: judged notebook JSON}, "problem", "seconds", "timings", "worker"}.
     """
     from nbgrader import utils
@@ -114,7 +116,9 @@ def judge_submission(payload):
         with tempfile.TemporaryDirectory(prefix="coursekit-autograde-") as tmp:
             folder = Path(tmp) / payload["student"] / payload["assignment"]
             folder.mkdir(parents=True)
-            for relative, data in payload["files"].items():
+            if "folder" in payload:  # autograded/ on this machine: copied as intake copies
+                intake.safe_copy(payload["folder"], folder)
+            for relative, data in payload.get("files", {}).items():
                 target = folder / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)

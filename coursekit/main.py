@@ -12,6 +12,7 @@ course report (`coursekit report`: report.html and report.csv in the course dire
 """
 
 import argparse
+import contextlib
 import filecmp
 import sys
 import time
@@ -29,17 +30,41 @@ def sample_submissions(release_nb, assignment):
     return subs
 
 
-def _grade(course, assignments, cluster):
+class Stages:
+    """Where the main job's time went, stage by stage (printed at the end)."""
+
+    def __init__(self):
+        self.seconds = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name):
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - began
+
+    def lines(self, total):
+        rest = total - sum(self.seconds.values())
+        rows = [*self.seconds.items(), ("other", rest)]
+        return [f"  {name:<24} {seconds:7.1f} s  {100 * seconds / total:5.1f}%" for name, seconds in rows]
+
+
+def _grade(course, assignments, cluster, stage):
     all_results = {}
     for assignment in assignments:
-        release_path = grading.release(course, assignment)
+        with stage("release (nbgrader)"):
+            release_path = grading.release(course, assignment)
         committed = released_notebook(assignment)
         same = committed.exists() and filecmp.cmp(committed, release_path, shallow=False)
         print(f"\n== {assignment}: released ({'identical to' if same else 'DIFFERS from'} the committed assignments/)",
               flush=True)
-        subs = sample_submissions(samples.read(release_path), assignment)
-        results = classroom.grade_class(course, assignment, subs, cluster=cluster, progress=True)
-        grading.feedback(course, assignment)
+        with stage("sample submissions"):
+            subs = sample_submissions(samples.read(release_path), assignment)
+        with stage("autograde"):
+            results = classroom.grade_class(course, assignment, subs, cluster=cluster, progress=True)
+        with stage("feedback (nbgrader)"):
+            grading.feedback(course, assignment)
         all_results[assignment] = results
         print(classroom.table(list(results.values()), assignment, average=True))
         for r in results.values():
@@ -56,21 +81,28 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
-    course = grading.prepare(args.course_dir)
+    stage = Stages()
+    with stage("course directory"):
+        course = grading.prepare(args.course_dir)
     print(f"course directory: {course}")
-    cluster = Cluster(args.workers)
+    with stage("cluster start"):
+        cluster = Cluster(args.workers)
     try:
-        all_results = _grade(course, args.assignments, cluster)
+        all_results = _grade(course, args.assignments, cluster, stage)
     finally:
-        cluster.close()
+        with stage("cluster stop"):
+            cluster.close()
 
-    flags = {(r.student, a): r.flags for a, rs in all_results.items() for r in rs.values()}
-    grades_csv, steps_csv, canvas_csv = exports.export_all(course, flags=flags)
-    problems = {(r.student, a): r.problem for a, rs in all_results.items() for r in rs.values() if not r.graded}
-    page, data = report.write(course, args.assignments, problems=problems)
+    with stage("export"):
+        grades_csv, steps_csv, canvas_csv = exports.export_all(course)
+    with stage("class report"):
+        problems = {(r.student, a): r.problem for a, rs in all_results.items() for r in rs.values() if not r.graded}
+        page, data = report.write(course, args.assignments, problems=problems)
     print(f"\ngrades: {grades_csv}\nper-step scores: {steps_csv}\nfor Canvas: {canvas_csv}\n"
           f"feedback: {course / 'feedback'}\nwhat the class got wrong: {page} (as CSV: {data})")
-    print(f"done in {time.perf_counter() - start:.0f} s")
+    total = time.perf_counter() - start
+    print(f"done in {total:.0f} s; where the time went:")
+    print("\n".join(stage.lines(total)))
     # The job fails loudly if the two anchors of the scale are off.
     wrong = [f"{a}: reference scored {rs['reference'].total:g}" for a, rs in all_results.items()
              if any(p != grading.STEPS[s].points for s, p in rs["reference"].points.items())]

@@ -16,6 +16,14 @@ course directory:
   was killed in the middle of, a submission newer than its grading, the one it failed; and a
   driver killed while it recorded grades leaves that submission to be graded again;
 - the console script exits non-zero and names a submission that is not JSON, and why;
+- links to a root-only file and to /dev/zero and a FIFO in a submission folder are never
+  followed on either path: nothing of them lands in autograded/ or feedback/, and the
+  instructor's flags and the student's feedback say what was dropped (coursekit/intake.py);
+- a submission folder larger than 64 MiB is graded (a local worker reads it from autograded/);
+- a submission that could not be graded (no notebook; the notebook of another assignment, from
+  a student whose id is a spreadsheet formula) is blank with its reason in every CSV written
+  from the command line, in the table and on a feedback page; `coursekit export` outside a
+  course says so and creates nothing;
 - `coursekit export`'s three CSVs agree with the gradebook (Canvas's columns included).
 
 The local runs share one embedded cluster (`Cluster`), so its workers start once.
@@ -27,40 +35,81 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 from processes import free_port, stop_groups
 
-from autograder.steps import steps_of
+from autograder.steps import A03, STEPS, steps_of
 from coursekit import autograde, catalogue, classroom, exports, grading, samples
 from coursekit.cluster import Cluster
-from coursekit.paths import interpreter_bin, with_interpreter_on_path
+from coursekit.paths import interpreter_bin, released_notebook, with_interpreter_on_path
 
 A = "01_simplified_self_attention"
 NOT_JSON = "not-json-file"
+WRONG = "=2+3"  # hands in assignment 03's notebook; the id is a formula in a spreadsheet
+UNGRADABLE = sorted([NOT_JSON, WRONG])
+DUE, AFTER_DUE = "2026-11-20 09:00:00 UTC", "2026-11-21 09:00:00.000000 UTC"
+LATE = "patch-np-allclose"  # the hostile submission, handed in a day late
+DELETED = "softmax"  # the reference's student deleted this step's graded cell
+BIG = 65 * 1024**2  # a data file in the untouched student's folder: over the 64 MiB that once stopped a worker
+LINKED = {"secret.txt": "symbolic link", "zeros.npy": "symbolic link", "pipe": "FIFO"}  # in the mistake's folder
 BIN = Path(interpreter_bin())
 
 
 @pytest.fixture(scope="module")
-def submitted(tmp_path_factory):
-    """A course with assignment 01 released and the class under submitted/ (not graded)."""
+def secret(tmp_path_factory):
+    """A root-only file (as /etc/shadow is) whose text must never reach a student."""
+    path = tmp_path_factory.mktemp("root-only") / "shadow"
+    path.write_text("root:TOP-SECRET-HASH:19000:0:99999:7:::\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory, secret):
+    """A course with assignment 01 released and the class under submitted/ (not graded). The
+    reference's student deleted softmax's graded cell (nbgrader puts it back); LATE handed in
+    after the due date, with nbgrader's own late penalty on ("zero": a late submission scores 0)."""
     course = grading.prepare(tmp_path_factory.mktemp("class") / "course")
+    with (course / "nbgrader_config.py").open("a") as config:
+        config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
     release = samples.read(grading.release(course, A))
+    code, output = grading._nbgrader(course, "db", "assignment", "add", A, f"--duedate={DUE}")
+    assert code == 0, output
     mistake = catalogue.by_assignment(catalogue.MISTAKES, A)[0]
     hostile = next(v for v in catalogue.by_assignment(catalogue.HOSTILE, A) if v.id == "patch-np-allclose")
-    subs = {"reference": classroom.build_submission(release), "untouched": release,
+    deleted = catalogue.transform(f"drop_grade_cell {DELETED}")(classroom.build_submission(release))
+    subs = {"reference": deleted, "untouched": release,
             mistake.id: classroom.build_submission(release, mistake),
             hostile.id: classroom.build_submission(release, hostile),
-            NOT_JSON: b"this is not a notebook"}
+            NOT_JSON: b"this is not a notebook", WRONG: released_notebook(A03).read_bytes()}
     for student, nb in subs.items():
         samples.write(nb, grading.submission_path(course, A, student))
+    (grading.submission_path(course, A, LATE).parent / "timestamp.txt").write_text(AFTER_DUE)
+    (grading.submission_path(course, A, "untouched").parent / "weights.bin").write_bytes(b"\0" * BIG)
+    folder = grading.submission_path(course, A, mistake.id).parent
+    os.symlink(secret, folder / "secret.txt")
+    os.symlink("/dev/zero", folder / "zeros.npy")
+    os.mkfifo(folder / "pipe")
     return course
 
 
 def copy_course(template, tmp_path, name):
-    return Path(shutil.copytree(template, tmp_path / name, symlinks=True))
+    """A copy of the course directory, links as links and FIFOs as FIFOs (never read)."""
+    fifos = []
+
+    def fifos_of(folder, names):
+        found = [n for n in names if stat.S_ISFIFO(os.lstat(os.path.join(folder, n)).st_mode)]
+        fifos.extend(Path(folder, n).relative_to(template) for n in found)
+        return found
+
+    copy = Path(shutil.copytree(template, tmp_path / name, symlinks=True, ignore=fifos_of))
+    for relative in fifos:
+        os.mkfifo(copy / relative)
+    return copy
 
 
 @pytest.fixture(scope="module")
@@ -147,24 +196,54 @@ def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
     plain_course, code, output = plain_run
     assert code == 1  # nbgrader too fails the file that is no notebook, and says so
     assert f"There was an error processing assignment '{A}' for student '{NOT_JSON}'" in output
-    assert [o.student for o in report.failed] == [NOT_JSON]
-    assert "JSON" in report.failed[0].problem
+    assert sorted(o.student for o in report.failed) == UNGRADABLE
+    problems = {o.student: o.problem for o in report.failed}
+    assert "is not a notebook" in problems[NOT_JSON]
+    assert "the notebook of another assignment (03_causal_attention)" in problems[WRONG]
     ours, theirs = gradebook(course), gradebook(plain_course)
     assert len(ours) > 5 * len(steps_of(A))
     assert ours == theirs
     ours, theirs = autograded(course), autograded(plain_course)
     assert sorted(ours) == sorted(theirs)
-    assert len(ours) == 4  # the four notebooks; nothing of the one that failed
+    assert len(ours) == 6  # the four notebooks, LATE's timestamp.txt, the big file; nothing of the two that failed
+    assert len(ours[f"autograded/untouched/{A}/weights.bin"]) == BIG  # graded with it, on a local worker
     for path in ours:
         assert ours[path] == theirs[path], path
     scores = grading.step_scores(course)
-    assert scores[("reference", A)] == {s.name: s.points for s in steps_of(A)}
+    assert scores[("reference", A)] == {s.name: s.points for s in steps_of(A)}  # its deleted cell too
     assert sum(scores[("untouched", A)].values()) == 0
 
 
-def test_exports_for_nbgrader_and_canvas(local_run):
+def test_a_deleted_graded_cell_is_restored_and_graded_on_both_paths(local_run, plain_run):
+    from coursekit import standing
+
+    for course in (local_run[0], plain_run[0]):
+        assert grading.step_scores(course)[("reference", A)][DELETED] == STEPS[DELETED].points
+        report = standing.reports(course, A, "reference")[DELETED]
+        assert "[passed]" in report and "FAILED" not in report
+        assert standing.standing(course, A, "reference").flags == [
+            f"{DELETED}: its graded cell was deleted; restored from the release and graded"]
+
+
+def _coursekit(course, *args):
+    return subprocess.run([str(BIN / "coursekit"), *args], cwd=course, env=with_interpreter_on_path(os.environ),
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def exported(local_run):
+    """`coursekit export` and `coursekit feedback`, from the command line, after the local run."""
     course, _ = local_run
-    grades, steps, canvas = exports.export_all(course, {A: "4711"})
+    result = _coursekit(course, "export", "--canvas-id", f"{A}=4711")
+    assert result.returncode == 0, result.stdout + result.stderr
+    feedback = _coursekit(course, "feedback", A)
+    assert feedback.returncode == 0, feedback.stdout + feedback.stderr
+    return course, feedback.stdout
+
+
+def test_exports_for_nbgrader_and_canvas(exported):
+    course, _ = exported
+    grades, steps, canvas = (course / name for name in ("grades.csv", "step_scores.csv", "canvas_grades.csv"))
     maximum = sum(s.points for s in steps_of(A))
     by_student = {row["student_id"]: row for row in csv.DictReader(grades.open())}
     assert float(by_student["reference"]["score"]) == maximum
@@ -175,8 +254,84 @@ def test_exports_for_nbgrader_and_canvas(local_run):
     assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == maximum
     by_sis_id = {row[2]: row for row in rows[2:]}
     assert float(by_sis_id["reference"][5]) == maximum and float(by_sis_id["untouched"][5]) == 0
-    assert {sid: float(row[5] or 0) for sid, row in by_sis_id.items()} == {
-        sid: float(row["score"]) for sid, row in by_student.items()}
+    assert {sid: row[5] and float(row[5]) for sid, row in by_sis_id.items()} == {
+        sid: row["score"] and float(row["score"]) for sid, row in by_student.items()}
+
+
+def test_a_submission_that_could_not_be_graded_is_never_a_score(exported, local_run):
+    course, feedback_output = exported
+    quoted = "'" + WRONG  # a formula-looking id is text in every CSV (OWASP)
+    grades = {row["student_id"]: row for row in csv.DictReader((course / "grades.csv").open())}
+    steps = [row for row in csv.DictReader((course / "step_scores.csv").open())]
+    canvas = {row[2]: row for row in csv.reader((course / "canvas_grades.csv").open())}
+    reasons = {NOT_JSON: "is not a notebook", WRONG: "another assignment (03_causal_attention)"}
+    for student, reason in reasons.items():
+        shown = quoted if student == WRONG else student
+        assert grades[shown]["raw_score"] == grades[shown]["score"] == "" and reason in grades[shown]["flags"]
+        theirs = [row for row in steps if row["student"] == shown]
+        assert len(theirs) == len(steps_of(A))
+        assert all(row["points"] == "" and reason in row["flags"] for row in theirs)
+        assert canvas[shown][0] == shown and canvas[shown][5] == ""
+        page = (course / "feedback" / student / A / f"{A}.html").read_text()
+        assert reason in page and "What you can do" in page
+        assert f"{student}: not graded" in feedback_output
+    assert WRONG not in {row[0] for row in canvas.values()}  # never unquoted
+    table = autograde.summary(grading.gradebook_url(course), local_run[1], course)
+    for student, reason in reasons.items():
+        row = next(line for line in table.splitlines() if line.startswith(student + " "))
+        assert "not graded" in row and "/12" not in row
+        assert f"  {student}: " in table.split("Could not be graded", 1)[1] and reason in table
+
+
+def test_late_work_scores_the_same_in_the_table_every_csv_and_the_feedback(exported, local_run):
+    """nbgrader's due date and late penalty ("zero"): LATE's score is 0 everywhere, its raw score kept."""
+    course, _ = exported
+    raw = sum(grading.step_scores(course)[(LATE, A)].values())
+    assert raw > 0 and grading.late_penalties(grading.gradebook_url(course), A)[LATE] == raw
+    assert grading.late_penalties(grading.gradebook_url(course), A)["reference"] == 0
+    grades = {row["student_id"]: row for row in csv.DictReader((course / "grades.csv").open())}[LATE]
+    assert (float(grades["raw_score"]), float(grades["late_submission_penalty"]), float(grades["score"])) == (
+        raw, raw, 0.0)
+    steps = [row for row in csv.DictReader((course / "step_scores.csv").open()) if row["student"] == LATE]
+    assert {float(row["late_penalty"]) for row in steps} == {raw} and all("late" in row["flags"] for row in steps)
+    canvas = {row[2]: row for row in csv.reader((course / "canvas_grades.csv").open())}
+    assert float(canvas[LATE][5]) == 0
+    table = autograde.summary(grading.gradebook_url(course), local_run[1], course)
+    row = next(line for line in table.splitlines() if line.startswith(LATE + " "))
+    assert f"0/12 (late -{raw:g})" in row
+    page = (course / "feedback" / LATE / A / f"{A}.html").read_text()
+    assert "(Score: 0.0 / 12.0)" in page and "Late submission penalty" in page
+
+
+def test_links_in_a_submission_are_never_followed_on_either_path(exported, plain_run, secret):
+    """A link to a root-only file, a link to /dev/zero and a FIFO, in the mistake's folder: both
+    runs ended (the fixtures returned), nothing of the targets reached autograded/ or feedback/,
+    and the instructor and the student are told what was dropped."""
+    from coursekit import intake, standing
+
+    mistake = catalogue.by_assignment(catalogue.MISTAKES, A)[0].id
+    text = secret.read_bytes()
+    for course in (exported[0], plain_run[0]):
+        dropped = {d.path: d.reason for d in intake.recorded(course, A, mistake)}
+        assert dropped.keys() == LINKED.keys(), dropped
+        assert all(LINKED[name] in reason for name, reason in dropped.items())
+        assert standing.standing(course, A, mistake).graded
+        assert set(standing.standing(course, A, mistake).flags) >= {f"file dropped: {n} ({r})"
+                                                                    for n, r in dropped.items()}
+        for folder in ("autograded", "feedback"):
+            for path in (course / folder).rglob("*"):
+                assert not path.is_symlink() and path.name not in LINKED, path
+                if path.is_file():
+                    assert b"TOP-SECRET" not in path.read_bytes(), path
+    page = (exported[0] / "feedback" / mistake / A / f"{A}.html").read_text()
+    assert "Left out of your submission" in page and "secret" in page
+    assert text.decode() not in page
+
+
+def test_export_outside_a_course_says_so_and_creates_nothing(tmp_path):
+    result = _coursekit(tmp_path, "export")
+    assert result.returncode == 2 and "not a graded course directory" in result.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 PRELOADS = Path(__file__).with_name("preloads")
@@ -247,7 +402,7 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     by_student = {o.student: o for o in report.outcomes}
     lost = by_student[killed["student"]]
     assert lost.ok and lost.worker and lost.worker != killed["worker"], (lost, killed)
-    assert [o.student for o in report.failed] == [NOT_JSON]
+    assert sorted(o.student for o in report.failed) == UNGRADABLE
     assert {o.worker for o in report.outcomes if o.ok} == {lost.worker}  # worker-1 finished none
     assert gradebook(course) == gradebook(local_run[0])
     assert autograded(course) == autograded(local_run[0])
@@ -282,14 +437,14 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
     assert autograded(course) == autograded(local_run[0])
 
     third = autograde.autograde(course, A, cluster=cluster, progress=False)  # only the failure is left
-    assert [o.student for o in third.outcomes] == [NOT_JSON] and len(third.skipped) == 4
+    assert sorted(o.student for o in third.outcomes) == UNGRADABLE and len(third.skipped) == 4
 
     # nothing left to grade: no cluster is started (it would cost seconds to start and stop)
     def no_cluster(*args):
         raise AssertionError("a cluster was started with nothing to grade")
 
     monkeypatch.setattr(autograde, "StartingCluster", no_cluster)
-    fourth = autograde.autograde(course, A, students=sorted(everyone - {NOT_JSON}), progress=False)
+    fourth = autograde.autograde(course, A, students=sorted(everyone - set(UNGRADABLE)), progress=False)
     assert len(fourth.skipped) == 4 and not fourth.outcomes
 
 
@@ -306,13 +461,14 @@ def test_the_command_finishes_what_nbgrader_autograde_started(plain_run, local_r
             cell["outputs"], cell["execution_count"] = [], None
     notebook.write_text(json.dumps(sanitized))
     # submitted again after it was graded: submitted/ holds the newer timestamp
-    (course / "autograded" / resubmitted / A / "timestamp.txt").write_text("2026-11-20 09:00:00.000000 UTC")
-    (course / "submitted" / resubmitted / A / "timestamp.txt").write_text("2026-11-21 09:00:00.000000 UTC")
+    # (both before the due date, DUE: on time)
+    (course / "autograded" / resubmitted / A / "timestamp.txt").write_text("2026-11-19 08:00:00.000000 UTC")
+    (course / "submitted" / resubmitted / A / "timestamp.txt").write_text("2026-11-19 09:00:00.000000 UTC")
     kept = (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes()
 
     report = autograde.autograde(course, A, cluster=cluster, progress=False)
     assert sorted(report.skipped) == sorted([mistake, "patch-np-allclose"])
-    assert sorted(o.student for o in report.outcomes) == sorted([killed, resubmitted, NOT_JSON])
+    assert sorted(o.student for o in report.outcomes) == sorted([killed, resubmitted, *UNGRADABLE])
     assert (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes() == kept
     assert gradebook(course) == gradebook(local_run[0])
     assert grading.step_scores(course)[(killed, A)] == grading.step_scores(local_run[0])[(killed, A)]
@@ -344,7 +500,7 @@ def test_the_command_names_a_submission_it_cannot_grade(submitted, tmp_path):
     result = subprocess.run([str(BIN / "coursekit"), "autograde", A, "--student", NOT_JSON, "missing-student"],
                             cwd=course, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr
-    failures = result.stdout.split("Could not be graded:", 1)[1]
-    assert f"{NOT_JSON}: NotJSONError" in failures
+    failures = result.stdout.split("Could not be graded", 1)[1]
+    assert f"{NOT_JSON}: {A}.ipynb is not a notebook" in failures
     assert "missing-student: no submission under submitted/missing-student/" in failures
     assert not (course / "autograded" / NOT_JSON / A).exists()

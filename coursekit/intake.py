@@ -1,0 +1,228 @@
+"""What a submission may bring in: regular files and folders, as data; nothing is ever followed.
+
+A student controls every entry of the folder they hand in (through the exchange's inbound folder,
+an archive for `zip_collect`, or a folder copied by hand). `shutil.copytree` and `shutil.copy`,
+which nbgrader's collect and autograde use, follow links and read devices with the instructor's
+rights: a link to /etc/shadow would be copied into autograded/ and the feedback, a link to
+/dev/zero or a FIFO would stall the run or fill the disk. Here is the one policy, used by every
+path that takes a submission in:
+
+- `coursekit.plugins.SafeCollect` (`nbgrader collect`, configured in nbgrader_config.py) copies
+  from the exchange with `safe_copy`;
+- `coursekit.plugins.SafeZipExtractor` (`nbgrader zip_collect`) copies an archive folder's loose
+  files the same way (archives are unpacked by nbgrader's unpacker, setuptools', which writes
+  regular files only: a link or a device in a tar is skipped);
+- `autograde_hook` (nbgrader's `Autograde.pre_convert_hook`, run by `nbgrader autograde` and by
+  `coursekit autograde` before any file of the submission is read) moves every unsafe entry out
+  of submitted/ into the quarantine folder, so nothing after it can follow one.
+
+What is dropped, and why, is recorded per student and assignment (`record`, `recorded`); the
+instructor's flags, the exports and the student's feedback say so.
+"""
+
+import json
+import os
+import shutil
+import stat
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from autograder.limits import MAX_SUBMITTED_FILE_BYTES
+
+INTAKE = Path(".coursekit") / "intake"  # per assignment and student: the report and what was moved away
+REPORT = "dropped.json"
+QUARANTINE = "quarantine"
+
+
+@dataclass(frozen=True)
+class Dropped:
+    path: str  # relative to the submission folder
+    reason: str
+
+    def __str__(self):
+        return f"{self.path} ({self.reason})"
+
+
+KIND_REASONS = {
+    stat.S_IFLNK: "a symbolic link, not followed",
+    stat.S_IFCHR: "a device, not read",
+    stat.S_IFBLK: "a device, not read",
+    stat.S_IFIFO: "a FIFO (named pipe), not read",
+    stat.S_IFSOCK: "a socket, not read",
+}
+
+
+def refusal(info, owner_uid, max_bytes=MAX_SUBMITTED_FILE_BYTES):
+    """Why an entry with lstat `info` may not be taken in ("" if it may). `owner_uid`: the
+    submission folder's owner (a hard link to someone else's file is not theirs to hand in)."""
+    kind = stat.S_IFMT(info.st_mode)
+    if kind == stat.S_IFDIR:
+        return ""
+    if kind != stat.S_IFREG:
+        return KIND_REASONS.get(kind, "not a regular file, not read")
+    if info.st_nlink > 1 and info.st_uid != owner_uid:
+        return "a hard link to a file its author does not own, not read"
+    if info.st_size > max_bytes:
+        return f"{info.st_size / 1000**2:.1f} MB, over the {max_bytes / 1000**2:g} MB a file may hold"
+    return ""
+
+
+def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
+    """Every entry under `folder` that may not be taken in, the folder itself included (as ".")."""
+    folder = Path(folder)
+    top = os.lstat(folder)
+    if not stat.S_ISDIR(top.st_mode):
+        return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
+    dropped = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            reason = refusal(os.lstat(path), top.st_uid, max_bytes)
+            if reason:
+                dropped.append(Dropped(str(path.relative_to(folder)), reason))
+        dirnames[:] = [d for d in dirnames if stat.S_ISDIR(os.lstat(Path(dirpath) / d).st_mode)]
+    return dropped
+
+
+def _copy_file(src, dest, owner_uid, max_bytes):
+    """Copy one regular file without following a link, re-checking what was opened (the student
+    may swap the entry between the walk and the copy). Returns why it was refused, or ""."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:  # ELOOP: it became a link
+        return f"could not be read safely ({error.strerror})"
+    with os.fdopen(fd, "rb") as source:
+        reason = refusal(os.fstat(fd), owner_uid, max_bytes)
+        if reason:
+            return reason
+        with open(dest, "wb") as target:
+            copied = 0
+            for block in iter(lambda: source.read(1 << 20), b""):
+                copied += len(block)
+                if copied > max_bytes:  # it grew while being copied
+                    target.close()
+                    os.unlink(dest)
+                    return f"grew past the {max_bytes / 1000**2:g} MB a file may hold while copied"
+                target.write(block)
+    shutil.copystat(src, dest, follow_symlinks=False)
+    return ""
+
+
+def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relative: True):
+    """Copy the folder `src` to `dest` (created), regular files and folders only -> [Dropped].
+    `keep(relative path)`: False leaves a file out silently (nbgrader's ignore patterns)."""
+    src, dest = Path(src), Path(dest)
+    top = os.lstat(src)
+    if not stat.S_ISDIR(top.st_mode):
+        return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
+    dropped = []
+    dest.mkdir(parents=True, exist_ok=True)
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        here = Path(dirpath)
+        kept_dirs = []
+        for name in sorted(dirnames + filenames):
+            path = here / name
+            relative = path.relative_to(src)
+            if not keep(str(relative)):
+                continue
+            info = os.lstat(path)
+            reason = refusal(info, top.st_uid, max_bytes)
+            if not reason and stat.S_ISDIR(info.st_mode):
+                (dest / relative).mkdir(exist_ok=True)
+                kept_dirs.append(name)
+                continue
+            reason = reason or _copy_file(path, dest / relative, top.st_uid, max_bytes)
+            if reason:
+                dropped.append(Dropped(str(relative), reason))
+        dirnames[:] = [d for d in dirnames if d in kept_dirs]
+    return dropped
+
+
+# --- the record: what was dropped, per student and assignment ------------------------------------
+
+def record_folder(root, assignment, student):
+    return Path(root) / INTAKE / assignment / student
+
+
+def record(root, assignment, student, dropped):
+    """Add `dropped` to the student's report (a later collect or autograde adds to it)."""
+    if not dropped:
+        return
+    folder = record_folder(root, assignment, student)
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = {d.path: d for d in recorded(root, assignment, student)}
+    entries.update({d.path: d for d in dropped})
+    tmp = folder / (REPORT + ".tmp")
+    tmp.write_text(json.dumps([asdict(d) for d in sorted(entries.values(), key=lambda d: d.path)], indent=1))
+    os.replace(tmp, folder / REPORT)
+
+
+def recorded(root, assignment, student):
+    """What intake dropped from this student's submission of `assignment`, as [Dropped]."""
+    try:
+        entries = json.loads((record_folder(root, assignment, student) / REPORT).read_text())
+        return [Dropped(str(e["path"]), str(e["reason"])) for e in entries]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+
+
+def forget(root, assignment, student):
+    """A new submission replaces the old one: its report goes (the quarantine stays, as evidence)."""
+    try:
+        (record_folder(root, assignment, student) / REPORT).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def flags(root, assignment, student):
+    """The instructor's flags for what intake dropped (one line per file)."""
+    return [f"file dropped: {d}" for d in recorded(root, assignment, student)]
+
+
+# --- autograde: quarantine what submitted/ must not hold --------------------------------------------
+
+def quarantine(root, assignment, student, folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
+    """Move every unsafe entry of the submitted `folder` into the student's quarantine (a rename
+    moves a link or a device node itself, never what it points to) -> [Dropped], recorded."""
+    dropped = unsafe_entries(folder, max_bytes)
+    if not dropped:
+        return []
+    away = record_folder(root, assignment, student) / QUARANTINE
+    for entry in dropped:
+        source = Path(folder) / entry.path
+        target = away / entry.path if entry.path != "." else away / Path(folder).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(target):
+            shutil.rmtree(target) if stat.S_ISDIR(os.lstat(target).st_mode) else os.unlink(target)
+        os.rename(source, target)
+    record(root, assignment, student, dropped)
+    return dropped
+
+
+def take_in(root, assignment, student, folder):
+    """Make submitted/<student>/<assignment> (`folder`) safe to read: a link in place of the
+    folder (or of submitted/<student>) is moved away whole, as is every unsafe entry inside it."""
+    folder = Path(folder)
+    for linked in (folder.parent, folder):
+        if os.path.islink(linked):  # maybe someone else's folder: grade nothing, move the link away
+            away = record_folder(root, assignment, student) / QUARANTINE / linked.name
+            away.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(linked, away)
+            record(root, assignment, student, [Dropped(".", KIND_REASONS[stat.S_IFLNK])])
+            return
+    if folder.is_dir():
+        quarantine(root, assignment, student, folder)
+
+
+def autograde_hook(assignment, student, notebooks):
+    """nbgrader's `Autograde.pre_convert_hook`, run before nbgrader reads any file of a
+    submission but its timestamp. nbgrader passes `student` as given on its command line ("*"
+    for everyone), so the submission is found from its notebooks' paths
+    (submitted/<student>/<assignment>/<notebook>.ipynb); a notebook moved away is taken out of
+    `notebooks`, nbgrader's own list (nbgrader then grades it as missing)."""
+    if not notebooks:
+        return
+    folder = Path(notebooks[0]).parent
+    root = folder.parent.parent.parent
+    take_in(root, folder.name, folder.parent.name, folder)
+    notebooks[:] = [n for n in notebooks if os.path.isfile(n) and not os.path.islink(n)]

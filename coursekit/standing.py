@@ -1,0 +1,201 @@
+"""Where one student's submission of one assignment stands: graded, or why not, and its flags.
+
+Every place that reports a grade reads it from here (the command's table, grades.csv,
+step_scores.csv, canvas_grades.csv, the feedback), so a submission that could not be graded is
+never shown as a score of 0 anywhere, and the flags are the same on every path:
+
+- graded: every notebook of the submission in autograded/ has run (what `nbgrader autograde`
+  and `coursekit autograde` leave behind only after the grades are recorded);
+- not graded: the reason `coursekit autograde` recorded (`record_failure`), or, after plain
+  `nbgrader autograde`, what `diagnose` finds wrong with the submitted files.
+
+flags: the judge's flags in the graded cells' reports, the files intake dropped
+(`coursekit/intake.py`), a late penalty, and the reason a submission was not graded.
+"""
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.errors import FLAG
+from autograder.steps import ASSIGNMENTS, grade_id, graded_step, steps_of
+from coursekit import intake
+
+FAILED = Path(".coursekit") / "failed"  # per assignment and student: why autograde could not grade it
+
+# What the student can do about each kind of problem (their feedback page says it).
+ADVICE = {
+    "not a notebook": "Hand in the .ipynb file itself, saved from Jupyter (File > Save Notebook), not "
+                      "an export, an archive or a renamed file.",
+    "old format": "Open the notebook in a current Jupyter (JupyterLab or Notebook 7), save it, and hand "
+                  "that file in.",
+    "wrong assignment": "You handed in the notebook of another assignment: hand in this assignment's "
+                        "notebook, under its own name.",
+    "nothing taken in": "Hand in the notebook as a plain file: links, devices and files over the size "
+                        "limit are not accepted.",
+    "other": "Ask your instructor: the grader could not run your notebook (the reason is above).",
+}
+
+
+@dataclass
+class Standing:
+    graded: bool
+    problem: str = ""  # why it is not graded ("" when graded)
+    advice: str = ""  # what the student can do about it
+    flags: list = field(default_factory=list)
+
+
+def submitted_folder(root, assignment, student):
+    return Path(root) / "submitted" / student / assignment
+
+
+def autograded_folder(root, assignment, student):
+    return Path(root) / "autograded" / student / assignment
+
+
+def _failure_path(root, assignment, student):
+    return Path(root) / FAILED / assignment / f"{student}.json"
+
+
+def record_failure(root, assignment, student, problem):
+    """Remember why `coursekit autograde` could not grade this submission (with the advice)."""
+    path = _failure_path(root, assignment, student)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"problem": problem, "kind": kind_of(problem), "at": time.time()}))
+
+
+def clear_failure(root, assignment, student):
+    try:
+        _failure_path(root, assignment, student).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _recorded_failure(root, assignment, student):
+    try:
+        return json.loads(_failure_path(root, assignment, student).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def kind_of(problem):
+    """The ADVICE key for a problem's text."""
+    text = problem.lower()
+    if "another assignment" in text:
+        return "wrong assignment"
+    if "notebook format" in text:
+        return "old format"
+    if "not a notebook" in text or "json" in text or "notjson" in text or "nbformat" in text:
+        return "not a notebook"
+    if "could be taken in" in text:
+        return "nothing taken in"
+    return "other"
+
+
+def _notebook(path):
+    """The parsed JSON of a notebook file, or None if it is not one (read without following links)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            nb = json.loads(handle.read().decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return nb if isinstance(nb, dict) and isinstance(nb.get("cells"), list) else None
+
+
+def _old_format(path):
+    """The notebook format of an nbformat 3 (or older) notebook at `path`, else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            nb = json.loads(handle.read().decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    version = nb.get("nbformat") if isinstance(nb, dict) else None
+    return version if isinstance(version, int) and version < 4 else None
+
+
+def other_assignment(nb, assignment):
+    """The assignment whose graded cells `nb` holds, when they are not `assignment`'s; else None."""
+    own = {grade_id(s.name) for s in steps_of(assignment)}
+    ids = {str(c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")) for c in nb["cells"]
+           if isinstance(c, dict)}
+    if ids & own:
+        return None
+    for other in ASSIGNMENTS:
+        if other != assignment and ids & {grade_id(s.name) for s in steps_of(other)}:
+            return other
+    return None
+
+
+def diagnose(root, assignment, student):
+    """Why the submitted notebook cannot be graded, as a sentence ("" when nothing is visibly wrong)."""
+    path = submitted_folder(root, assignment, student) / f"{assignment}.ipynb"
+    if not path.is_file() or path.is_symlink():
+        dropped = intake.recorded(root, assignment, student)
+        return ("no notebook could be taken in" + (f": {'; '.join(map(str, dropped))}" if dropped else "")
+                if dropped else f"no {assignment}.ipynb was handed in")
+    old = _old_format(path)
+    if old:
+        return f"{path.name} is in notebook format {old}, older than nbgrader grades (4)"
+    nb = _notebook(path)
+    if nb is None:
+        return f"{path.name} is not a notebook (not Jupyter's JSON format)"
+    other = other_assignment(nb, assignment)
+    if other:
+        return f"{path.name} is the notebook of another assignment ({other})"
+    return ""
+
+
+def _executed(path):
+    """The time the notebook at `path` was written if it ran (graded), else None."""
+    nb = _notebook(path)
+    ran = nb is not None and any(c.get("cell_type") == "code" and c.get("execution_count") is not None
+                                 for c in nb["cells"] if isinstance(c, dict))
+    return os.stat(path).st_mtime if ran else None
+
+
+RESTORED = "was missing from the submission"  # nbgrader's note on a cell it put back (add_missing_cells)
+
+
+def _graded_cells(root, assignment, student):
+    nb = _notebook(autograded_folder(root, assignment, student) / f"{assignment}.ipynb") or {"cells": []}
+    return [(graded_step(c), c) for c in nb["cells"] if isinstance(c, dict) and graded_step(c)]
+
+
+def reports(root, assignment, student):
+    """{step: the judge's report text} from the autograded notebook's graded cells."""
+    return {step: "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+            for step, cell in _graded_cells(root, assignment, student)}
+
+
+def restored_flags(root, assignment, student):
+    """A flag for each graded cell the student deleted, which nbgrader put back and the judge graded."""
+    source = "".join
+    return [f"{step}: its graded cell was deleted; restored from the release and graded"
+            for step, cell in _graded_cells(root, assignment, student)
+            if RESTORED in (source(cell["source"]) if isinstance(cell.get("source"), list) else cell.get("source", ""))]
+
+
+def judge_flags(step_reports):
+    """The judge's flags for the instructor in the graded cells' reports."""
+    return [f"{step}: {line.split(FLAG + ':', 1)[1].strip()}" for step, report in step_reports.items()
+            for line in report.splitlines() if FLAG in line]
+
+
+def standing(root, assignment, student, late_penalty=0.0):
+    """The Standing of one submission (module docstring)."""
+    dropped = intake.flags(root, assignment, student)
+    late = [f"late: {late_penalty:g} points off"] if late_penalty else []
+    failure = _recorded_failure(root, assignment, student)
+    graded_at = _executed(autograded_folder(root, assignment, student) / f"{assignment}.ipynb")
+    if failure is not None and graded_at is not None and graded_at > failure.get("at", 0):
+        failure = None  # graded since (by `nbgrader autograde`, say)
+    if graded_at is not None and failure is None:
+        flags = judge_flags(reports(root, assignment, student)) + restored_flags(root, assignment, student)
+        return Standing(True, flags=flags + dropped + late)
+    problem = failure["problem"] if failure else (diagnose(root, assignment, student)
+                                                  or "not graded: autograde left no graded notebook")
+    return Standing(False, problem, ADVICE[kind_of(problem)], [f"autograde failed: {problem}"] + dropped)

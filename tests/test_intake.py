@@ -1,0 +1,152 @@
+"""Files handed in are data (coursekit/intake.py, coursekit/plugins.py), and every CSV is safe in
+a spreadsheet (coursekit/csvsafe.py).
+
+A submission folder with a link to a root-only file, a link to /dev/zero, a link to a folder, a
+FIFO, a socket, a hard link to someone else's file and an oversized file: `safe_copy` (collect,
+zip_collect, the worker's copy) and `quarantine` (both autograde paths) take in the regular files
+only, never read what the others point to, and say which were dropped and why. `nbgrader
+collect` runs for real, through the exchange, with the course's nbgrader_config.py. Grading such
+a folder through `nbgrader autograde` and `coursekit autograde`: tests/test_class_grading.py.
+"""
+
+import csv
+import io
+import os
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from coursekit import csvsafe, grading, intake
+from coursekit.paths import with_interpreter_on_path
+
+SECRET = Path("/etc/shadow")  # root-only: what a student would like the grader to copy for them
+A = "01_simplified_self_attention"
+
+
+def hostile_folder(folder):
+    """A submission folder with one of everything that must not be taken in -> {name: reason word}."""
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("mine")
+    (folder / "data").mkdir()
+    (folder / "data" / "table.csv").write_text("1,2\n")
+    os.symlink(SECRET, folder / "secret.txt")
+    os.symlink("/dev/zero", folder / "zeros.npy")
+    os.symlink("/etc", folder / "etc")
+    os.mkfifo(folder / "pipe")
+    listener, here = socket.socket(socket.AF_UNIX), os.getcwd()
+    os.chdir(folder)  # a socket's path is short (108 bytes): bound relative to its folder
+    try:
+        listener.bind("socket")
+    finally:
+        os.chdir(here)
+        listener.close()
+    theirs = folder.parent / "someone-elses.txt"
+    theirs.write_text("not yours")
+    os.chown(theirs, 54321, 54321)
+    os.link(theirs, folder / "hardlink.txt")
+    (folder / "huge.bin").write_bytes(b"x" * 2000)
+    return {"secret.txt": "symbolic link", "zeros.npy": "symbolic link", "etc": "symbolic link",
+            "pipe": "FIFO", "socket": "socket", "hardlink.txt": "hard link", "huge.bin": "over the"}
+
+
+def test_safe_copy_takes_in_regular_files_only_and_says_why_it_dropped_each_other(tmp_path):
+    expected = hostile_folder(tmp_path / "in")
+    dropped = intake.safe_copy(tmp_path / "in", tmp_path / "out", max_bytes=1000)
+    assert {d.path: d.reason for d in dropped}.keys() == expected.keys()
+    for entry in dropped:
+        assert expected[entry.path] in entry.reason, entry
+    taken = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*"))
+    assert taken == ["data", "data/table.csv", "notes.txt"]
+    assert not any(p.is_symlink() for p in (tmp_path / "out").rglob("*"))
+
+
+def test_a_folder_that_is_itself_a_link_is_not_copied(tmp_path):
+    os.symlink("/etc", tmp_path / "linked")
+    assert [d.path for d in intake.safe_copy(tmp_path / "linked", tmp_path / "out")] == ["."]
+    assert not (tmp_path / "out").exists()
+
+
+def test_quarantine_moves_the_links_themselves_out_of_submitted_and_records_why(tmp_path):
+    root = tmp_path / "course"
+    folder = root / "submitted" / "eve" / A
+    expected = hostile_folder(folder)
+    dropped = intake.quarantine(root, A, "eve", folder, max_bytes=1000)
+    assert {d.path for d in dropped} == expected.keys()
+    assert sorted(p.name for p in folder.iterdir()) == ["data", "notes.txt"]
+    away = intake.record_folder(root, A, "eve") / intake.QUARANTINE
+    assert os.readlink(away / "secret.txt") == str(SECRET)  # the link was moved, not its target
+    assert SECRET.exists()
+    assert intake.recorded(root, A, "eve") == dropped
+    assert intake.flags(root, A, "eve") == [f"file dropped: {d}" for d in dropped]
+
+
+def test_the_autograde_hook_drops_a_linked_notebook_and_a_linked_student_folder(tmp_path):
+    root = tmp_path / "course"
+    ada = root / "submitted" / "ada" / A
+    ada.mkdir(parents=True)
+    (ada / f"{A}.ipynb").write_text("{}")
+    mallory = root / "submitted" / "mallory" / A
+    mallory.mkdir(parents=True)
+    os.symlink(ada / f"{A}.ipynb", mallory / f"{A}.ipynb")  # ada's notebook, graded as mallory's
+    notebooks = [str(mallory / f"{A}.ipynb")]
+    intake.autograde_hook(assignment=A, student="*", notebooks=notebooks)
+    assert notebooks == []
+    assert [d.path for d in intake.recorded(root, A, "mallory")] == [f"{A}.ipynb"]
+
+    os.symlink(root / "submitted" / "ada", root / "submitted" / "trudy")  # the whole folder
+    notebooks = [str(root / "submitted" / "trudy" / A / f"{A}.ipynb")]
+    intake.autograde_hook(assignment=A, student="*", notebooks=notebooks)
+    assert notebooks == [] and not os.path.lexists(root / "submitted" / "trudy")
+    assert [d.reason for d in intake.recorded(root, A, "trudy")] == ["a symbolic link, not followed"]
+    assert (ada / f"{A}.ipynb").read_text() == "{}"  # ada's own submission is untouched
+
+
+def test_nbgrader_collect_takes_in_no_link_from_the_exchange(tmp_path):
+    """The inbound folder is the student's to write: a real `nbgrader collect`, as configured."""
+    course = grading.prepare(tmp_path / "course")
+    exchange = tmp_path / "exchange"
+    inbound = exchange / "self-attention" / "inbound" / f"eve+{A}+2026-11-20 09:00:00.000000 UTC"
+    expected = hostile_folder(inbound)
+    (inbound / f"{A}.ipynb").write_text("{}")
+    (inbound / "timestamp.txt").write_text("2026-11-20 09:00:00.000000 UTC")
+    env = dict(with_interpreter_on_path(os.environ), COURSEKIT_EXCHANGE=str(exchange))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "collect", A, "--CollectApp.check_owner=False"],
+                            cwd=course, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    taken = course / "submitted" / "eve" / A
+    assert sorted(p.name for p in taken.iterdir()) == sorted([f"{A}.ipynb", "data", "notes.txt",
+                                                               "timestamp.txt", "huge.bin"])
+    assert not any(p.is_symlink() for p in taken.rglob("*"))
+    dropped = {d.path for d in intake.recorded(course, A, "eve")}
+    assert dropped == expected.keys() - {"huge.bin"}  # 2 kB is under the course's limit
+    assert "secret.txt" in result.stderr
+
+
+def test_zip_collect_copies_loose_files_without_following_links(tmp_path):
+    from coursekit.plugins import SafeZipExtractor
+
+    downloads = tmp_path / "downloads"
+    hostile_folder(downloads)
+    with zipfile.ZipFile(downloads / "eve.zip", "w") as archive:
+        archive.writestr(f"eve/{A}.ipynb", "{}")
+    extracted = tmp_path / "extracted"
+    extracted.mkdir()
+    SafeZipExtractor().extract(str(downloads), str(extracted))
+    assert (extracted / "eve" / "eve" / f"{A}.ipynb").read_text() == "{}"
+    assert (extracted / "notes.txt").read_text() == "mine"
+    assert not any(p.is_symlink() or p.name in ("pipe", "socket", "hardlink.txt") for p in extracted.rglob("*"))
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("=2+3", "'=2+3"), ("+1+1", "'+1+1"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("\tx", "'\tx"), ("\rx", "'\rx"), ("ada", "ada"), ("-1.5", "-1.5"), ("1e-3", "1e-3"), (-2.0, -2.0)])
+def test_a_formula_is_shown_as_text_and_a_number_stays_a_number(value, shown):
+    assert csvsafe.cell(value) == shown
+    handle = io.StringIO()
+    csvsafe.Writer(handle).writerow([value])
+    assert next(csv.reader(io.StringIO(handle.getvalue())))[0] == str(shown)
+

@@ -1,0 +1,51 @@
+"""Where a submission stands (coursekit/standing.py), without grading anything: what is wrong
+with a submission that cannot be graded, in words a student can act on, and which record wins
+when a submission that failed is graded later by another command."""
+
+import json
+import os
+import time
+
+from autograder.steps import A01, A03
+from coursekit import standing
+from coursekit.paths import released_notebook
+
+
+def hand_in(root, student, content):
+    path = standing.submitted_folder(root, A01, student) / f"{A01}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    return path
+
+
+def test_a_submission_that_cannot_be_graded_is_named_for_what_it_is(tmp_path):
+    hand_in(tmp_path, "text", b"print('hello')")
+    hand_in(tmp_path, "other", released_notebook(A03).read_bytes())
+    old = json.loads(released_notebook(A01).read_text())
+    hand_in(tmp_path, "old", json.dumps(dict(old, nbformat=3)).encode())
+    hand_in(tmp_path, "fine", released_notebook(A01).read_bytes())
+    assert standing.diagnose(tmp_path, A01, "text") == f"{A01}.ipynb is not a notebook (not Jupyter's JSON format)"
+    assert standing.diagnose(tmp_path, A01, "other") == f"{A01}.ipynb is the notebook of another assignment ({A03})"
+    assert "notebook format 3" in standing.diagnose(tmp_path, A01, "old")
+    assert standing.diagnose(tmp_path, A01, "fine") == ""
+    assert standing.diagnose(tmp_path, A01, "nobody") == f"no {A01}.ipynb was handed in"
+    for student, kind in (("text", "not a notebook"), ("other", "wrong assignment"), ("old", "old format")):
+        assert standing.kind_of(standing.diagnose(tmp_path, A01, student)) == kind
+        where = standing.standing(tmp_path, A01, student)
+        assert not where.graded and where.advice == standing.ADVICE[kind]
+        assert where.flags == [f"autograde failed: {where.problem}"]
+
+
+def test_a_failure_is_forgotten_once_the_submission_is_graded_after_it(tmp_path):
+    standing.record_failure(tmp_path, A01, "ada", "the task failed on the cluster (KilledWorker)")
+    notebook = json.loads(released_notebook(A01).read_text())
+    code = next(c for c in notebook["cells"] if c["cell_type"] == "code")
+    code["execution_count"] = 1
+    path = standing.autograded_folder(tmp_path, A01, "ada") / f"{A01}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(notebook))
+    earlier = time.time() - 60
+    os.utime(path, (earlier, earlier))  # graded before the failure: the failure stands
+    assert not standing.standing(tmp_path, A01, "ada").graded
+    os.utime(path, None)  # graded after it (by nbgrader autograde, say)
+    assert standing.standing(tmp_path, A01, "ada").graded
