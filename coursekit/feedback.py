@@ -19,6 +19,8 @@ class SanitizeGradeCells(Preprocessor):
     exception's name and message are enough to act on. Runs after ClearHiddenTests.
     """
 
+    enabled = Bool(True).tag(config=True)  # nbconvert registers a plain Preprocessor disabled: it never ran
+
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
             for output in cell.get("outputs", []):

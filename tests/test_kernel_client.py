@@ -1,5 +1,5 @@
 """The judge's kernel client is ready once the kernel has answered and IOPub is connected, without
-waiting for IOPub to go quiet (`autograder/kernel_client.py`). The kernel here is scripted: what
+waiting for IOPub to go quiet (`autograder/kernel/client.py`). The kernel here is scripted: what
 each `kernel_info` request gets back on the shell and IOPub channels."""
 
 import asyncio
