@@ -21,3 +21,19 @@ def test_the_typed_contracts_type_check():
     mypy = shutil.which("mypy") or str(Path(sys.executable).with_name("mypy"))
     result = subprocess.run([mypy], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_environment_variable_the_code_reads_is_listed_in_the_readme():
+    import re
+
+    reads = re.compile(r"""(?:environ(?:\.get)?[\[(]|getenv\()\s*["']([A-Z][A-Z0-9_]+)["']""")
+    listed = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", (ROOT / "README.md").read_text(), re.M))
+    found = {}
+    for folder in ("autograder", "coursekit", "content", "tests", "benchmarks"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for name in reads.findall(path.read_text(errors="replace")):
+                found.setdefault(name, str(path.relative_to(ROOT)))
+    for name in reads.findall((ROOT / "nbgrader_config.py").read_text()):
+        found.setdefault(name, "nbgrader_config.py")
+    ordinary = {"PATH", "HOME", "USER"}  # the system's own, read as any program does
+    assert {n: p for n, p in found.items() if n not in listed | ordinary} == {}
