@@ -9,6 +9,16 @@ that did not run), then clicks nbgrader's *Validate* button and reads its verdic
   and Validate fails, naming every step.
 - Completed: no cell fails, no demo prints a hint, and Validate passes.
 
+Every wait is keyed to what the page shows: the notebook's cells, the kernel's "Idle", the
+clicked cell's prompt leaving `[ ]:` (the run has started), no `[*]:` left (it has ended),
+Validate's dialog. The timeouts are only upper bounds for a loaded machine. The test used to
+sleep 0.3 s after clicking Run and then poll for "no [*] and Idle": on a busy machine (load 4
+to 12 on 2 cores) the run had not started 0.3 s after the click, so the poll found the
+notebook idle and untouched, the test clicked Run again, and the notebook ran twice over,
+past the 90 s bound. Opening the second notebook also restored the first one's tab, which
+could keep the focus (Run's menu items then stay disabled); each notebook now opens in a
+workspace of its own, reset, so it is the only one in the page.
+
 Screenshots are kept under pytest's temporary folder; the test prints where. Chromium must be
 installed (`.ci/run` installs it with apt-get); without it the test fails, it does not skip.
 """
@@ -127,6 +137,7 @@ def _run_from(page, cell, command):
     was ready shows nothing and is made again), then every cell settled."""
     prompt = page.locator(f"{SHOWN} .jp-CodeCell .jp-InputPrompt").nth(cell)
     started = f"() => ({PROMPTS})()[{cell}] !== '[ ]:'"
+    deadline = time.monotonic() + OPEN_TIMEOUT
     while True:
         prompt.scroll_into_view_if_needed()
         prompt.click(force=True)  # selects the cell and makes its notebook the active one
@@ -137,7 +148,7 @@ def _run_from(page, cell, command):
             page.wait_for_function(started, timeout=RUN_TIMEOUT * 1000)
             return _settled(page)
         page.keyboard.press("Escape")  # the notebook is not the active widget yet: close the menu
-        page.locator(f"{SHOWN}").wait_for()
+        assert time.monotonic() < deadline, f"Run > {command} still disabled after {OPEN_TIMEOUT} s"
 
 
 def run_everything(page):
