@@ -275,6 +275,8 @@ def test_a_class_round_on_jupyterhub_where_nobody_reads_what_is_not_theirs(deplo
         phase("hub up")
         for student in students:
             hub.start_server(student)
+            # the students' environment has no Formgrader: its API is not there to answer
+            assert hub.call("GET", f"/user/{student}/formgrader/api/assignments")[0] == 404
         phase("students' servers up")
         # Each student: fetch, complete, validate, submit, through their own server.
         for student, variant in students.items():
@@ -431,3 +433,14 @@ def test_permissions_name_an_interpreter_the_instructor_cannot_run():
         assert str(python) in problem
     finally:
         shutil.rmtree(base)
+
+
+def test_students_packages_are_pinned_to_the_instructors_versions_and_hold_no_grader():
+    import importlib.metadata
+
+    from coursekit.environments import pins
+
+    spec = student_spec()
+    assert pins(["numpy", "torch"]) == [f"numpy=={importlib.metadata.version('numpy')}",
+                                        f"torch=={importlib.metadata.version('torch')}"]
+    assert not set(spec.packages) & {*GRADER_PACKAGES, "self-attention-course"}
