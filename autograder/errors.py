@@ -23,11 +23,11 @@ class RemoteError(Exception):
     """An exception raised by the code under test, carried back as data.
 
     `from_reply` makes an instance of a subclass named like the original type and derived
-    from its nearest builtin base, so `except ValueError` in a suite still works.
+    from its nearest builtin base, so `except ValueError` in a suite still works. It is always
+    the submission's: the kernel is the submission's territory, whatever it says.
     """
 
     type_name = "Exception"
-    submission = True  # whether a frame of the submission's own code raised it
 
     @classmethod
     def from_reply(cls, info):
@@ -39,6 +39,4 @@ class RemoteError(Exception):
                 base = candidate
                 break
         kind = type(name if name.isidentifier() else "RemoteException", (cls, base), {"type_name": name})
-        error = kind(str(info.get("message", ""))[:2000])
-        error.submission = bool(info.get("submission", True))
-        return error
+        return kind(str(info.get("message", ""))[:2000])

@@ -6,14 +6,21 @@ function is a pytest test (the plugin supplies `impl`) and a unit the judge runs
 `run_step` against a student's kernel, so both paths grade with identical code.
 """
 
+from __future__ import annotations
+
 import functools
 import importlib
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
 from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, STEP_BUDGET
 from autograder.steps import STEPS, suite_module
+
+if TYPE_CHECKING:
+    from autograder.seam import Implementation
 
 CASE_KINDS = ("notes", "stored", "oracle", "property")
 GRADER_ERROR = "GRADER ERROR"
@@ -29,22 +36,22 @@ class Case:
     kind: str
     weight: float
     timeout: float
-    func: object = field(repr=False, compare=False)
+    func: Callable[[Any], None] = field(repr=False, compare=False)
     doc: str = ""  # the first line of a family member's own docstring (a partial has none)
 
     @property
-    def title(self):
+    def title(self) -> str:
         return (self.doc or self.func.__doc__ or self.name).strip().splitlines()[0]
 
 
-def _check_mark(step, kind):
+def _check_mark(step: str, kind: str) -> None:
     if step not in STEPS:
         raise ValueError(f"unknown step {step!r}")
     if kind not in CASE_KINDS:
         raise ValueError(f"kind must be one of {CASE_KINDS}")
 
 
-def case(step, kind, weight=1.0, timeout=CASE_TIMEOUT):
+def case(step: str, kind: str, weight: float = 1.0, timeout: float = CASE_TIMEOUT) -> Callable[[Callable], Callable]:
     """Mark a suite function of `impl` as a graded case of `step`."""
     _check_mark(step, kind)
 
@@ -55,7 +62,8 @@ def case(step, kind, weight=1.0, timeout=CASE_TIMEOUT):
     return mark
 
 
-def case_family(step, kind, members, weight=1.0, timeout=CASE_TIMEOUT):
+def case_family(step: str, kind: str, members: Mapping[str, tuple[Any, str]], weight: float = 1.0,
+                timeout: float = CASE_TIMEOUT) -> Callable[[Callable], Callable]:
     """Mark a suite function of (`impl`, `member`) as one graded case per member.
 
     `members` maps a name suffix to (argument, docstring). Each member is a case of its own,
@@ -75,7 +83,7 @@ def case_family(step, kind, members, weight=1.0, timeout=CASE_TIMEOUT):
     return mark
 
 
-def cases_of(step):
+def cases_of(step: str) -> list[Case]:
     """The cases of one step, in the order its suite defines them."""
     module = importlib.import_module(suite_module(step))
     found = []
@@ -94,28 +102,37 @@ class CaseResult:
     seconds: float = 0.0
 
 
+class StepSummary(TypedDict):
+    """A step's result as data (`StepResult.summary`)."""
+
+    points: float
+    max_points: float
+    failed: list[str]
+    grader_errors: list[str]
+
+
 @dataclass
 class StepResult:
     step: str
-    results: list
+    results: list[CaseResult]
     kernel_lost: bool = False  # the kernel stopped answering: the judge restarts it
 
     @property
-    def fraction(self):
+    def fraction(self) -> float:
         total = sum(r.case.weight for r in self.results)
         earned = sum(r.case.weight for r in self.results if r.passed)
         return earned / total if total else 0.0
 
     @property
-    def grader_errors(self):
+    def grader_errors(self) -> list[str]:
         return [r.case.name for r in self.results if r.message.startswith(GRADER_ERROR)]
 
-    def points(self, max_points):
+    def points(self, max_points: float) -> float:
         # Rounded down to the grain of a thousandth so the cell's value never exceeds its
         # points (nbgrader fails the whole submission if it did).
         return min(float(max_points), int(self.fraction * max_points * 1000) / 1000)
 
-    def summary(self):
+    def summary(self) -> StepSummary:
         """The step's result as data: what reports, exports and tests read."""
         max_points = STEPS[self.step].points
         return {"points": self.points(max_points), "max_points": max_points,
@@ -123,26 +140,51 @@ class StepResult:
                 "grader_errors": self.grader_errors}
 
 
-def _describe_error(step, error):
-    text = str(error).strip().splitlines()
+def _describe_error(step: str, error: BaseException, show_details: bool = True) -> str:
+    """What the student reads for an exception of the code under test. Without `show_details`
+    (a step run with a dependency's reference in the kernel) the exception's own text is left out:
+    code that can see the reference could write it there, and the report is the student's."""
+    text = str(error).strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
     name = getattr(error, "type_name", type(error).__name__)
     if name == "NotImplementedError":
         return f"`{step}` is not implemented yet (it still raises NotImplementedError)."
     if isinstance(error, MemoryError) or name in ("MemoryError", "OutOfMemoryError"):
-        return f"`{step}` ran out of memory; are you building a much larger array than needed?"
+        budget = f" ({text[0]})" if text and "budget" in text[0] else ""
+        return f"`{step}` ran out of memory{budget}; are you building a much larger array than needed?"
     if isinstance(error, TypeError) and "argument" in str(error):
-        return (f"`{step}` could not be called as the assignment specifies ({str(error)[:160]}); "
-                "keep the signature exactly as given")
-    if isinstance(error, RemoteError) and not error.submission:
-        # Raised with no frame of the submission's code on the stack: e.g. a library call the
-        # grader made. Not the student's fault.
-        return f"{GRADER_ERROR}: this case could not run ({name}); it is not your fault and your instructor is told"
+        said = f" ({str(error)[:160]})" if show_details else ""
+        return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
     return f"`{step}` raised {name}{detail}"
 
 
-def run_case(case_, impl, timeout=None):
-    """Run one case against `impl`; never raises, except KernelStuck (the kernel must go)."""
+def _judged_failure(case_: Case, error: BaseException) -> str:
+    """The message for an exception of the judge's own code while it ran `case_`. Whose fault it
+    was is decided here, from what the judge sees, never from what the kernel says: the case is
+    run against the reference, in this process. If it passes there, what the submission answered
+    made the judge's code fail (a value of the wrong kind, say), and the case is the student's to
+    lose; if it fails there too, the grader itself is wrong."""
+    if not _fails_on_reference(case_):
+        return (f"`{case_.step}` answered something the grader could not use ({type(error).__name__}): "
+                "check the type and shape of what it returns")
+    return (f"{GRADER_ERROR}: this case could not run ({type(error).__name__}); it is not your fault "
+            "and your instructor is told")
+
+
+@functools.cache
+def _fails_on_reference(case_: Case) -> bool:
+    from autograder.reference import reference_implementation
+
+    try:
+        case_.func(reference_implementation())
+    except Exception:  # noqa: BLE001 - any failure of the reference is the grader's
+        return True
+    return False
+
+
+def run_case(case_: Case, impl: Implementation, timeout: float | None = None, show_details: bool = True) -> CaseResult:
+    """Run one case against `impl`; never raises, except KernelStuck (the kernel must go).
+    `show_details`: whether the code under test's own exception text may reach the report."""
     timeout = case_.timeout if timeout is None else timeout
     start = time.perf_counter()
     impl.deadline = time.monotonic() + timeout
@@ -158,39 +200,43 @@ def run_case(case_, impl, timeout=None):
         message = (f"`{case_.step}` did not finish within {timeout:g} s "
                    "(an endless loop, or far more work than the task needs?)")
     except RemoteError as error:
-        message = _describe_error(case_.step, error)
-    except Exception as error:  # noqa: BLE001 - the judge's own code failed: not the student's fault
-        message = (f"{GRADER_ERROR}: this case could not run ({type(error).__name__}); it is not "
-                   "your fault and your instructor is told")
+        message = _describe_error(case_.step, error, show_details)
+    except Exception as error:  # noqa: BLE001 - the judge's own code failed: whose fault, it decides
+        message = _judged_failure(case_, error)
     finally:
         impl.deadline = None
     return CaseResult(case_, passed, message[:MAX_MESSAGE], time.perf_counter() - start)
 
 
-def run_step(step, impl, reference_source="", reference_names=()):
+def run_step(step: str, impl: Implementation, reference_source: str = "", reference_names: Sequence[str] = (),
+             budget: float = STEP_BUDGET) -> StepResult:
     """Run every case of `step` against `impl`, never raising.
 
     `reference_names` (defined by `reference_source`) stand in for the submission's own while
-    the step is graded, so a mistake in them costs points at their own step only.
+    the step is graded, so a mistake in them costs points at their own step only. The kernel that
+    held them is the judge's to discard afterwards, and no exception text of such a step reaches
+    its report. The step gets STEP_BUDGET seconds, or `budget` if that is less (what is left of the
+    notebook's own time).
     """
+    budget = min(budget, STEP_BUDGET)
     cases = cases_of(step)
     results = []
     started = time.perf_counter()
     try:
-        impl.deadline = time.monotonic() + STEP_BUDGET
+        impl.deadline = time.monotonic() + budget
         impl.begin(reference_source, reference_names)
         impl.deadline = None
         for case_ in cases:
-            left = STEP_BUDGET - (time.perf_counter() - started)
+            left = budget - (time.perf_counter() - started)
             if left <= 0:
-                results.append(CaseResult(case_, False, f"not run: `{step}` used up its {STEP_BUDGET:g} s"))
+                results.append(CaseResult(case_, False, f"not run: `{step}` used up its {budget:g} s"))
                 continue
             # Once a case has timed out the code is likely endless: the rest get a short leash, so
             # one endless function costs its own step and not the whole notebook's time.
             endless = any(r.message.startswith(f"`{step}` did not finish") for r in results)
             limit = min(case_.timeout, ENDLESS_RETRY) if endless else case_.timeout
-            results.append(run_case(case_, impl, min(limit, left)))
-        impl.deadline = time.monotonic() + STEP_BUDGET
+            results.append(run_case(case_, impl, min(limit, left), show_details=not reference_names))
+        impl.deadline = time.monotonic() + budget
         impl.end()
     except KernelStuck:
         message = (f"`{step}` did not finish, and did not stop when interrupted; the kernel was "

@@ -15,9 +15,12 @@ code a kernel ever receives is that of a step's dependencies, once their own ver
 `judge_notebook(path)` runs the same pipeline on one notebook file, without nbgrader.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,11 +31,13 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float
 
-from autograder import agent, sandbox
-from autograder.channel import KernelChannel
 from autograder.errors import FLAG, KernelStuck
-from autograder.harness import GRADER_ERROR, run_step
-from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE
+from autograder.harness import GRADER_ERROR, CaseResult, StepResult, cases_of, run_step
+from autograder.kernel import agent, sandbox, warm
+from autograder.kernel.channel import KernelChannel
+from autograder.kernel.client import limited_context
+from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
+from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE, SUBMISSION_TIMEOUT
 from autograder.reference import reference_source
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
@@ -40,7 +45,7 @@ from autograder.steps import STEPS, graded_step, nbgrader_metadata
 TRAINS = re.compile(r"\boptim\b")
 
 
-def format_report(result, max_points):
+def format_report(result: StepResult, max_points: float) -> str:
     """What the student sees under a graded cell: case titles and symptoms, never expected
     values, test source or tracebacks."""
     points = result.points(max_points)
@@ -61,7 +66,7 @@ def format_report(result, max_points):
     return "\n".join(lines)
 
 
-def graded_outputs(result, max_points):
+def graded_outputs(result: StepResult, max_points: float) -> list[NotebookNode]:
     """The graded cell's outputs: the report, then the points as the cell's value."""
     report = nbformat.v4.new_output("stream", name="stdout", text=format_report(result, max_points) + "\n")
     value = nbformat.v4.new_output("execute_result", data={"text/plain": f"{result.points(max_points):g}"},
@@ -69,7 +74,7 @@ def graded_outputs(result, max_points):
     return [report, value]
 
 
-def trains(nb):
+def trains(nb: NotebookNode) -> bool:
     """True if a code cell names an optimiser module (`torch.optim`, `from torch import optim`):
     the warm parent builds a first optimiser for such notebooks. A notebook it misses only pays
     for its own first optimiser (a second)."""
@@ -84,23 +89,35 @@ class JudgedExecute(Execute):
         "`timeout`; 0: always `timeout`). Code that hung once usually hangs in every cell that calls "
         "it, and ordinary cells carry no points: the notebook's steps are judged with their own budgets."
     )).tag(config=True)
+    submission_timeout = Float(SUBMISSION_TIMEOUT, help=(
+        "Seconds for the whole notebook, start to end. Every cell's, step's and case's limit is cut "
+        "to what is left of it, so it holds inside a cell and while a reply is read; once it is "
+        "spent, the remaining cells are not run and the remaining steps score 0."
+    )).tag(config=True)
     _cell_timed_out = False
+    _deadline = float("inf")
+
+    def _left(self) -> float:
+        """Seconds left of the notebook's own time."""
+        return self._deadline - time.monotonic()
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
         self._cell_timed_out = False
+        self._deadline = time.monotonic() + self.submission_timeout
         folder = resources.get("metadata", {}).get("path") or os.getcwd()
         if not sandbox.available():
             sandbox.warn_once()
         self.step_results = {}
+        self._unrecorded: dict[str, StepResult] = {}  # dependencies the notebook does not grade
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
-        self._warm = sandbox.warm_parent()
+        self._warm = warm.warm_parent()
         if self._warm is not None and trains(nb):
             try:
                 self._warm.warm("optimiser")
             except RuntimeError:
                 pass  # each kernel builds its first optimiser itself
-        self._box = sandbox.SandboxedKernel(folder).open(self._warm)
+        self._box = SandboxedKernel(folder).open(self._warm)
         self._channel = None
         try:
             return super().preprocess(nb, resources, km)
@@ -109,7 +126,7 @@ class JudgedExecute(Execute):
             self._box.close()
 
     def create_kernel_manager(self):
-        self.kernel_manager_class = sandbox.SandboxKernelManager
+        self.kernel_manager_class = SandboxKernelManager
         manager = super().create_kernel_manager()
         manager.sandbox = self._box
         manager.use_bwrap = sandbox.available()
@@ -121,6 +138,7 @@ class JudgedExecute(Execute):
         if self._channel is not None:
             self._channel.shutdown()
             self._channel.client.stop_channels()
+            self._channel.client.context.destroy(linger=0)
             self._channel = None
 
     def _open_channel(self):
@@ -129,16 +147,17 @@ class JudgedExecute(Execute):
         agent_path = self._box.inbox / "grader_agent.py"
         if not agent_path.exists():
             agent_path.write_text(Path(agent.__file__).read_text())
-        self._channel.boot(agent_path, CELL_TIMEOUT)
+        self._channel.boot(agent_path, max(min(CELL_TIMEOUT, self._left()), 0.01))
         return self._channel
 
     def _new_channel(self):
         """A channel to the current kernel, over a blocking client of the shell channel only."""
-        client = BlockingKernelClient(connection_file=self.km.connection_file)
+        client = BlockingKernelClient(connection_file=self.km.connection_file, context=limited_context())
         client.load_connection_file()
+        client.ip = self._box.host_path(client.ip)
         client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
         return KernelChannel(client, self._box.inbox, run_sync(self.km.interrupt_kernel),
-                             self.km.provisioner.process.pid)
+                             self.km.provisioner.process.pid, self._box.envelope)
 
     def _restart_and_replay(self, upto):
         """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""
@@ -161,8 +180,8 @@ class JudgedExecute(Execute):
     def _get_timeout(self, cell):
         timeout = super()._get_timeout(cell)
         if self._cell_timed_out and self.endless_cell_timeout > 0:
-            return min(timeout, self.endless_cell_timeout) if timeout else self.endless_cell_timeout
-        return timeout
+            timeout = min(timeout, self.endless_cell_timeout) if timeout else self.endless_cell_timeout
+        return max(min(timeout, self._left()), 0.01) if timeout else max(self._left(), 0.01)
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._cell_timed_out = True
@@ -171,39 +190,87 @@ class JudgedExecute(Execute):
     def preprocess_cell(self, cell, resources, index):
         step = graded_step(cell)
         if step is None:
+            if cell.cell_type == "code" and self._left() <= 0:
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=self._spent() + "\n")]
+                return cell, self.resources
             return super().preprocess_cell(cell, resources, index)
         if step in self._pending:
             self._pending.remove(step)
-        result = self.judge(step, index)
+        if self._left() <= 0:
+            result = StepResult(step, [CaseResult(c, False, self._spent()) for c in cases_of(step)])
+        else:
+            result = self.judge(step, index)
         self.step_results[step] = result
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
         cell.execution_count = None
         return cell, self.resources
 
-    def judge(self, step, index):
+    def judge(self, step: str, index: int) -> StepResult:
         """Run `step`'s hidden cases against the kernel as it stands before cell `index`."""
         try:
             channel = self._open_channel()
         except KernelStuck:
             self._restart_and_replay(index)
             channel = self._open_channel()
-        # A dependency's reference goes in only if the notebook grades it no later than here.
-        ready = [name for name in STEPS[step].depends_on if name not in self._pending]
-        result = run_step(step, Implementation(channel), reference_source(ready), ready)
-        if result.kernel_lost:
+        lent = self.lent_references(step, channel, index)
+        channel = self._channel  # a check of an ungraded dependency may have replaced the kernel
+        result = run_step(step, Implementation(channel), reference_source(with_dependencies(lent)), lent,
+                          budget=self._left())
+        if result.kernel_lost or lent:
+            # A kernel that held a reference is replaced before the notebook goes on: the new one
+            # has fresh mounts and processes, and replays the cells before this one, so nothing of
+            # the reference (an object kept, its source recorded) is there for later cells.
             self._restart_and_replay(index)
         return result
+
+    def _spent(self) -> str:
+        return f"not run: grading of this notebook stopped after its {self.submission_timeout:g} s"
+
+    def lent_references(self, step: str, channel: KernelChannel, index: int) -> list[str]:
+        """The dependencies of `step` whose reference the kernel gets while `step` is graded:
+        those the notebook grades no later than here (so the reference of a step never helps
+        that step) and not with full marks. A dependency that passes every one of its cases is
+        the student's own to use: one the notebook grades, by its verdict; one it does not grade
+        (04 builds on the student's own 03), by its cases run here once, unrecorded."""
+        lent = []
+        for name in STEPS[step].depends_on:
+            if name in self._pending:
+                continue
+            if name not in self.step_results and name not in self._unrecorded:
+                checked = run_step(name, Implementation(channel), budget=self._left())
+                self._unrecorded[name] = checked
+                if checked.kernel_lost:
+                    self._restart_and_replay(index)
+                    channel = self._open_channel()
+            verdict = self.step_results.get(name) or self._unrecorded[name]
+            if verdict.fraction < 1.0 or verdict.kernel_lost:
+                lent.append(name)
+        return lent
+
+
+def with_dependencies(names: list[str]) -> list[str]:
+    """`names` and every graded name their reference calls, in STEPS' order: the reference of
+    `attention_weights` calls the reference's `softmax`, even where only the former is lent."""
+    needed, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += STEPS[name].depends_on
+    return [name for name in STEPS if name in needed]
 
 
 @dataclass
 class JudgedNotebook:
-    steps: dict = field(default_factory=dict)  # step -> StepResult
-    notebook: object = None
+    steps: dict[str, StepResult] = field(default_factory=dict)
+    notebook: NotebookNode | None = None
     problem: str = ""
 
 
-def judge_notebook(path, timeout=CELL_TIMEOUT, endless_cell_timeout=ENDLESS_CELL_RETRY):
+def judge_notebook(path: str | os.PathLike, timeout: float = CELL_TIMEOUT,
+                   endless_cell_timeout: float = ENDLESS_CELL_RETRY,
+                   submission_timeout: float = SUBMISSION_TIMEOUT) -> JudgedNotebook:
     """Grade one notebook file with the judge, outside nbgrader: {step: StepResult}."""
     path = Path(path)
     try:
@@ -211,6 +278,7 @@ def judge_notebook(path, timeout=CELL_TIMEOUT, endless_cell_timeout=ENDLESS_CELL
     except Exception as error:  # noqa: BLE001 - whatever the file is, say why it cannot be graded
         return JudgedNotebook(problem=f"the notebook could not be read ({type(error).__name__}: {error})")
     executor = JudgedExecute(timeout=timeout, endless_cell_timeout=endless_cell_timeout,
+                             submission_timeout=submission_timeout,
                              startup_timeout=60 + INTERRUPT_GRACE,
                              extra_arguments=["--HistoryManager.hist_file=:memory:"])
     try:

@@ -17,7 +17,33 @@ SUBMISSION_TIMEOUT = 300  # one notebook, start to end
 assert CASE_TIMEOUT < STEP_BUDGET < CELL_TIMEOUT < SUBMISSION_TIMEOUT
 assert ENDLESS_CELL_RETRY < CELL_TIMEOUT
 
-MEMORY_LIMIT = 6 * 1024**3  # address space of the student's kernel (bytes)
+MEMORY_LIMIT = 6 * 1024**3  # address space of any one process of the submission (bytes): a
+# single huge allocation fails at once with MemoryError, before the envelope's budget is reached
 MAX_PROCESSES = 128  # processes and threads the sandbox may hold at once
 CPU_SECONDS = 600  # CPU time of the kernel, all cells together
 MAX_REPLY_BYTES = 64 * 1024**2  # the largest answer the judge reads from a kernel
+
+# --- the envelope of one submission -----------------------------------------------------------
+# Everything a submission runs (its kernel, the kernel's children and threads) and everything it
+# stores is counted together, by the kernel's own accounting: a memory, pids and cpu control group
+# per kernel (`autograder/kernel/envelope.py`), and sized tmpfs mounts for every folder it may
+# write (`autograder/kernel/zygote.py`). Files in RAM count against the memory budget too.
+SUBMISSION_MEMORY = 4 * 1024**3  # resident memory and tmpfs files of all its processes (bytes)
+SUBMISSION_CPUS = 1  # cores its processes may use together, at most
+TMP_BYTES = 512 * 1024**2  # its private /tmp
+SHM_BYTES = 256 * 1024**2  # its private /dev/shm
+SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder
+OUTBOX_BYTES = 16 * 1024**2  # the folder of its ZeroMQ sockets and its own log
+TMPFS_INODES = 20_000  # files and folders in each of those mounts
+MAX_COPIED_FILES = 2000  # files of a submission folder copied into its sandbox
+MAX_COPIED_BYTES = 200 * 1024**2  # bytes of those files, together
+assert TMP_BYTES + SHM_BYTES + SCRATCH_BYTES + OUTBOX_BYTES < SUBMISSION_MEMORY
+
+# --- what the judge reads from a kernel -------------------------------------------------------
+# A reply is hostile input: its size, its nesting and the time to read it are all bounded, and
+# the case's deadline holds while it is read (`autograder/kernel/channel.py`).
+MAX_KERNEL_MESSAGE_BYTES = 64 * 1024**2  # one ZeroMQ message from a kernel (an output, a reply)
+MAX_REPLY_CONTAINERS = 20_000  # JSON lists and objects in one reply (each costs the judge memory)
+MAX_REPLY_DEPTH = 64  # how deeply they may nest
+WARM_PARENT_START = 120  # seconds for a warm parent to import numpy, torch and ipykernel
+SANDBOX_CHECK = 20  # seconds for bubblewrap to show, once per process, that it can sandbox here

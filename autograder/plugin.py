@@ -33,7 +33,7 @@ def _state(config):
     state = config._autograder
     path = config.getoption("--submission")
     if path is None and state["impl"] is None:
-        from autograder.channel import LocalChannel
+        from autograder.kernel.channel import LocalChannel
 
         state["impl"] = Implementation(LocalChannel(reference_namespace()))
     if path is not None and state["judged"] is None:

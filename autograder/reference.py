@@ -1,10 +1,13 @@
 """The reference, as the judge uses it: a namespace for CI, and source for dependencies.
 
-Only the judge imports this. While a step is graded, the graded names it builds on
-(`Step.depends_on`) are replaced in the student's kernel by the reference's, so a mistake costs
-points at its own step only. They travel as source text, and only for names whose own grading
-in that notebook is over (or that the notebook does not grade at all): the reference of a step
-never reaches the kernel before that step's verdict is recorded.
+The judge, the pytest plugin and the catalogue's tools import this; nothing that runs where a
+submission runs can (the sandbox hides the package). While a step is graded, the graded names it
+builds on (`Step.depends_on`) may be replaced in the student's kernel by the reference's, so a
+mistake costs points at its own step only. They travel as source text, only for names whose own
+grading in that notebook is over without full marks (or that the notebook does not grade at
+all), and the kernel that received them is replaced after the step (`JudgedExecute.judge`): the
+reference of a step never reaches the kernel before that step's verdict is recorded, and never
+stays there after the step it was lent for.
 """
 
 import inspect
@@ -30,7 +33,7 @@ def reference_source(names):
 
 def reference_implementation():
     """The reference behind the same data-only seam the judge uses (what CI grades)."""
-    from autograder.channel import LocalChannel
+    from autograder.kernel.channel import LocalChannel
     from autograder.seam import Implementation
 
     return Implementation(LocalChannel(reference_namespace()))

@@ -11,31 +11,45 @@ Two channels carry the requests, through the same codec:
 - `channel.KernelChannel`: the agent inside a student's sandboxed kernel (the judge).
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
 from autograder.limits import CASE_TIMEOUT
 
 
-def _undefined(name):
+def _undefined(name: str) -> CaseFailure:
     return CaseFailure(f"`{name}` is not defined: run the cell that defines it, and keep its name "
                        "exactly as given")
+
+
+class Channel(Protocol):
+    """What carries the seam's requests: `kernel.channel.LocalChannel` or `KernelChannel`."""
+
+    def request(self, payload: dict[str, Any], timeout: float) -> Mapping[str, Any]: ...
+
+    def reset(self) -> int: ...
+
+    def peak(self) -> int: ...
 
 
 class Implementation:
     """The code under test, reached through `channel`."""
 
-    def __init__(self, channel):
+    def __init__(self, channel: Channel):
         self._channel = channel
-        self.deadline = None  # monotonic time by which the current case must be done
+        self.deadline: float | None = None  # monotonic time by which the current case must be done
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> _Remote:
         if name.startswith("_"):
             raise AttributeError(name)
         return _Remote(self, name)
 
     # requests
-    def _timeout(self):
+    def _timeout(self) -> float:
         if self.deadline is None:
             return CASE_TIMEOUT
         left = self.deadline - time.monotonic()
@@ -43,43 +57,46 @@ class Implementation:
             raise CaseTimeout()
         return left
 
-    def _request(self, payload):
-        from autograder import agent
+    def _request(self, payload: dict[str, Any]) -> Any:
+        from autograder.kernel import agent
 
         reply = self._channel.request(payload, self._timeout())
         if "ok" in reply:
             try:
                 return agent.decode(reply["ok"], lambda data: Handle(self, data))
             except Exception as error:  # noqa: BLE001 - whatever the kernel sent, it is not data
-                raise RemoteError.from_reply({"type": "InvalidAnswer", "submission": True,
+                raise RemoteError.from_reply({"type": "InvalidAnswer",
                                               "message": f"the answer is not plain data ({error})"[:300]}) from None
         if reply.get("interrupted"):
             raise CaseTimeout()
         if "undefined" in reply:
+            if reply["undefined"] != payload.get("target"):  # only the name it was asked for
+                raise RemoteError.from_reply({"type": "InvalidAnswer", "message": "a forged answer"})
             raise _undefined(reply["undefined"])
         raise RemoteError.from_reply(reply.get("error") or {})
 
-    def _call(self, target, method, args, kwargs, *, no_grad=False, seed=None):
-        from autograder import agent
+    def _call(self, target: str | dict[str, int], method: str | None, args: tuple, kwargs: dict[str, Any], *,
+              no_grad: bool = False, seed: int | None = None) -> Any:
+        from autograder.kernel import agent
 
         return self._request({"op": "call", "target": target, "method": method,
                               "args": agent.encode(list(args), _handle_data),
                               "kwargs": agent.encode(dict(kwargs), _handle_data),
                               "no_grad": no_grad, "seed": seed})
 
-    def hold(self, *values):
+    def hold(self, *values: Any) -> list[Handle]:
         """Handles to `values`, kept with the code under test: pass one to a call, then read it
         back (`handle.call("clone")`) to see whether the call changed it in place."""
-        from autograder import agent
+        from autograder.kernel import agent
 
         return self._request({"op": "hold", "values": agent.encode(list(values))})
 
-    def measure_peak(self, name, *args):
+    def measure_peak(self, name: str, *args: Any) -> tuple[Any, int]:
         """(name(*args), the most memory it held at once, in bytes above what was held before).
 
         Measured from outside the process that runs it: its peak resident set size, reset
         just before the call. The inputs are sent and decoded first, so they do not count."""
-        from autograder import agent
+        from autograder.kernel import agent
 
         held = self._request({"op": "hold", "values": agent.encode(list(args))})
         before = self._channel.reset()
@@ -88,15 +105,15 @@ class Implementation:
         return result, max(0, self._channel.peak() - before)
 
     # a step's frame
-    def begin(self, reference_source="", reference_names=()):
+    def begin(self, reference_source: str = "", reference_names: Sequence[str] = ()) -> None:
         self._request({"op": "begin", "reference_source": reference_source,
                        "reference_names": list(reference_names)})
 
-    def end(self):
+    def end(self) -> None:
         self._request({"op": "end"})
 
 
-def _handle_data(value):
+def _handle_data(value: Any) -> dict[str, int]:
     if isinstance(value, Handle):
         return {"$h": value.id}
     raise TypeError(f"{type(value).__name__} cannot be sent to the code under test")
@@ -105,70 +122,70 @@ def _handle_data(value):
 class _Remote:
     """A graded name: calling it calls the submission's object of that name."""
 
-    def __init__(self, impl, name):
+    def __init__(self, impl: Implementation, name: str):
         self._impl, self.__name__ = impl, name
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._impl._call(self.__name__, None, args, kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<graded name {self.__name__}>"
 
 
 class Handle:
     """An object living with the code under test (a module, a cache), driven as data."""
 
-    def __init__(self, impl, data):
+    def __init__(self, impl: Implementation, data: dict[str, Any]):
         self._impl = impl
         self.id = int(data["$h"])
         self.type_name = str(data.get("type", "object"))
         self.is_module = bool(data.get("module"))
         self.mro = tuple(data.get("mro", ()))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.type_name} handle {self.id}>"
 
-    def _op(self, op, **fields):
+    def _op(self, op: str, **fields: Any) -> Any:
         return self._impl._request({"op": op, "target": {"$h": self.id}, **fields})
 
-    def __call__(self, *args, _seed=None, **kwargs):
+    def __call__(self, *args: Any, _seed: int | None = None, **kwargs: Any) -> Any:
         """The forward pass (no autograd graph), optionally after torch.manual_seed(_seed)."""
         return self._impl._call({"$h": self.id}, None, args, kwargs, no_grad=True, seed=_seed)
 
-    def call(self, method, *args, **kwargs):
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return self._impl._call({"$h": self.id}, method, args, kwargs)
 
-    def train(self):
+    def train(self) -> Handle:
         self.call("train")
         return self
 
-    def eval(self):
+    def eval(self) -> Handle:
         self.call("eval")
         return self
 
-    def to(self, dtype):
+    def to(self, dtype: Any) -> Handle:
         self.call("to", dtype)
         return self
 
-    def __len__(self):
+    def __len__(self) -> int:
         return int(self._op("len"))
 
-    def describe(self, path=""):
+    def describe(self, path: str = "") -> dict[str, Any]:
         """{exists, type, mro, module, training, weight_shape, bias, p, len, value} of `path`."""
         return self._op("describe", path=path)
 
-    def set_linear(self, path, weight, bias=None):
-        from autograder import agent
+    def set_linear(self, path: str, weight: Any, bias: Any = None) -> None:
+        from autograder.kernel import agent
 
         self._op("set_linear", path=path, weight=agent.encode(weight), bias=agent.encode(bias))
 
-    def copy(self):
+    def copy(self) -> Handle:
         return self._op("copy")
 
-    def backward(self, args, cotangent, paths):
+    def backward(self, args: Sequence[Any], cotangent: Any, paths: Sequence[str]) -> dict[str, Any]:
         """Train mode, forward on `args`, backpropagate `cotangent`: {differentiable,
         backward_error, grads {path: array or None}}."""
-        from autograder import agent
+        from autograder.kernel import agent
 
         return self._op("backward", args=agent.encode(list(args), _handle_data),
                         cotangent=agent.encode(cotangent), paths=list(paths))

@@ -158,14 +158,15 @@ def describe(error):
 
 def warm_up():
     """A worker's first task: the grader's imports (torch with them) and the judge's warm parent
-    (`sandbox.warm_parent`), started from the thread that will run the grading tasks, while the
+    (`warm.warm_parent`), started from the thread that will run the grading tasks, while the
     driver is still preparing the first submissions."""
     import nbgrader.converters  # noqa: F401
 
-    from autograder import judge, sandbox  # noqa: F401 - the judge, and torch and numpy with it
+    from autograder import judge  # noqa: F401 - the judge, and torch and numpy with it
+    from autograder.kernel import warm
 
     try:
-        sandbox.warm_parent()
+        warm.warm_parent()
     except Exception:  # noqa: BLE001 - the first grading task will start it, or say why not
         pass
     return _worker_name()

@@ -137,8 +137,8 @@ def test_every_grade_is_the_one_the_committed_matrix_records(catalogue_results):
 def _sandbox_processes_but_warm_parents():
     """Processes running as a sandbox user that are neither bubblewrap nor a warm parent
     (a zygote whose parent is bubblewrap): whatever a kernel left behind."""
-    from autograder import procfs
-    from autograder.sandbox import SANDBOX_UID_BASE
+    from autograder.kernel import procfs
+    from autograder.kernel.sandbox import SANDBOX_UID_BASE
 
     def info(pid):
         fields = procfs.status(pid)

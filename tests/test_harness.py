@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import agent
-from autograder.channel import KernelChannel, LocalChannel
 from autograder.errors import RemoteError
 from autograder.harness import Case, CaseResult, StepResult, run_step
 from autograder.judge import format_report, graded_outputs
+from autograder.kernel import agent
+from autograder.kernel.channel import KernelChannel, LocalChannel
 from autograder.reference import reference_source
 from autograder.seam import Handle, Implementation
 from autograder.steps import STEPS
@@ -81,7 +81,6 @@ def test_remote_exceptions_keep_their_name_and_builtin_base():
     with pytest.raises(ValueError) as info:
         impl.f("value")
     assert isinstance(info.value, RemoteError) and info.value.type_name == "ValueError"
-    assert info.value.submission  # raised in this test's (= "the submission's") frame
     with pytest.raises(RemoteError) as info:
         impl.f("exit")
     assert info.value.type_name == "SystemExit"
@@ -229,7 +228,7 @@ def test_procfs_finds_grandchildren_and_tells_a_gone_process():
     import subprocess
     import sys
 
-    from autograder import procfs
+    from autograder.kernel import procfs
 
     shell = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'import time; time.sleep(30)' & wait"])
     try:
@@ -268,3 +267,16 @@ def test_feedback_sanitiser_cuts_tracebacks_of_grade_cells_only():
     nb, _ = SanitizeGradeCells().preprocess(nb, {})
     assert nb.cells[0].outputs[0]["traceback"] == ["ImportError: boom"]
     assert nb.cells[1].outputs[0]["traceback"] == ["keep me"]
+
+
+def test_a_lent_reference_brings_the_references_it_calls():
+    """Only attention_weights is lent (the notebook's softmax had full marks), but the reference
+    attention_weights calls softmax: the reference's own, defined beside it and not lent."""
+    from autograder.judge import with_dependencies
+
+    names = with_dependencies(["attention_weights"])
+    assert names == ["softmax", "attention_weights"]
+    definitions = {}
+    exec(reference_source(names), definitions)  # noqa: S102
+    weights = definitions["attention_weights"](np.zeros((2, 2)))
+    assert np.allclose(weights, 0.5)

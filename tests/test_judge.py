@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import sandbox
 from autograder.judge import judge_notebook, trains
+from autograder.kernel import sandbox, warm
 from autograder.reference import reference_source
 from autograder.steps import STEPS, grade_id
 
@@ -54,8 +54,8 @@ def processes_left():
     import time
 
     uid = sandbox.sandbox_uid()
-    warm = sandbox.warm_parent()
-    own = warm.own_pids() if warm else set()
+    parent = warm.warm_parent()
+    own = parent.own_pids() if parent else set()
     for _ in range(40):
         left = [p for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid and int(p) not in own]
         if not left:
@@ -193,7 +193,7 @@ def test_notebooks_that_train_are_recognised():
 def test_a_notebook_that_trains_finds_its_first_optimiser_built_by_the_warm_parent(tmp_path):
     """A process's first optimiser imports torch._dynamo (a second); the warm parent does that
     once, on the first request of a notebook that trains, and not for the others."""
-    parent = sandbox.WarmParent()
+    parent = warm.WarmParent()
     try:
         with pytest.raises(RuntimeError, match="nonsense"):
             parent.warm("nonsense")

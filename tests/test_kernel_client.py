@@ -7,7 +7,7 @@ from queue import Empty
 
 import pytest
 
-from autograder.kernel_client import QuickStartClient
+from autograder.kernel.client import QuickStartClient
 
 
 def status(state, request):
@@ -96,7 +96,7 @@ def test_a_refused_connection_is_tried_again_within_milliseconds(tmp_path):
     import zmq
     from zmq.utils.monitor import parse_monitor_message
 
-    from autograder.kernel_client import RECONNECT_INTERVAL_MS
+    from autograder.kernel.client import RECONNECT_INTERVAL_MS
 
     client = QuickStartClient(transport="ipc", ip=str(tmp_path / "kernel"), shell_port=1)
 

@@ -1,4 +1,4 @@
-"""The code base passes the project's ruff configuration (pyproject.toml)."""
+"""The code base passes the project's ruff and mypy configurations (pyproject.toml)."""
 
 import shutil
 import subprocess
@@ -13,4 +13,11 @@ def test_ruff_is_clean():
     result = subprocess.run([ruff, "check", "--output-format", "concise",
                              "autograder", "coursekit", "solutions", "tests", "benchmarks"],
                             cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_typed_contracts_type_check():
+    """mypy, pinned, over the modules pyproject.toml's [tool.mypy] lists."""
+    mypy = shutil.which("mypy") or str(Path(sys.executable).with_name("mypy"))
+    result = subprocess.run([mypy], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

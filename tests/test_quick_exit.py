@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
+from autograder.kernel import sandbox
 
 SCRIPT = Path(__file__).with_name("scripts") / "closing_worker.py"
 

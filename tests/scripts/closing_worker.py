@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import coursekit  # noqa: F401 - first, as in every entry point
-from autograder import sandbox
+from autograder.kernel import warm as warm_parents
 from coursekit.quick_exit import QuickExit
 
 handler_ran, folder = map(Path, sys.argv[1:3])
 atexit.register(handler_ran.write_text, "the interpreter's teardown ran")
-warm = sandbox.warm_parent()
+warm = warm_parents.warm_parent()
 folder.write_text(str(warm.enclosure.root) if warm else "")
 QuickExit().teardown(worker=None)
 sys.exit(3)

@@ -1,20 +1,25 @@
 """A warm parent for student kernels: imports the heavy libraries once, then forks a kernel per
 submission, each in a fresh sandbox of its own.
 
-This program runs inside a bubblewrap sandbox (started by `sandbox.WarmKernels`): no network,
+This program runs inside a bubblewrap sandbox (started by `warm.WarmParent`): no network,
 the system and Python read-only, and one folder of jobs. It imports numpy, torch, matplotlib and
 ipykernel, then serves requests on stdin, one JSON line each: {"warm": name} runs one of
 `EXTRA_WARM_UPS` here, for the notebooks that need it; {"job": folder, "argv": [...],
-"env": {...}} forks a kernel. For each job it forks a *monitor* that, before any student code
-exists:
+"env": {...}, "mounts": {...}} forks a kernel. For each job it forks a *monitor* that stops
+itself until the judge has moved it into the kernel's envelope (`envelope.py`: its memory, pids
+and cpu control groups), then, before any student code exists:
 
-1. enters new user, mount, PID, IPC and UTS namespaces;
-2. mounts a fresh /tmp over everything under /tmp, the other jobs included, and binds back
-   only its own job folder (the requests folder read-only) and Python, if it lives there;
+1. enters new user, mount, PID, network, IPC and UTS namespaces;
+2. mounts a fresh /dev (the usual device nodes, and a /dev/shm of its own) and a fresh /tmp over
+   everything under /tmp, the other jobs included, and binds back only its own job folder, read-
+   only, and Python, if it lives there; every writable place is a tmpfs of its own, sized by the
+   request: /tmp, /dev/shm, `work` (a copy of the job's `submission`) and `outbox` (its sockets,
+   mounted `nosymfollow`: the judge reaches them from outside, and follows no link made there).
+   Nothing the kernel writes outlives it or reaches a disk, and tmpfs pages count against the
+   envelope's memory;
 3. forks the kernel as PID 1 of the new PID namespace (so nothing the kernel starts outlives
-   it, and it dies with its monitor), which mounts its own /proc, sets resource limits, drops
-   every capability, closes every inherited descriptor, and starts ipykernel in the job's
-   working copy.
+   it, and it dies with its monitor), which mounts its own /proc (the warm parent's resource
+   limits it inherits), drops every capability, closes every inherited descriptor, and starts ipykernel in `work`.
 
 It answers {"pid": <the monitor's pid, as this sandbox numbers it>}; the judge finds, signals and
 kills the monitor by that number. Like the agent, this file is shipped into the sandbox as text:
@@ -25,13 +30,13 @@ import ctypes
 import gc
 import json
 import os
-import resource
+import shutil
 import signal
 import sys
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID = 0x10000000, 0x20000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOSYMFOLLOW = 1, 2, 4, 8, 32, 256
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -66,42 +71,70 @@ def _drop_capabilities():
     _check(libc.capset(header, data), "capset")
 
 
-def _enter_namespaces(job, limits):
+# The sized tmpfs mounts a request must give ({name: bytes}, and "inodes" for each).
+MOUNTS = ("tmp", "shm", "work", "outbox", "inodes")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def _tmpfs(target, sizes, name, flags=MS_NOSUID | MS_NODEV, mode="1777"):
+    _mount("tmpfs", target, "tmpfs", flags, f"mode={mode},size={int(sizes[name])},nr_inodes={int(sizes['inodes'])}")
+
+
+def _fresh_dev(sizes):
+    """A /dev of this kernel's own: the device nodes a program expects, bound from the sandbox's,
+    and an empty /dev/shm, so nothing an earlier kernel left in /dev reaches this one."""
+    handles = [(name, os.open(f"/dev/{name}", os.O_PATH)) for name in DEVICES if os.path.exists(f"/dev/{name}")]
+    _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536,nr_inodes=64")
+    for name, handle in handles:
+        os.close(os.open(f"/dev/{name}", os.O_CREAT | os.O_WRONLY, 0o666))  # the mount point
+        _mount(f"/proc/self/fd/{handle}", f"/dev/{name}", flags=MS_BIND)
+        os.close(handle)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"/dev/{name}")
+    os.mkdir("/dev/shm")
+    _tmpfs("/dev/shm", sizes, "shm")
+
+
+def _enter_namespaces(job, sizes):
     """In the monitor: new namespaces, and a file system showing only this job."""
     uid, gid = os.getuid(), os.getgid()
-    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS),
+           "unshare")
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
     _mount(None, "/", flags=MS_REC | MS_PRIVATE)
+    _fresh_dev(sizes)
     # A fresh /tmp of its own (nothing an earlier kernel left there), which also hides every
     # other job. What must stay visible under /tmp (this job, and Python itself when it lives
-    # there) is bound back; Python read-only, as everywhere else.
+    # there) is bound back, read-only.
     python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))}
-    keep = [(job, False)] + [(p, True) for p in sorted(python) if p.startswith("/tmp/")]
-    handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY), read_only) for path, read_only in keep]
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    for path, handle, read_only in handles:
+    keep = [job] + [p for p in sorted(python) if p.startswith("/tmp/")]
+    handles = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in keep]
+    _tmpfs("/tmp", sizes, "tmp")
+    for path, handle in handles:
         os.makedirs(path, exist_ok=True)
         _mount(f"/proc/self/fd/{handle}", path, flags=MS_BIND | MS_REC)
-        if read_only:
-            _mount(None, path, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        _mount(None, path, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(handle)
-    inbox = os.path.join(job, "inbox")
-    _mount(inbox, inbox, flags=MS_BIND)
-    _mount(None, inbox, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # The job's two writable folders, each a tmpfs of this kernel's own.
+    work, outbox = os.path.join(job, "work"), os.path.join(job, "outbox")
+    _tmpfs(work, sizes, "work", mode="755")
+    shutil.copytree(os.path.join(job, "submission"), work, symlinks=True, dirs_exist_ok=True)
+    try:
+        _tmpfs(outbox, sizes, "outbox", flags=MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOSYMFOLLOW, mode="755")
+    except OSError:  # a kernel before Linux 5.10 has no nosymfollow
+        _tmpfs(outbox, sizes, "outbox", flags=MS_NOSUID | MS_NODEV | MS_NOEXEC, mode="755")
 
 
-def _become_kernel(job, argv, limits, env):
+def _become_kernel(job, argv, env):
     """In PID 1 of the new namespace: the last steps before student code, then ipykernel."""
     for name in [n for n in os.environ if n.startswith("NBGRADER_")]:
         del os.environ[name]  # this kernel's own, below; not whatever the zygote started with
     os.environ.update(env)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    for name, value in limits.items():
-        limit = getattr(resource, name)
-        resource.setrlimit(limit, (value, value))
     _drop_capabilities()
     log = os.open(os.path.join(job, "outbox", "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open("/dev/null", os.O_RDONLY)
@@ -120,16 +153,18 @@ def _become_kernel(job, argv, limits, env):
     os._exit(0)
 
 
-def _monitor(job, argv, limits, env):
-    """Between the zygote and the kernel: enters the namespaces, then waits for the kernel."""
+def _monitor(job, argv, sizes, env):
+    """Between the zygote and the kernel: waits to be put in its envelope, enters the namespaces,
+    then waits for the kernel."""
     try:
+        os.kill(os.getpid(), signal.SIGSTOP)  # the judge moves it into the envelope, then continues it
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
-        _enter_namespaces(job, limits)
+        _enter_namespaces(job, sizes)
         kernel = os.fork()
         if kernel == 0:
             try:
-                _become_kernel(job, argv, limits, env)
+                _become_kernel(job, argv, env)
             except BaseException as error:  # noqa: BLE001
                 print(f"zygote: kernel for {job}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             finally:
@@ -202,9 +237,13 @@ def serve():
         if len(os.listdir("/proc/self/task")) != 1:
             print(json.dumps({"error": "the zygote has threads; it cannot fork safely"}), flush=True)
             continue
+        sizes = request.get("mounts", {})
+        if sorted(sizes) != sorted(MOUNTS):
+            print(json.dumps({"error": f"a job needs the sizes of {', '.join(MOUNTS)}"}), flush=True)
+            continue
         pid = os.fork()
         if pid == 0:
-            _monitor(request["job"], request["argv"], request.get("limits", {}), request.get("env", {}))
+            _monitor(request["job"], request["argv"], sizes, request.get("env", {}))
         print(json.dumps({"pid": pid}), flush=True)
 
 

@@ -10,7 +10,9 @@ message the kernel sends for it; it also proves, as jupyter_client's check does,
 connected. Anything older that is still unread is ignored by nbclient, which keeps only the
 messages of the request it is waiting on.
 
-Its sockets also retry a refused connection sooner than ZeroMQ's default (RECONNECT_INTERVAL_MS).
+Its sockets also retry a refused connection sooner than ZeroMQ's default (RECONNECT_INTERVAL_MS),
+and, like the judge's own connection to a kernel (`limited_context`), refuse a message larger than
+MAX_KERNEL_MESSAGE_BYTES: a kernel is hostile, and ZeroMQ would otherwise read any message whole.
 """
 
 import time
@@ -19,6 +21,8 @@ from queue import Empty
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 from traitlets import default
+
+from autograder.limits import MAX_KERNEL_MESSAGE_BYTES
 
 IOPUB_TIMEOUT = 0.2  # as jupyter_client: no IOPub message this long after the reply: not connected yet
 # IOPub is connected (a message came) but the request's status does not follow: it was sent before
@@ -30,12 +34,21 @@ MISSED_STATUS_TIMEOUT = 0.02
 RECONNECT_INTERVAL_MS = 10
 
 
+def _limit(context):
+    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_INTERVAL_MS)  # every socket made from it
+    context.setsockopt(zmq.MAXMSGSIZE, MAX_KERNEL_MESSAGE_BYTES)  # a larger one drops the connection
+    return context
+
+
+def limited_context():
+    """A ZeroMQ context for a blocking client of a graded kernel (destroy it with the client)."""
+    return _limit(zmq.Context())
+
+
 class QuickStartClient(AsyncKernelClient):
     @default("context")
     def _context_default(self):
-        context = super()._context_default()
-        context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_INTERVAL_MS)  # every socket made from it
-        return context
+        return _limit(super()._context_default())
 
     async def wait_for_ready(self, timeout=None):
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)

@@ -1,0 +1,275 @@
+"""How the judge's requests reach the agent: in this process, or in a student's kernel.
+
+Both channels move the same JSON text, so what CI checks against the reference in process is
+the very codec the judge uses against a kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, NotRequired, TypedDict
+
+from autograder.errors import KernelStuck
+from autograder.kernel import agent, procfs
+from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS, MAX_REPLY_DEPTH
+
+
+@contextmanager
+def _interrupt_after(seconds):
+    """KeyboardInterrupt in the main thread after `seconds`: the agent answers "interrupted",
+    as it does in a kernel that the judge interrupts."""
+    if threading.current_thread() is not threading.main_thread() or seconds is None:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class PeakMemory:
+    """Peak resident memory of the processes `pids()` names, read from outside them (Linux
+    /proc): summed over them, each reset to what it holds now. A process that ended before the
+    peak is read is not counted; a kernel's envelope counts every one (`KernelChannel`)."""
+
+    def pids(self) -> list[int]:
+        raise NotImplementedError
+
+    def reset(self) -> int:
+        """Start a new peak; the resident memory now."""
+        now = 0
+        for pid in self.pids():
+            with open(f"/proc/{pid}/clear_refs", "w") as handle:
+                handle.write("5")  # resets VmHWM to the current VmRSS
+            now += procfs.status_bytes(pid, "VmRSS")
+        return now
+
+    def peak(self) -> int:
+        return sum(procfs.status_bytes(pid, "VmHWM") for pid in self.pids())
+
+
+class LocalChannel(PeakMemory):
+    """An agent over `namespace` in this process: the reference in CI, or a test's namespace."""
+
+    def __init__(self, namespace):
+        self.agent = agent.Agent(namespace)
+
+    def pids(self):
+        return [os.getpid()]
+
+    def request(self, payload: dict[str, Any], timeout: float) -> Reply:
+        text = json.dumps(payload)
+        with _interrupt_after(timeout):
+            reply = self.agent.handle(json.loads(text))
+        return json.loads(json.dumps(reply, allow_nan=True))
+
+
+class KernelChannel(PeakMemory):
+    """The agent inside a running kernel.
+
+    The judge listens on a Unix socket in `inbox`, a folder the sandbox sees read-only, so no
+    kernel can replace it or point the judge elsewhere. Each step, a one-line execute request
+    boots the agent, which connects and answers requests from a thread of its own: a request
+    costs a socket round trip, not a trip through IPython's execution machinery. A reply is
+    read only up to MAX_REPLY_BYTES. A request that runs over its time is interrupted from the
+    kernel's main thread; a kernel that does not answer even then is stuck (`KernelStuck`).
+
+    Every reply is hostile input: the whole of it must arrive before the request's deadline
+    (not each read), it may hold at most MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS lists and objects
+    nested MAX_REPLY_DEPTH deep, and it must have the shape of a reply (`checked_reply`). What
+    fails any of that costs the case it answers, as the submission's failure.
+
+    Memory peaks are the envelope's (every process of the submission, and its files in RAM),
+    where it has a memory group.
+    """
+
+    def __init__(self, client, inbox, interrupt, launcher_pid=None, envelope=None):
+        self.client = client
+        self.launcher_pid = launcher_pid  # the kernel, or the sandbox around it
+        self.envelope = envelope
+        self.interrupt = interrupt  # callable: interrupt the kernel's main thread
+        self.socket_path = os.path.join(str(inbox), agent.SOCKET_NAME)
+        self.listener = None
+        self.connection = None
+
+    def pids(self):
+        """The kernel's processes, as this process sees them: everything under the one that was
+        launched (bubblewrap's, or the warm parent's monitor) that is not bubblewrap."""
+        found = [pid for pid in procfs.descendants(self.launcher_pid)
+                 if (program := procfs.argv(pid)) and not program[0].endswith(b"bwrap")]
+        if not found:
+            raise OSError("the kernel's process was not found")
+        return found
+
+    def reset(self):
+        if self.envelope is not None and self.envelope.counts_memory:
+            return self.envelope.reset_peak()
+        return super().reset()
+
+    def peak(self):
+        if self.envelope is not None and self.envelope.counts_memory:
+            return self.envelope.peak()
+        return super().peak()
+
+    def _execute(self, code, timeout):
+        """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""
+        msg_id = self.client.execute(code, silent=True, store_history=False, allow_stdin=False,
+                                     stop_on_error=False)
+        deadline = time.monotonic() + timeout
+        interrupted = False
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if interrupted:
+                    raise KernelStuck()
+                self.interrupt()
+                interrupted = True
+                deadline = time.monotonic() + INTERRUPT_GRACE
+                continue
+            try:
+                reply = self.client.get_shell_msg(timeout=min(left, 1.0))
+            except Exception:  # noqa: BLE001 - queue.Empty: keep waiting until the deadline
+                continue
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                return not interrupted
+
+    def boot(self, agent_path, timeout):
+        """Start a fresh agent in the kernel, connected to this judge."""
+        self.close()
+        if self.listener is None:
+            if os.path.lexists(self.socket_path):
+                os.unlink(self.socket_path)
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(self.socket_path)
+            os.chmod(self.socket_path, 0o666)  # the kernel's user connects
+            self.listener.listen(1)
+        self._execute(agent.boot_code(agent_path, self.socket_path), timeout)
+        self.listener.settimeout(max(timeout, 1.0))
+        try:
+            self.connection, _ = self.listener.accept()
+        except OSError:
+            self.connection = None  # the kernel never connected: every request says so
+
+    def close(self):
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def shutdown(self):
+        self.close()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+
+    def _answer(self, timeout):
+        data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, time.monotonic() + max(timeout, 1e-3))
+        return checked_reply(data)
+
+    def request(self, payload: dict[str, Any], timeout: float) -> Reply:
+        if self.connection is None:
+            return _no_answer("the grader's agent is not connected (was it removed?)")
+        try:
+            agent.send(self.connection, payload)
+            try:
+                reply = self._answer(timeout)
+            except TimeoutError:
+                # Over time: interrupt the agent's thread from the kernel's main thread.
+                if not self._execute(agent.interrupt_code(), INTERRUPT_GRACE):
+                    raise KernelStuck() from None
+                try:
+                    reply = self._answer(INTERRUPT_GRACE)
+                except TimeoutError:
+                    raise KernelStuck() from None
+        except agent.TooLarge:
+            self.close()  # the rest of that message is still in the stream
+            return {"error": {"type": "MemoryError", "bases": ["MemoryError"],
+                              "message": "the answer is far larger than the task needs"}}
+        except HostileReply as error:
+            self.close()
+            return _no_answer(f"the kernel's answer is not plain data ({error})")
+        except (EOFError, OSError, ValueError) as error:
+            self.close()
+            return self._lost(error)
+        return reply
+
+    def _lost(self, error):
+        """A connection that broke: the envelope says whether a budget stopped the submission."""
+        overruns = self.envelope.overruns() if self.envelope is not None else {}
+        if overruns.get("memory"):
+            return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "message": (
+                "the submission went over its memory budget (all its processes and files in RAM "
+                "together) and was stopped")}}
+        return _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
+
+
+class ErrorInfo(TypedDict):
+    """An exception of the code under test, as the agent describes it (`agent.describe_error`)."""
+
+    type: str
+    bases: list[str]
+    message: str
+
+
+class Reply(TypedDict):
+    """What the agent answers a request with: exactly one of these keys."""
+
+    ok: NotRequired[Any]  # the result, encoded (`agent.encode`)
+    error: NotRequired[ErrorInfo]
+    undefined: NotRequired[str]  # the name asked for is not defined
+    interrupted: NotRequired[bool]  # the request ran over its time
+
+
+class HostileReply(ValueError):
+    """A reply that is not the data a reply is made of."""
+
+
+REPLY_KEYS = {"ok", "error", "undefined", "interrupted"}
+ERROR_FIELDS = {"type": str, "bases": list, "message": str}
+
+
+def checked_reply(data: bytes) -> Reply:
+    """The reply in `data` (bytes of JSON), once it is known to be a reply: bounded containers and
+    nesting, one of REPLY_KEYS, and an error made of strings. Raises HostileReply otherwise."""
+    containers = data.count(b"[") + data.count(b"{")  # an upper bound: brackets in strings count too
+    if containers > MAX_REPLY_CONTAINERS:
+        raise HostileReply(f"more than {MAX_REPLY_CONTAINERS} lists and objects")
+    try:
+        reply = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise HostileReply(type(error).__name__) from None
+    todo = [(reply, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if depth > MAX_REPLY_DEPTH:
+            raise HostileReply(f"nested more than {MAX_REPLY_DEPTH} deep")
+        if isinstance(value, dict):
+            todo += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            todo += [(v, depth + 1) for v in value]
+    if not isinstance(reply, dict) or len(reply) != 1 or not set(reply) <= REPLY_KEYS:
+        raise HostileReply("not a reply")
+    info = reply.get("error")
+    if info is not None and not (isinstance(info, dict) and all(
+            isinstance(info.get(k, t()), t) for k, t in ERROR_FIELDS.items())
+            and all(isinstance(b, str) for b in info.get("bases", []))):
+        raise HostileReply("an error that is not made of strings")
+    if "undefined" in reply and not isinstance(reply["undefined"], str):
+        raise HostileReply("an undefined name that is not a string")
+    return Reply(**reply)  # type: ignore[typeddict-item]  # its keys were checked above
+
+
+def _no_answer(message: str) -> Reply:
+    return {"error": {"type": "NoAnswer", "bases": [], "message": message}}

@@ -1,0 +1,256 @@
+"""The bubblewrap sandbox around student kernels: what a kernel sees, and who it runs as.
+
+What a kernel sees: the system's and Python's files read-only, and its job folder (`manager.py`):
+the agent and the judge's socket read-only, a working copy of the submission folder, a folder for
+its own sockets, and a private /tmp, /dev and /dev/shm, each of those writable places a sized
+tmpfs of its own (`zygote.py`), so nothing it writes reaches a disk or any other kernel. The
+course directory, the gradebook, other students' files, the grader, its fixtures and the
+reference, and the instructor's home are not there at all.
+
+What it cannot do: reach any network (it has none), outlive its grading (its own PID namespace
+dies with it), or use more memory, processes or CPU than its envelope allows (`envelope.py`).
+When grading runs as root, the kernel runs as an unprivileged user of its own, so those limits
+hold and system files stay unreadable.
+
+Kernels start warm (`warm.py`): each grading process keeps one warm parent, a sandbox that has
+imported numpy, torch, matplotlib and ipykernel, and forks each kernel into fresh namespaces of
+its own. `AUTOGRADER_COLD_KERNELS=1` starts each kernel in a bubblewrap sandbox of its own
+instead (for comparison: its working copy and sockets then sit on the grading machine's disk).
+
+Where bubblewrap is missing or cannot create namespaces (no user namespaces, macOS), the kernel
+runs unsandboxed with the same per-process limits, and `warn_once` says loudly what is no longer
+guaranteed: the judge's own guarantees (nothing to steal in the kernel) still hold.
+"""
+
+import functools
+import importlib.util
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+from autograder.kernel.envelope import Envelope
+from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT, SANDBOX_CHECK, TMP_BYTES
+
+# When grading runs as root, each kernel runs as a user of its own, numbered from here by the
+# judge's process id: kernels graded in parallel cannot signal, trace or starve each other.
+SANDBOX_UID_BASE = 100_000
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
+              "nsswitch.conf", "alternatives")
+# Our own packages: never visible inside, even when installed into site-packages.
+_HIDDEN_PACKAGES = ("autograder", "solutions", "coursekit")
+
+NO_SANDBOX_WARNING = (
+    "WARNING: no sandbox (bubblewrap) is available: student kernels run with the grader's rights. "
+    "The verdicts are still made outside the kernel, so no submission can read an expected value "
+    "or forge its score, but a submission CAN read and write files this user can (the gradebook, "
+    "other submissions), reach the network, and leave processes running. Install bubblewrap "
+    "(apt-get install -y bubblewrap) and make sure user namespaces are enabled.")
+
+
+@functools.lru_cache(maxsize=1)
+def available():
+    """True if bubblewrap can make the namespaces the sandbox needs, here and now."""
+    bwrap = shutil.which("bwrap")
+    _libc()  # loaded here, in the parent: the child must not load anything
+    if bwrap is None or os.environ.get("AUTOGRADER_NO_SANDBOX"):
+        return False
+    command = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
+               "--dev", "/dev", "true"]
+    try:
+        return subprocess.run(command, preexec_fn=_sandboxed_child, capture_output=True,
+                              timeout=SANDBOX_CHECK).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+_warned = False
+
+
+def warn_once():
+    global _warned
+    if not _warned:
+        _warned = True
+        print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
+        warnings.warn(NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
+
+
+def _apply_limits():
+    # (jupyter_client already puts the kernel in a session of its own)
+    for limit, value in ((resource.RLIMIT_AS, MEMORY_LIMIT), (resource.RLIMIT_CPU, CPU_SECONDS),
+                         (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(limit, (value, value))
+
+
+def _processes_of(uid):
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                continue
+    return count
+
+
+_PR_SET_DUMPABLE = 4
+_CLONE_NEWNS = 0x00020000
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)  # the C library this process already runs on
+
+
+def sandbox_uid():
+    """The user a kernel started by this process runs as (when grading runs as root)."""
+    return SANDBOX_UID_BASE + os.getpid() % 100_000 if os.getuid() == 0 else os.getuid()
+
+
+def _stage(staging):
+    """As root, in a mount namespace of the child's own: bind each Python folder at a path the
+    sandbox user can reach (pyenv's Python under /root, say, is not), for bubblewrap to bind."""
+    libc = _libc()
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        raise OSError(ctypes_errno(), "unshare(CLONE_NEWNS)")
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise OSError(ctypes_errno(), "mount --make-rprivate /")
+    for source, target in staging:
+        if libc.mount(source.encode(), target.encode(), None, _MS_BIND | _MS_REC, None) != 0:
+            raise OSError(ctypes_errno(), f"mount --bind {source}")
+
+
+def ctypes_errno():
+    import ctypes
+
+    return ctypes.get_errno()
+
+
+def _sandboxed_child(uid=None, staging=(), cgroups=()):
+    """In the child between fork and exec (so: nothing that imports or starts processes)."""
+    _join(cgroups)
+    _apply_limits()
+    if staging and os.getuid() == 0:
+        _stage(staging)
+    if os.getuid() == 0:
+        uid = uid or sandbox_uid()
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    # Counted per user, over all of that user's processes and threads: leave room for those
+    # the user already runs (other kernels graded in parallel, the instructor's own).
+    allowed = _processes_of(os.getuid()) + MAX_PROCESSES
+    resource.setrlimit(resource.RLIMIT_NPROC, (allowed, allowed))
+
+
+def _hidden_package_dirs():
+    dirs = []
+    for name in _HIDDEN_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            dirs.append(os.path.realpath(location))
+    return dirs
+
+
+def _python_roots():
+    """The interpreter's and the environment's folders (the venv, its base Python)."""
+    roots = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+             os.path.realpath(os.path.dirname(os.path.realpath(sys.executable)))}
+    return sorted(r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots))
+
+
+# What a kernel may learn of the grading process's environment: that it is being graded (as
+# nbgrader says it to any kernel), so demos can skip work that neither grade nor feedback needs.
+PASSED_ENVIRONMENT = ("NBGRADER_EXECUTION",)
+
+
+def passed_environment():
+    return {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
+
+
+def bwrap_command(command, workdir, python_roots, shared_ro=(), shared_rw=()):
+    """`command` wrapped in bubblewrap, seeing only what the module docstring lists.
+    `python_roots` maps each Python folder to where bubblewrap can reach it from (`staged`)."""
+    args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    for path in _SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for name in _ETC_FILES:
+        path = os.path.join("/etc", name)
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    roots = sorted(python_roots)
+    for root in roots:
+        args += ["--ro-bind", python_roots[root], root]
+    for hidden in _hidden_package_dirs():
+        if any(hidden.startswith(root + os.sep) for root in roots):
+            args += ["--tmpfs", hidden]
+    for path in shared_ro:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in [workdir, *shared_rw]:
+        args += ["--bind", str(path), str(path)]
+    args += ["--chdir", str(workdir), "--clearenv",
+             "--setenv", "PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
+             "--setenv", "HOME", "/tmp", "--setenv", "USER", "student", "--setenv", "MPLBACKEND", "Agg",
+             "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "IPYTHONDIR", "/tmp/.ipython",
+             "--setenv", "PYTHONWARNINGS", "ignore", "--setenv", "LANG", "C.UTF-8",
+             "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
+    for name, value in passed_environment().items():
+        args += ["--setenv", name, value]
+    return args + ["--", *command]
+
+
+def _join(procs_files):
+    """In the child: move this process into the kernel's control groups."""
+    pid = str(os.getpid()).encode()
+    for name in procs_files:
+        fd = os.open(name, os.O_WRONLY)
+        try:
+            os.write(fd, pid)
+        finally:
+            os.close(fd)
+
+
+class Enclosure:
+    """A folder, and what one bubblewrap sandbox needs around it: its user, the Python folders
+    staged where that user can reach them, and its envelope (control groups)."""
+
+    def __init__(self, prefix="judge-"):
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
+        os.chmod(self.root, 0o755)
+        self.uid = sandbox_uid()
+        self.envelope = Envelope(self.root.name)
+        # Where bubblewrap finds the Python folders: as they are, or (as root) staged in the
+        # sandbox's own mount namespace under this folder, for folders its user cannot reach.
+        self.python_roots, self.staging = {}, []
+        for index, root in enumerate(_python_roots()):
+            if os.getuid() == 0:
+                stage = self.root / f"python{index}"
+                stage.mkdir(mode=0o755)
+                self.staging.append((root, str(stage)))
+                self.python_roots[root] = str(stage)
+            else:
+                self.python_roots[root] = root
+
+    def preexec(self):
+        """What the sandbox's first process runs between fork and exec."""
+        return functools.partial(_sandboxed_child, self.uid, self.staging, self.envelope.procs_files)
+
+    def close(self):
+        self.envelope.remove()
+        if os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
+            print(f"sandbox kept: {self.root}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)

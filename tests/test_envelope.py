@@ -1,0 +1,142 @@
+"""Sealed submissions: each kernel is one envelope, and nothing crosses between kernels.
+
+Each test grades small hand-made notebooks with `judge_notebook`, as `nbgrader autograde` and
+`coursekit autograde` do (the same `JudgedExecute`, the same warm parent), one after another in
+this process, so they share one warm parent as the notebooks of one Dask worker do. The hostile
+catalogue (`coursekit/catalogue/programs/*/hostile/`) grades the attacks on the verdict through
+real nbgrader.
+"""
+
+import json
+
+import pytest
+from test_judge import notebook, printed, processes_left, program
+
+from autograder.judge import judge_notebook
+from autograder.kernel import envelope, sandbox
+from autograder.limits import SCRATCH_BYTES, SHM_BYTES, SUBMISSION_MEMORY, TMP_BYTES
+from autograder.reference import reference_source
+
+SEALED = sandbox.available()
+needs_sandbox = pytest.mark.skipif(not SEALED, reason="the envelope is the sandbox's")
+needs_groups = pytest.mark.skipif(envelope._version() == 0, reason="control groups are root's to make")
+
+
+def _printed_json(judged, index, tag):
+    text = printed(judged, index)
+    assert tag in text, text
+    return json.loads(text.split(tag, 1)[1])
+
+
+@needs_sandbox
+def test_nothing_one_kernel_writes_is_seen_by_the_next(tmp_path):
+    """Two students graded one after the other on one warm parent: the first leaves files in
+    /tmp, /dev/shm, /dev and its working folder, the second finds none of them."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = judge_notebook(notebook(tmp_path / "a" / "nb.ipynb", [program("leave_traces"), program("find_traces")]))
+    left = _printed_json(first, 0, "LEFT")
+    assert sorted(left) == sorted(["/tmp/trace", "/dev/shm/trace", "/dev/trace", "trace"]), left
+    assert sorted(_printed_json(first, 1, "FOUND")) == sorted(left), "a kernel sees what it wrote itself"
+    second = judge_notebook(notebook(tmp_path / "b" / "nb.ipynb", [program("find_traces")]))
+    assert _printed_json(second, 0, "FOUND") == []
+    assert not (tmp_path / "a" / "trace").exists(), "the submission folder itself is never written"
+
+
+@needs_sandbox
+def test_every_writable_place_is_a_sized_tmpfs_of_its_own(tmp_path):
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("fill_disk")]))
+    found = _printed_json(judged, 0, "FILLED")
+    mib = 1024**2
+    for place, size in (("/tmp/big", TMP_BYTES), ("/dev/shm/big", SHM_BYTES), ("big", SCRATCH_BYTES)):
+        written, error = found[place]
+        assert error == "ENOSPC" and written <= size // mib, (place, found)
+    assert found["work mounted as"] == "tmpfs", found
+    assert processes_left() == []
+
+
+@needs_sandbox
+@needs_groups
+def test_children_share_the_submissions_memory_budget(tmp_path):
+    """Three children of 1.6 GiB each fit under any one process's limit but not together: the
+    envelope's budget stops at least one of them."""
+    assert 2 * 1.6 * 1024**3 < SUBMISSION_MEMORY < 3 * 1.6 * 1024**3
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("memory_in_children")]))
+    text = printed(judged, 0)
+    assert "HELD" in text, text
+    assert int(text.split("HELD")[1]) <= 2, text
+    assert processes_left() == []
+
+
+@needs_sandbox
+@needs_groups
+def test_each_kernel_has_its_own_groups_and_they_go_with_it(tmp_path):
+    before = {p.name for p in (envelope.ROOT / "memory").iterdir() if p.is_dir()} if envelope._version() == 1 else set()
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["print('GROUP', open('/proc/self/cgroup').read())"]))
+    groups = printed(judged, 0)
+    assert "kernel-judge-warm-" in groups, groups  # memory, pids and cpu: the kernel's own
+    after = {p.name for p in (envelope.ROOT / "memory").iterdir() if p.is_dir()} if envelope._version() == 1 else set()
+    assert after == before, "the kernel's groups are removed with it"
+
+
+def test_an_envelope_without_groups_still_admits_a_stopped_process():
+    """Where no group can be made (grading as an ordinary user), a kernel's monitor is still let go."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"])
+    try:
+        empty = envelope.Envelope.__new__(envelope.Envelope)
+        empty.name, empty.version, empty.paths = "none", 0, {}
+        empty.admit(child.pid)
+        assert child.wait(timeout=10) == 0
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+
+
+
+REPORT_KEPT = ("import builtins\n"
+               "print('KEPT', hasattr(builtins, 'kept'), 'RECORDED', len(getattr(builtins, 'recorded', '')))")
+
+
+@needs_sandbox
+def test_a_lent_reference_is_gone_once_its_step_is_graded(tmp_path):
+    """A wrong softmax: attention_weights is graded with the reference's softmax in its place. The
+    student's code keeps it and records its source; later cells find neither (the kernel that
+    held it was replaced), and the step still gets its points."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), program("keep_reference"),
+        ("grade", "attention_weights"), REPORT_KEPT]))
+    assert judged.steps["softmax"].fraction < 1
+    assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
+    assert "KEPT False RECORDED 0" in printed(judged, 4), printed(judged, 4)
+    assert processes_left() == []
+
+
+@needs_sandbox
+def test_a_dependency_with_full_marks_is_the_students_own(tmp_path):
+    correct = "import numpy as np\n" + reference_source(["softmax"]).split("\n", 3)[3]
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        correct, ("grade", "softmax"), program("keep_reference"), ("grade", "attention_weights"), REPORT_KEPT]))
+    assert judged.steps["softmax"].fraction == judged.steps["attention_weights"].fraction == 1
+    assert "KEPT True RECORDED 0" in printed(judged, 4), "no reference entered; the kernel went on"
+
+
+@needs_sandbox
+def test_the_notebooks_own_time_holds_inside_a_cell_and_ends_what_is_left(tmp_path):
+    import time
+
+    from autograder.kernel import warm
+
+    warm.warm_parent()  # started before the clock: it is not the notebook's time
+    start = time.monotonic()
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("hang") + "\nhang()", ("grade", "softmax"), "print('late')"]),
+                            submission_timeout=4)
+    # without the notebook's own limit, the hanging cell alone would run for CELL_TIMEOUT (30 s)
+    assert time.monotonic() - start < 20, "the hanging cell was cut to what was left of 4 s"
+    assert judged.steps["softmax"].fraction == 0
+    assert all("stopped after its 4 s" in r.message for r in judged.steps["softmax"].results)
+    assert "not run" in printed(judged, 2)
+    assert processes_left() == []

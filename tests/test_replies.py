@@ -1,0 +1,120 @@
+"""The judge reads every reply of a kernel as hostile input (`autograder/kernel/channel.py`):
+the whole reply has a deadline, decoding is bounded in size, containers and nesting, a reply
+has the shape of one, and whose fault a failure was is decided by the judge, never by the kernel.
+In process and fast, over socket pairs and a LocalChannel."""
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from autograder.errors import CaseFailure
+from autograder.harness import GRADER_ERROR, Case, run_case
+from autograder.kernel import agent
+from autograder.kernel.channel import HostileReply, KernelChannel, LocalChannel, checked_reply
+from autograder.limits import MAX_REPLY_CONTAINERS, MAX_REPLY_DEPTH
+from autograder.seam import Implementation
+
+
+def test_a_reply_sent_a_byte_at_a_time_runs_into_its_deadline_not_each_reads():
+    ours, theirs = socket.socketpair()
+    stop = threading.Event()
+
+    def trickle():
+        theirs.sendall((1000).to_bytes(8, "big"))
+        while not stop.is_set():
+            theirs.sendall(b" ")
+            time.sleep(0.02)  # every byte well inside any one read's time
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError):
+            agent.receive_bytes(ours, 10_000, deadline=time.monotonic() + 0.5)
+        assert time.monotonic() - start < 1.5
+    finally:
+        stop.set()
+        sender.join()
+        ours.close()
+        theirs.close()
+
+
+@pytest.mark.parametrize("data, why", [
+    (b"[]" * (MAX_REPLY_CONTAINERS + 1), "lists and objects"),
+    (b'{"ok": ' + b"[" * (MAX_REPLY_DEPTH + 1) + b"]" * (MAX_REPLY_DEPTH + 1) + b"}", "nested"),
+    (b'{"ok": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested|RecursionError"),
+    (b'{"ok": 1, "error": {}}', "not a reply"),
+    (b'[1, 2]', "not a reply"),
+    (b'{"forged": true}', "not a reply"),
+    (b'{"error": {"type": ["ValueError"], "message": "x"}}', "strings"),
+    (b'{"error": {"type": "ValueError", "bases": [{"a": 1}]}}', "strings"),
+    (b'{"undefined": [1]}', "string"),
+    (b"not json", "JSONDecodeError"),
+])
+def test_replies_that_are_not_replies_are_refused(data, why):
+    with pytest.raises(HostileReply, match=why):
+        checked_reply(data)
+
+
+def test_a_proper_reply_passes_unchanged():
+    reply = {"ok": {"$tuple": [[1, 2], {"$dict": {"a": None}}]}}
+    assert checked_reply(agent.json.dumps(reply).encode()) == reply
+    error = {"error": {"type": "ValueError", "bases": ["ValueError", "Exception"], "message": "bad"}}
+    assert checked_reply(agent.json.dumps(error).encode()) == error
+
+
+def test_a_hostile_reply_costs_its_case_as_the_submissions_failure(tmp_path):
+    """What the kernel's side writes on the socket, however it is shaped, ends as a plain
+    failure of the request, never an exception in the judge."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    channel = KernelChannel(None, inbox, interrupt=lambda: None)
+    ours, theirs = socket.socketpair()
+    channel.connection = ours
+    nested = b'{"ok": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    theirs.sendall(len(nested).to_bytes(8, "big") + nested)
+    reply = channel.request({"op": "len", "target": "x"}, 2.0)
+    assert reply["error"]["type"] == "NoAnswer" and "not plain data" in reply["error"]["message"]
+    assert channel.connection is None, "a stream that held a hostile reply is not read again"
+    theirs.close()
+
+
+def _case(func):
+    return Case("softmax", func.__name__, "property", 1.0, 5.0, func)
+
+
+def _returns_a_number(impl):
+    """the judge's own code does arithmetic on what softmax returns"""
+    out = impl.softmax(np.zeros(3))
+    if not np.allclose(np.asarray(out, dtype=float).sum(), 1.0):
+        raise CaseFailure("rows do not sum to 1")
+
+
+def _always_broken(impl):
+    """a case whose own code is wrong, whatever the submission answers"""
+    raise KeyError("a bug in the suite")
+
+
+def test_a_failure_of_the_judges_code_is_the_submissions_when_the_reference_passes_that_case():
+    impl = Implementation(LocalChannel({"softmax": lambda x, axis=-1: "a string, not an array"}))
+    result = run_case(_case(_returns_a_number), impl)
+    assert not result.passed
+    assert not result.message.startswith(GRADER_ERROR), result.message
+    assert "could not use" in result.message
+
+
+def test_a_case_that_fails_on_the_reference_too_is_a_grader_error():
+    impl = Implementation(LocalChannel({"softmax": lambda x, axis=-1: x}))
+    result = run_case(_case(_always_broken), impl)
+    assert result.message.startswith(GRADER_ERROR), result.message
+
+
+def test_the_kernels_word_on_whose_fault_an_error_was_is_not_asked_for():
+    """The agent's error replies carry no verdict on fault: the judge decides."""
+    def raises():
+        raise ValueError("x")
+
+    assert set(agent.Agent({"f": raises}).handle({"op": "call", "target": "f"})["error"]) == {"type", "bases", "message"}
