@@ -5,6 +5,9 @@
     coursekit lab -- --port 8890        # anything after `--` goes to `jupyter lab`
     coursekit autograde ASSIGNMENT      # grade a class on Dask (see coursekit/autograde.py)
     coursekit feedback ASSIGNMENT       # nbgrader generate_feedback for it
+    coursekit release-feedback ASSIGNMENT   # nbgrader release_feedback: students fetch their own
+    coursekit env student DIR           # the students' environment (coursekit/environments.py)
+    coursekit permissions --instructor USER  # the permission model, as root (coursekit/permissions.py)
     coursekit export                    # grades.csv, step_scores.csv, canvas_grades.csv
     coursekit report [ASSIGNMENT ...]   # what the class got wrong: HTML page and CSV
     coursekit roster import FILE.csv    # Canvas's roster into the gradebook (coursekit/roster.py)
@@ -20,12 +23,15 @@ A new subcommand is a function `add_<name>(subcommands)` that adds its parser an
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 from coursekit.autograde import add_autograde
+from coursekit.environments import add_env
 from coursekit.exports import add_export, add_feedback
 from coursekit.paths import ROOT, interpreter_bin, with_interpreter_on_path
+from coursekit.permissions import add_permissions
 from coursekit.report import add_report
 from coursekit.roster import add_roster
 
@@ -51,6 +57,8 @@ def lab_command(student_dir=None, course_dir=ROOT, extra=()):
     lab = shutil.which("jupyter-lab", path=interpreter_bin())
     argv = [lab] if lab else [sys.executable, "-m", "jupyterlab"]
     argv += [f"--ServerApp.root_dir={folder}", *extra]
+    if os.geteuid() == 0 and "--allow-root" not in argv:
+        argv.append("--allow-root")  # the README's set-up is as root; jupyter lab refuses it otherwise
     return argv, folder, environment(None if student_dir is None else folder, course_dir)
 
 
@@ -75,7 +83,31 @@ def add_lab(subcommands):
     parser.set_defaults(run=run_lab)
 
 
-SUBCOMMANDS = [add_lab, add_autograde, add_feedback, add_export, add_report, add_roster]
+def run_release_feedback(args, extra):
+    """nbgrader release_feedback: each student's feedback into the exchange, where only they can
+    find it (coursekit/permissions.py); they fetch it from the Assignment List."""
+    command = [sys.executable, "-m", "nbgrader", "release_feedback", args.assignment, *extra]
+    env = with_interpreter_on_path(os.environ)
+    for student in [[f"--student={s}"] for s in args.student or ()] or [[]]:  # nbgrader takes one
+        code = subprocess.run(command + student, cwd=Path(args.course).resolve(), env=env).returncode
+        if code:
+            return code
+    return 0
+
+
+def add_release_feedback(subcommands):
+    parser = subcommands.add_parser(
+        "release-feedback", help="nbgrader release_feedback: students fetch their own feedback",
+        description="Put the feedback `coursekit feedback` wrote into the exchange (nbgrader "
+                    "release_feedback), where each student fetches their own from the Assignment List.")
+    parser.add_argument("assignment")
+    parser.add_argument("--student", nargs="+", metavar="ID", help="only these students")
+    parser.add_argument("--course", metavar="DIR", default=".", help="the nbgrader course directory")
+    parser.set_defaults(run=run_release_feedback)
+
+
+SUBCOMMANDS = [add_lab, add_autograde, add_feedback, add_release_feedback, add_export, add_report,
+               add_roster, add_env, add_permissions]
 
 
 def main(argv=None):
