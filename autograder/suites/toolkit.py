@@ -34,6 +34,7 @@ SIGNATURES = {
     "CachedCausalAttention": "(d_in, d_out, context_length, dropout, qkv_bias=False)",
     "MultiHeadAttentionWrapper": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
     "MultiHeadAttention": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
+    "CrossAttention": "(d_q, d_kv, d_out, num_heads, dropout=0.0, qkv_bias=False)",
 }
 
 NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
@@ -358,7 +359,12 @@ def check_gradients(name, module, x, paths, seed=99):
     """Backpropagating a random cotangent reaches every parameter at `paths` (e.g. "W_key.weight")."""
     out = checks.to_array(module(x), f"{name}(x)")
     cotangent = rng(seed).normal(size=out.shape).astype(np.float32)
-    report = module.backward([x], cotangent, paths)
+    explain_gradients(name, module.backward([x], cotangent, paths), paths)
+
+
+def explain_gradients(name, report, paths):
+    """A Handle.backward report: every parameter at `paths` got a non-zero gradient, or a message
+    that tells the causes apart (no graph at all, a failed backward, one layer left out)."""
     if not report.get("differentiable"):
         raise CaseFailure(f"{name}'s output does not depend on its parameters in a differentiable way "
                           "(no autograd graph): do not use torch.no_grad(), .detach() or NumPy in forward")
@@ -369,9 +375,14 @@ def check_gradients(name, module, x, paths, seed=99):
                           "tensor autograd needs: use the out-of-place version")
     for path in paths:
         grad = report["grads"].get(path)
-        if grad is None or not bool((checks.to_array(grad, path) != 0).any()):
-            raise CaseFailure(f"no gradient reaches {path} of {name}: its output must be computed from "
-                              "that layer with torch operations (no .detach(), .data or NumPy)")
+        layer = path.rsplit(".", 1)[0]
+        if grad is None:
+            # The output has a graph, so the layer was left out of it: never called, or cut off.
+            raise CaseFailure(f"no gradient reaches {path} of {name}: forward never uses `{layer}` (is it "
+                              "called?), or uses its output through .detach(), .data or NumPy")
+        if not bool((checks.to_array(grad, path) != 0).any()):
+            raise CaseFailure(f"the gradient of {path} of {name} is zero everywhere: `{layer}`'s output does "
+                              "not reach the module's output (is it overwritten, or multiplied by zero?)")
 
 
 def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
