@@ -414,20 +414,26 @@ class _SelfView:
         return self
 
 
-def _dropout_probe(impl, num_tokens, p):
+def _probe_linears(num_tokens):
     """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see toolkit.check_dropout."""
     d_out = 4 * num_tokens
     linears = _random_layers(rng(1907), num_tokens, num_tokens, d_out, False)
     eye = np.eye(num_tokens, dtype=np.float32)
     linears["W_value"] = (np.vstack([eye, 2 * eye, eye, 2 * eye]), None)
     linears["out_proj"] = (np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32))
-    return _SelfView(_layer(impl, num_tokens, num_tokens, d_out, 2, linears, dropout=p))
+    return linears
+
+
+def _dropout_probe(impl, num_tokens, p):
+    return _SelfView(_layer(impl, num_tokens, num_tokens, 4 * num_tokens, 2, _probe_linears(num_tokens), dropout=p))
 
 
 @case(STEP, "property", weight=0.5)
 def test_dropout_on_attention_weights(impl):
     """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p); none in eval mode"""
-    toolkit.check_dropout("CrossAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2)
+    eye = np.eye(4)[None]
+    toolkit.check_dropout("CrossAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2,
+                          expected=cross_attention(eye, eye, _probe_linears(4), 2))
 
 
 @case(STEP, "property", weight=0.25)

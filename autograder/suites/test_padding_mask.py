@@ -82,7 +82,7 @@ def apply(impl, record):
     return impl.padding_mask(torch.as_tensor(record["lengths"]), int(record["num_tokens"]))
 
 
-@case(STEP, "stored", weight=2)
+@case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """is True exactly at key positions j >= lengths[b], shape (batch, 1, num_tokens)"""
     for record in stored.load(STEP):
@@ -95,7 +95,7 @@ def test_stored_outputs(impl):
                               "grader cannot name")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_bool_tensor_with_a_query_axis(impl):
     """returns a torch.bool tensor (batch, 1, num_tokens), whatever the batch size"""
     for lengths, num_tokens in (([2, 3], 3), ([5], 6), ([1, 2, 3, 4, 5], 5)):
@@ -103,7 +103,7 @@ def test_bool_tensor_with_a_query_axis(impl):
         _diagnose(what, got, lengths, num_tokens)
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_combines_with_causal_mask(impl):
     """padding_mask | causal_mask broadcasts to (batch, T, T) and blocks the future or the padding"""
     lengths, num_tokens = [4, 2, 3], 4
@@ -116,7 +116,7 @@ def test_combines_with_causal_mask(impl):
                           f"expected (3, {num_tokens}, {num_tokens})")
 
 
-@case(STEP, "oracle")
+@case(STEP, "oracle", weight=2)
 def test_matches_torch_key_padding_mask(impl):
     """masks what nn.MultiheadAttention's key_padding_mask masks"""
     r = rng(1352)

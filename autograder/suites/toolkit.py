@@ -300,14 +300,20 @@ def check_finite_and_causal(name, module, d_in, num_tokens, seed):
                               f"outputs of earlier tokens; token i may only attend to tokens 0..i")
 
 
-def check_last_token(name, module, x, unmasked):
-    """The last token's causal output equals its unmasked (plain self-attention) output."""
+def check_last_token(name, module, x, unmasked, expected, mistakes):
+    """The last token's causal output equals its unmasked (plain self-attention) output.
+
+    When it does not, the whole output is compared with the correct one (`expected`) through the
+    known `mistakes`, so the message names the mistake that changed the last row (the mask only
+    when the output matches a mask mistake) or says that the grader cannot name it."""
     out = checks.to_array(module(x), f"{name}(x)")
     checks.expect_shape(out, unmasked.shape, f"{name}(x)")
-    if not close(out[:, -1], unmasked[:, -1]):
-        raise CaseFailure(f"the last token's output of {name} differs from plain (unmasked) self-attention "
-                          "with the same weights; the last token sees every token including itself, so "
-                          "nothing of its row may be blocked or changed by the mask")
+    if close(out[:, -1], unmasked[:, -1]):
+        return
+    what = f"the last token's output of {name} (which must equal unmasked self-attention's)"
+    checks.expect_close(out, expected, what, symptoms=mistakes)
+    raise CaseFailure(f"{what}; the other tokens' outputs are right, so the last row is changed by "
+                      "something that depends on its position: nothing of its row may be blocked")
 
 
 def check_short_input(name, make, d_in, context_length, lengths, seed):
@@ -386,12 +392,14 @@ def explain_gradients(name, report, paths):
 
 
 def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
-                  not_applied="apply self.dropout to the attention weights in forward"):
+                  not_applied="apply self.dropout to the attention weights in forward", expected=None):
     """make(p) -> a module whose output on x = eye(T) (batch 1) is, per head h, [w_h, 2 w_h] with
     w_h that head's (dropped) attention weights (W_value = [I; 2I] per head, out_proj = I).
 
-    Eval mode: dropout is off. Train mode: each weight entry is 0 or w / (1 - p), and the two
-    halves of every head agree, which holds only if dropout acts on the weights."""
+    Eval mode: dropout is off, and the output is `expected` (the probe's correct output) when given:
+    otherwise the module's own mistake, not its dropout, would be blamed. Train mode: each weight
+    entry is 0 or w / (1 - p), and the two halves of every head agree, which holds only if dropout
+    acts on the weights."""
     x = torch.eye(num_tokens).unsqueeze(0)
     module, plain = make(p), make(0.0)
 
@@ -411,7 +419,8 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     if not np.isfinite(clean).all():
         raise CaseFailure(f"{name} gives nan even in eval mode (a row with every key blocked?), so its "
                           "dropout cannot be checked")
-    if not (close(clean_doubled, 2 * clean) and close(clean.sum(axis=-1), np.ones(clean.shape[:-1]))):
+    right = expected is None or close(first, expected)  # the probe's correct eval output, when given
+    if not (right and close(clean_doubled, 2 * clean) and close(clean.sum(axis=-1), np.ones(clean.shape[:-1]))):
         raise CaseFailure(f"{name} in eval mode does not compute attention correctly (see the other cases), "
                           "so where its dropout acts cannot be checked")
     module.train()
@@ -436,9 +445,13 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
             if (dropped | (abs(weights - clean) <= tol)).all():
                 raise CaseFailure(f"{name} in train mode: the kept attention weights are not rescaled by "
                                   f"1/(1-p); use nn.Dropout, which does that")
-            raise CaseFailure(f"{name} in train mode: the attention weights are not the eval-mode weights "
-                              "with some entries zeroed and the rest scaled by 1/(1-p); is dropout applied "
-                              "to the scores before the softmax? Apply it to the weights after the softmax")
+            if close(weights.sum(axis=-1), np.ones(weights.shape[:-1])):
+                # rows still sum to 1 although entries changed: the softmax ran after the dropout
+                raise CaseFailure(f"{name} in train mode: the attention weights still sum to 1 but are not the "
+                                  "eval-mode weights with entries zeroed: dropout acts on the scores before the "
+                                  "softmax; apply it to the weights after the softmax")
+            raise CaseFailure(f"{name} in train mode: the attention weights are not the eval-mode weights with "
+                              "some entries zeroed and the rest scaled by 1/(1-p), and the grader cannot name why")
         live = clean > 1e-4
         kept_any |= bool((kept & ~dropped & live).any())
         dropped_any |= bool((dropped & live).any())
