@@ -50,23 +50,42 @@ def expect_finite(actual, what, hint=""):
 
 
 def _matches(actual, candidate, atol, rtol):
+    """actual ≈ candidate; nan matches nan only, so a mistake that makes nan can be named too."""
     candidate = asarray(candidate, dtype=np.float64)
     if candidate.shape != actual.shape:
         return False
-    return bool((abs(actual - candidate) <= atol + rtol * abs(candidate)).all())
+    with np.errstate(invalid="ignore"):
+        near = abs(actual - candidate) <= atol + rtol * abs(candidate)
+    return bool((near | (np.isnan(actual) & np.isnan(candidate))).all())
+
+
+UNNAMED = "the grader cannot name the cause"
+
+
+def describe_difference(actual, expected, what):
+    """The generic message, for a wrong value no known mistake explains: it says so plainly,
+    then where the value is wrong (never what it should be)."""
+    if expected.dtype.kind == "b" or (set(np.unique(expected)) <= {0.0, 1.0} and set(np.unique(actual)) <= {0.0, 1.0}):
+        wrong = np.argwhere(actual != expected)
+        first = f", the first at index {tuple(int(i) for i in wrong[0])}" if expected.ndim else ""
+        return (f"{what} is wrong and {UNNAMED}: {len(wrong)} of its {expected.size} True/False entries "
+                f"differ{first}")
+    error = abs(actual - expected)
+    worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
+    where = f", most at index {tuple(int(i) for i in worst)}" if worst else ""
+    return f"{what} is wrong and {UNNAMED}: it is off by up to {float(error.max()):.3g}{where}"
 
 
 def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), finite_hint=""):
-    """actual ≈ expected, or a message: a known mistake's symptom if one matches, else the size
-    and place of the largest deviation."""
+    """actual ≈ expected, or a message: a known mistake's symptom if one matches (tried first, so
+    a mistake that makes nan or changes the shape is named by its cause), else the shape, nan, or
+    the size and place of the largest deviation, saying that the cause has no name."""
     actual = to_array(actual, what)
+    expected_raw = asarray(expected)
     expected = asarray(expected, dtype=np.float64)
-    if tuple(actual.shape) == tuple(expected.shape):
-        if np.isfinite(expected).all():
-            expect_finite(actual, what, finite_hint)
-        if _matches(actual, expected, atol, rtol):
-            return actual
-    # A known mistake (some change the shape, like Xᵀ X) is named before the generic message.
+    if tuple(actual.shape) == tuple(expected.shape) and np.isfinite(actual).all() and _matches(
+            actual, expected, atol, rtol):
+        return actual
     for candidate, symptom in symptoms:
         try:
             value = candidate() if callable(candidate) else candidate
@@ -77,10 +96,8 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
     expect_shape(actual, expected.shape, what)
     if np.isfinite(expected).all():
         expect_finite(actual, what, finite_hint)
-    error = abs(actual - expected)
-    worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
-    where = f" at index {tuple(int(i) for i in worst)}" if worst else ""
-    raise CaseFailure(f"{what} is off by up to {float(error.max()):.3g}{where}")
+    raise CaseFailure(describe_difference(actual, expected_raw if expected_raw.dtype.kind == "b" else expected,
+                                          what))
 
 
 def expect_rows_sum_to_one(weights, what, atol=1e-5):

@@ -51,6 +51,7 @@ STEPS = {
         Step("causal_mask", A03, 2),
         Step("masked_softmax", A03, 3),
         Step("CausalAttention", A03, 5, ("causal_mask", "masked_softmax")),
+        Step("padding_mask", A03, 2),
         Step(
             "MultiHeadAttentionWrapper",
             A04,
@@ -65,6 +66,7 @@ STEPS = {
             6,
             ("split_heads", "merge_heads", "causal_mask", "masked_softmax"),
         ),
+        Step("CrossAttention", A04, 5, ("split_heads", "merge_heads")),
         Step("sinusoidal_positions", A05, 2),
         Step("online_softmax_attention", A05, 5),
         Step("KVCache", A05, 3),

@@ -6,6 +6,9 @@
 #   show_attention(ax, weights, labels)  draws attention weights as a heatmap, always on the same
 #                                        0-to-1 colour scale, so equal shades mean equal weights
 #                                        in every panel of every notebook
+#   checked_call(name, f, *args, hint=)  what the visible checks use to call your code: f(*args),
+#                                        saying `hint` first if it raises, and failing if it
+#                                        changed one of its inputs in place
 import os
 from contextlib import contextmanager
 
@@ -73,3 +76,35 @@ def show_attention(ax, weights, labels=None, title="", numbers=None):
                     fontsize=8, color=colour)
     ax.set_title(title)
     return image
+
+
+def _snapshot(value):
+    """A copy of an array or tensor argument, to compare with after the call (None otherwise)."""
+    if hasattr(value, "detach") and hasattr(value, "clone"):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return None
+
+
+def checked_call(name, function, *args, hint=""):
+    """function(*args) for a visible check of `name`.
+
+    If it raises (anything but NotImplementedError), the check fails with `hint` first and the
+    error after it, so even a line cut short shows what to fix. If it changed one of its array
+    or tensor arguments in place, the check fails: no graded function may modify its inputs,
+    and the grader checks that too.
+    """
+    before = [_snapshot(arg) for arg in args]
+    try:
+        result = function(*args)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        lead = f"{hint} " if hint else ""
+        raise AssertionError(f"{lead}({name} raised {type(error).__name__}: {error})") from None
+    for position, (arg, copy) in enumerate(zip(args, before), start=1):
+        if copy is not None and not np.array_equal(_as_array(arg), _as_array(copy)):
+            raise AssertionError(f"{name} changed its argument {position} in place: no graded function may "
+                                 "modify its inputs (work on a copy; avoid -=, /=, masked_fill_ and friends)")
+    return result

@@ -4,7 +4,7 @@ The notebook builder copies each body below into its assignment's solution regio
 these files are the only place the reference lives.
 """
 
-from solutions.causal_attention import CausalAttention, causal_mask, masked_softmax
+from solutions.causal_attention import CausalAttention, causal_mask, masked_softmax, padding_mask
 from solutions.efficient_attention import (
     CachedCausalAttention,
     KVCache,
@@ -12,6 +12,7 @@ from solutions.efficient_attention import (
     sinusoidal_positions,
 )
 from solutions.multi_head_attention import (
+    CrossAttention,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     merge_heads,
@@ -40,7 +41,7 @@ __all__ = [
     "attention_scores", "attention_weights", "context_vectors", "simplified_self_attention",
     "project_qkv", "scaled_attention_scores", "scaled_dot_product_attention",
     "dot_product_variance", "SelfAttention",
-    "causal_mask", "masked_softmax", "CausalAttention",
-    "MultiHeadAttentionWrapper", "split_heads", "merge_heads", "MultiHeadAttention",
+    "causal_mask", "masked_softmax", "CausalAttention", "padding_mask",
+    "MultiHeadAttentionWrapper", "split_heads", "merge_heads", "MultiHeadAttention", "CrossAttention",
     "sinusoidal_positions", "online_softmax_attention", "KVCache", "CachedCausalAttention",
 ]

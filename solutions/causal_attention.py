@@ -23,6 +23,20 @@ def masked_softmax(scores, mask):
     return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
 
 
+def padding_mask(lengths, num_tokens):
+    """The key padding mask of a batch of sequences padded to num_tokens tokens.
+
+    lengths: 1-D integer tensor (batch,), each entry between 1 and num_tokens: how many tokens
+    of that sequence are real; the rest of its num_tokens positions are padding. ->
+    a torch.bool tensor (batch, 1, num_tokens), True where key position j >= lengths[b]
+    (padding: blocked). The middle axis of size 1 stands for "every query", so the mask
+    broadcasts against scores (batch, T, T) and combines with causal_mask(T) by `|`.
+    `lengths` is not modified.
+    """
+    positions = torch.arange(num_tokens, device=lengths.device)  # (T,)
+    return (positions >= lengths[:, None])[:, None, :]  # (batch, 1, T)
+
+
 class CausalAttention(nn.Module):
     """Self-attention in which each token attends only to itself and earlier tokens.
 

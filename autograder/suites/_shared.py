@@ -8,10 +8,12 @@ from autograder.fixtures import notes, stored
 from autograder.harness import case_family
 
 
-def notes_cases(step, weight=1.0):
+def notes_cases(step, weight=1.0, symptoms=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
+    `symptoms(example)` may return the known mistakes [(candidate, message)] on that example's
+    inputs, so a wrong worked example is named by the same ladder as the suite's other cases.
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -22,8 +24,8 @@ def notes_cases(step, weight=1.0):
     @case_family(step, "notes", members, weight=weight)
     def test_notes(impl, member):
         actual = member.call(impl)  # inputs travel as copies: nothing can write into them
-        checks.expect_close(actual, notes.expected(member),
-                            f"the notes' example \"{member.where}\"", atol=member.atol, rtol=0)
+        checks.expect_close(actual, notes.expected(member), f"the notes' example \"{member.where}\"",
+                            atol=member.atol, rtol=0, symptoms=symptoms(member) if symptoms else ())
 
     return test_notes
 

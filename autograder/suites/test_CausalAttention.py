@@ -10,13 +10,13 @@ import torch
 from torch import nn
 
 from autograder import checks
+from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites._shared import notes_cases, rng
 
 STEP = "CausalAttention"
-test_notes = notes_cases(STEP)
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
@@ -37,6 +37,16 @@ def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
 
 def _mistakes(x, linears):
     return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), MISTAKES)
+
+
+def _notes_symptoms(example):
+    """The known mistakes on the chapter's batch with the chapter's layers (seed 123)."""
+    layers = chapter_linear_weights(123, [(3, 2, False)] * 3)
+    linears = {name: (weight.numpy(), None) for name, (weight, _) in zip(PROJECTIONS, layers)}
+    return _mistakes(journey_batch().numpy(), linears)
+
+
+test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, bias):
@@ -78,7 +88,7 @@ def test_stored_outputs(impl):
                                  lambda record, k: _mistakes(record["x"], _record_linears(record)))
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_attributes(impl):
     """has W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias)"""
     for bias in (False, True):
@@ -88,7 +98,7 @@ def test_attributes(impl):
             toolkit.check_linear(module, name, 3, 5, bias, what)
 
 
-@case(STEP, "oracle")
+@case(STEP, "oracle", weight=2)
 def test_matches_torch(impl):
     """agrees with nn.MultiheadAttention (one head, causal attn_mask) and F.scaled_dot_product_attention"""
     r = rng(1303)
@@ -121,24 +131,25 @@ def test_matches_torch(impl):
                         symptoms=_mistakes(x.numpy(), linears))
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_causal(impl):
     """is causal: changing later tokens never changes the outputs of earlier ones; outputs are finite"""
     module = _causal(impl, 4, 3, 7, toolkit.random_projections(rng(1304), 4, 3, False))
     toolkit.check_finite_and_causal("CausalAttention", module, 4, 7, 1305)
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_last_token_is_self_attention(impl):
     """the last token's output equals its unmasked self-attention output (notes 003)"""
     r = rng(1306)
     linears = toolkit.random_projections(r, 3, 4, True)
     x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")
-    toolkit.check_last_token("CausalAttention", _causal(impl, 3, 4, 5, linears, bias=True), x, unmasked)
+    toolkit.check_last_token("CausalAttention", _causal(impl, 3, 4, 5, linears, bias=True), x, unmasked,
+                             toolkit.attention(x.numpy(), linears), _mistakes(x.numpy(), linears))
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_shorter_than_context_length(impl):
     """accepts inputs shorter than context_length (the mask is sliced to T x T)"""
     linears = toolkit.random_projections(rng(1307), 3, 2, False)
@@ -146,7 +157,7 @@ def test_shorter_than_context_length(impl):
                               1308)
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_dropout_off_in_eval_mode(impl):
     """has dropout = nn.Dropout(p), and no dropout happens in eval mode"""
     r = rng(1309)
@@ -158,27 +169,32 @@ def test_dropout_off_in_eval_mode(impl):
         "CausalAttention", lambda p: module if p else _causal(impl, 3, 2, 4, linears), x)
 
 
-def _dropout_probe(impl, num_tokens, p):
+def _probe_linears(num_tokens):
     linears = toolkit.random_projections(rng(1310), num_tokens, 2 * num_tokens, False)
     eye = np.eye(num_tokens, dtype=np.float32)
     linears["W_value"] = (np.vstack([eye, 2 * eye]), None)
-    return _causal(impl, num_tokens, 2 * num_tokens, num_tokens, linears, dropout=p)
+    return linears
 
 
-@case(STEP, "property")
-def test_dropout_on_attention_weights(impl):
-    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
-    toolkit.check_dropout("CausalAttention", lambda p: _dropout_probe(impl, 6, p), 6, 1)
+def _dropout_probe(impl, num_tokens, p):
+    return _causal(impl, num_tokens, 2 * num_tokens, num_tokens, _probe_linears(num_tokens), dropout=p)
 
 
 @case(STEP, "property", weight=0.5)
+def test_dropout_on_attention_weights(impl):
+    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
+    toolkit.check_dropout("CausalAttention", lambda p: _dropout_probe(impl, 6, p), 6, 1,
+                          expected=toolkit.attention(np.eye(6)[None], _probe_linears(6)))
+
+
+@case(STEP, "property", weight=0.25)
 def test_batch_sizes(impl):
     """works for any batch size, each item independent of the others"""
     module = _causal(impl, 3, 4, 5, toolkit.random_projections(rng(1311), 3, 4, True), bias=True)
     toolkit.check_batches("CausalAttention", module, 3, 5, 1312)
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_input_unchanged(impl):
     """leaves its input x unchanged"""
     r = rng(1313)
@@ -186,7 +202,7 @@ def test_input_unchanged(impl):
     toolkit.check_input_unchanged(impl, "CausalAttention", module, toolkit.tensor(r.normal(size=(2, 4, 3))))
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_gradients_reach_projections(impl):
     """gradients flow back to W_query, W_key and W_value"""
     r = rng(1314)

@@ -8,6 +8,8 @@ left unchanged. The cache lives with the code under test and is driven through i
 `cache.call("update", k, v)` and `len(cache)`.
 """
 
+import re
+
 import numpy as np
 import torch
 
@@ -35,9 +37,24 @@ def _length(cache, what):
                           "tokens held (0 when nothing is stored yet)") from None
 
 
+_AXES = {"0": "dim 0, the batch axis", "2": "the last dim, the features", "-1": "the last dim, the features"}
+
+
+def _call_update(cache, k, v, what):
+    """cache.update(k, v); a torch.cat along the wrong axis is named, not shown as a bare error."""
+    try:
+        return cache.call("update", k, v)
+    except RemoteError as error:
+        found = re.search(r"must match except in dimension (-?\d+)", str(error))
+        if error.submission and found and found.group(1) in _AXES:
+            raise CaseFailure(f"{what} raised {error.type_name}: the new entries are appended along "
+                              f"{_AXES[found.group(1)]}; append along dim 1, the token axis of (batch, T, d)") from None
+        raise
+
+
 def _update(cache, k, v, what):
     """cache.update(k, v) as (keys, values) arrays, or a CaseFailure saying what came back."""
-    out = cache.call("update", k, v)
+    out = _call_update(cache, k, v, what)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CaseFailure(f"{what} should return a tuple (all keys, all values); it returned a "
                           f"{type(out).__name__}")
@@ -224,8 +241,8 @@ def test_inputs_unchanged(impl):
     tensors = [torch.tensor(r.normal(size=(2, t, 3)), dtype=torch.float32) for t in (2, 2, 1, 1)]
     held = impl.hold(*tensors)
     cache = _new_cache(impl)
-    cache.call("update", held[0], held[1])
-    cache.call("update", held[2], held[3])
+    _call_update(cache, held[0], held[1], "the first update")
+    _call_update(cache, held[2], held[3], "the second update")
     for index, (before, handle) in enumerate(zip(tensors, held)):
         checks.expect_unchanged(before.numpy(), handle.call("clone"),
                                 f"the {'keys' if index % 2 == 0 else 'values'} passed to update")

@@ -12,13 +12,13 @@ from torch import nn
 
 from autograder import checks
 from autograder.errors import CaseFailure
+from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites._shared import notes_cases, rng
 
 STEP = "MultiHeadAttention"
-test_notes = notes_cases(STEP)
 
 LAYERS = PROJECTIONS + ("out_proj",)
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
@@ -49,6 +49,17 @@ MISTAKES = toolkit.MASK_MISTAKES + [
 
 def _mistakes(x, linears, num_heads):
     return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), MISTAKES)
+
+
+def _notes_symptoms(example):
+    """The known mistakes on the chapter's batch with the chapter's layers (seed 123, 2 heads)."""
+    layers = chapter_linear_weights(123, [(3, 2, False)] * 3 + [(2, 2, True)])
+    linears = {name: (weight.numpy(), None if bias is None else bias.numpy())
+               for name, (weight, bias) in zip(LAYERS, layers)}
+    return _mistakes(journey_batch().numpy(), linears, 2)
+
+
+test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
 
 
 def _random_layers(r, d_in, d_out, bias):
@@ -106,7 +117,7 @@ def test_stored_outputs(impl):
         lambda record, k: _mistakes(record["x"], _record_linears(record), int(record["num_heads"])))
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_rejects_indivisible_d_out(impl):
     """raises AssertionError or ValueError when d_out is not divisible by num_heads"""
     for d_out, num_heads in ((5, 2), (4, 3)):
@@ -125,7 +136,7 @@ def test_rejects_indivisible_d_out(impl):
                           "(raise AssertionError or ValueError)")
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_attributes(impl):
     """has W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), out_proj and dropout"""
     for bias in (False, True):
@@ -137,7 +148,7 @@ def test_attributes(impl):
         toolkit.check_dropout_attribute("MultiHeadAttention(3, 4, 5, dropout=0.25, num_heads=2)", module, 0.25)
 
 
-@case(STEP, "oracle")
+@case(STEP, "oracle", weight=2)
 def test_matches_torch(impl):
     """agrees with torch.nn.MultiheadAttention (causal attn_mask) and with scaled_dot_product_attention"""
     r = rng(1803)
@@ -178,7 +189,7 @@ def test_matches_torch(impl):
                         symptoms=_mistakes(x.numpy(), linears, num_heads))
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_out_proj_applied_once_at_the_end(impl):
     """out_proj is applied once, to the merged heads: the output is linear in out_proj's weight and bias"""
     r = rng(1804)
@@ -195,24 +206,25 @@ def test_out_proj_applied_once_at_the_end(impl):
                           "heads (batch, T, d_out), as the last step")
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_causal(impl):
     """is causal: changing later tokens never changes the outputs of earlier ones; outputs are finite"""
     module = _mha(impl, 4, 6, 7, 3, _random_layers(rng(1805), 4, 6, False))
     toolkit.check_finite_and_causal("MultiHeadAttention", module, 4, 7, 1806)
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_last_token_is_self_attention(impl):
     """the last token's output equals its unmasked multi-head self-attention output (notes 003)"""
     r = rng(1807)
     linears = _random_layers(r, 3, 4, True)
     x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     unmasked = toolkit.attention(x.numpy(), linears, 2, mask="none")
-    toolkit.check_last_token("MultiHeadAttention", _mha(impl, 3, 4, 5, 2, linears, bias=True), x, unmasked)
+    toolkit.check_last_token("MultiHeadAttention", _mha(impl, 3, 4, 5, 2, linears, bias=True), x, unmasked,
+                             toolkit.attention(x.numpy(), linears, 2), _mistakes(x.numpy(), linears, 2))
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_shorter_than_context_length(impl):
     """accepts inputs shorter than context_length (the mask is sliced to T x T)"""
     linears = _random_layers(rng(1808), 3, 4, False)
@@ -220,7 +232,7 @@ def test_shorter_than_context_length(impl):
                               3, 8, (5, 1), 1809)
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_dropout_off_in_eval_mode(impl):
     """no dropout happens in eval mode"""
     r = rng(1810)
@@ -231,30 +243,35 @@ def test_dropout_off_in_eval_mode(impl):
         "MultiHeadAttention", lambda p: module if p else _mha(impl, 3, 4, 5, 2, linears), x)
 
 
-def _dropout_probe(impl, num_tokens, p):
+def _probe_linears(num_tokens):
     """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see toolkit.check_dropout."""
     d_out = 4 * num_tokens
     linears = _random_layers(rng(1811), num_tokens, d_out, False)
     eye = np.eye(num_tokens, dtype=np.float32)
     linears["W_value"] = (np.vstack([eye, 2 * eye, eye, 2 * eye]), None)
     linears["out_proj"] = (np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32))
-    return _mha(impl, num_tokens, d_out, num_tokens, 2, linears, dropout=p)
+    return linears
 
 
-@case(STEP, "property")
-def test_dropout_on_attention_weights(impl):
-    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
-    toolkit.check_dropout("MultiHeadAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2)
+def _dropout_probe(impl, num_tokens, p):
+    return _mha(impl, num_tokens, 4 * num_tokens, num_tokens, 2, _probe_linears(num_tokens), dropout=p)
 
 
 @case(STEP, "property", weight=0.5)
+def test_dropout_on_attention_weights(impl):
+    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
+    toolkit.check_dropout("MultiHeadAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2,
+                          expected=toolkit.attention(np.eye(4)[None], _probe_linears(4), 2))
+
+
+@case(STEP, "property", weight=0.25)
 def test_batch_sizes(impl):
     """works for any batch size, each item independent of the others"""
     module = _mha(impl, 3, 4, 5, 2, _random_layers(rng(1812), 3, 4, True), bias=True)
     toolkit.check_batches("MultiHeadAttention", module, 3, 5, 1813)
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_input_unchanged(impl):
     """leaves its input x unchanged"""
     r = rng(1814)
@@ -262,7 +279,7 @@ def test_input_unchanged(impl):
     toolkit.check_input_unchanged(impl, "MultiHeadAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))))
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_gradients_reach_every_layer(impl):
     """gradients flow back to W_query, W_key, W_value and out_proj"""
     r = rng(1815)

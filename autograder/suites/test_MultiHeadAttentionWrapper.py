@@ -11,13 +11,13 @@ from torch import nn
 
 from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
+from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites._shared import notes_cases, rng
 
 STEP = "MultiHeadAttentionWrapper"
-test_notes = notes_cases(STEP)
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
@@ -81,6 +81,16 @@ def _wrapper_mistakes(x, heads):
              "single-head modules (CausalAttention)")]
 
 
+def _notes_symptoms(example):
+    """The known mistakes on the chapter's batch with the chapter's heads (seed 123, in order)."""
+    layers = chapter_linear_weights(123, [(3, 2, False)] * 6)
+    heads = [{name: (layers[3 * i + k][0].numpy(), None) for k, name in enumerate(PROJECTIONS)} for i in range(2)]
+    return _wrapper_mistakes(journey_batch().numpy(), heads)
+
+
+test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
+
+
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
     heads = _random_heads(r, num_heads, d_in, d_out, bias)
     record = dict(label=label, x=r.normal(size=(batch, num_tokens, d_in)).astype(np.float32),
@@ -122,7 +132,7 @@ def test_stored_outputs(impl):
                                  lambda record, k: _wrapper_mistakes(record["x"], _record_heads(record)))
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_heads_structure(impl):
     """has `heads`: an nn.ModuleList of num_heads separate modules, each with W_query, W_key, W_value"""
     r = rng(1502)
@@ -132,7 +142,7 @@ def test_heads_structure(impl):
                                       f"MultiHeadAttentionWrapper(4, 2, 5, 0.0, num_heads={num_heads})")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_head_zero_first(impl):
     """output columns [i*d_out, (i+1)*d_out) are heads[i](x)"""
     r = rng(1503)
@@ -152,7 +162,7 @@ def test_head_zero_first(impl):
                               "heads' outputs along the last dimension, head 0 first")
 
 
-@case(STEP, "oracle")
+@case(STEP, "oracle", weight=2)
 def test_matches_torch(impl):
     """each head agrees with torch.nn.MultiheadAttention (one head, causal attn_mask)"""
     r = rng(1504)
@@ -176,24 +186,25 @@ def test_matches_torch(impl):
                         symptoms=_wrapper_mistakes(x.numpy(), heads))
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_causal(impl):
     """is causal: changing later tokens never changes the outputs of earlier ones"""
     module = _wrapper(impl, 3, 2, 6, _random_heads(rng(1505), 2, 3, 2, False))
     toolkit.check_finite_and_causal("MultiHeadAttentionWrapper", module, 3, 6, 1506)
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_last_token_is_self_attention(impl):
     """the last token's output equals its unmasked self-attention output (notes 003)"""
     r = rng(1507)
     heads = _random_heads(r, 2, 3, 2, False)
     x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     toolkit.check_last_token("MultiHeadAttentionWrapper", _wrapper(impl, 3, 2, 5, heads), x,
-                             toolkit.heads_side_by_side(x.numpy(), heads, mask="none"))
+                             toolkit.heads_side_by_side(x.numpy(), heads, mask="none"),
+                             toolkit.heads_side_by_side(x.numpy(), heads), _wrapper_mistakes(x.numpy(), heads))
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_shorter_than_context_length(impl):
     """accepts inputs shorter than context_length"""
     heads = _random_heads(rng(1508), 2, 3, 2, False)
@@ -201,29 +212,34 @@ def test_shorter_than_context_length(impl):
                               3, 8, (5, 1), 1509)
 
 
-def _dropout_probe(impl, num_tokens, num_heads, p):
+def _probe_heads(num_tokens, num_heads):
     heads = _random_heads(rng(1510), num_heads, num_tokens, 2 * num_tokens, False)
     eye = np.eye(num_tokens, dtype=np.float32)
     for head in heads:
         head["W_value"] = (np.vstack([eye, 2 * eye]), None)
-    return _wrapper(impl, num_tokens, 2 * num_tokens, num_tokens, heads, dropout=p)
+    return heads
 
 
-@case(STEP, "property")
-def test_dropout_passed_to_heads(impl):
-    """passes dropout to its heads: off in eval mode, on the attention weights in train mode"""
-    toolkit.check_dropout("MultiHeadAttentionWrapper", lambda p: _dropout_probe(impl, 5, 2, p), 5, 2,
-                          not_applied="pass the dropout argument on to every head")
+def _dropout_probe(impl, num_tokens, num_heads, p):
+    return _wrapper(impl, num_tokens, 2 * num_tokens, num_tokens, _probe_heads(num_tokens, num_heads), dropout=p)
 
 
 @case(STEP, "property", weight=0.5)
+def test_dropout_passed_to_heads(impl):
+    """passes dropout to its heads: off in eval mode, on the attention weights in train mode"""
+    toolkit.check_dropout("MultiHeadAttentionWrapper", lambda p: _dropout_probe(impl, 5, 2, p), 5, 2,
+                          not_applied="pass the dropout argument on to every head",
+                          expected=toolkit.heads_side_by_side(np.eye(5)[None], _probe_heads(5, 2)))
+
+
+@case(STEP, "property", weight=0.25)
 def test_batch_sizes(impl):
     """works for any batch size, each item independent of the others"""
     module = _wrapper(impl, 3, 2, 4, _random_heads(rng(1511), 2, 3, 2, True), bias=True)
     toolkit.check_batches("MultiHeadAttentionWrapper", module, 3, 4, 1512)
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_input_unchanged(impl):
     """leaves its input x unchanged"""
     r = rng(1513)
@@ -232,7 +248,7 @@ def test_input_unchanged(impl):
                                   toolkit.tensor(r.normal(size=(2, 4, 3))))
 
 
-@case(STEP, "property", weight=0.5)
+@case(STEP, "property", weight=0.25)
 def test_gradients_reach_every_head(impl):
     """gradients flow back to every head's W_query, W_key and W_value"""
     r = rng(1514)

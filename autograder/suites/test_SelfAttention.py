@@ -18,7 +18,7 @@ from autograder.suites import toolkit
 from autograder.suites._shared import notes_cases, rng
 
 STEP = "SelfAttention"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, weight=2)
 
 SHORT = {"W_query": "Wq", "W_key": "Wk", "W_value": "Wv"}
 
@@ -182,7 +182,7 @@ def test_stored_outputs_batched(impl):
     _check_stored_records(impl, batched=True)
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_attributes(impl):
     """has W_query, W_key, W_value as nn.Linear(d_in, d_out, bias=qkv_bias)"""
     for d_in, d_out, bias in ((5, 3, False), (5, 3, True), (2, 7, False)):
@@ -192,7 +192,7 @@ def test_attributes(impl):
             toolkit.check_linear(module, name, d_in, d_out, bias, what)
 
 
-@case(STEP, "oracle", weight=2)
+@case(STEP, "oracle", weight=4)
 def test_matches_torch_sdpa(impl):
     """agrees with torch's linear layers and scaled_dot_product_attention, with and without bias"""
     r = rng(1502)
@@ -207,7 +207,7 @@ def test_matches_torch_sdpa(impl):
         checks.expect_close(out, want.numpy(), f"the output on {label}", symptoms=mistakes(x.numpy(), weights))
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_gradients_reach_every_projection(impl):
     """lets gradients flow back to W_query, W_key and W_value (weights and biases)"""
     r = rng(1503)
@@ -231,7 +231,7 @@ def test_gradients_reach_every_projection(impl):
                               "through torch operations")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_shapes_and_batches(impl):
     """accepts (T, d_in) and (batch, T, d_in), returns d_out wide, each batch item as if alone"""
     r = rng(1504)
@@ -245,7 +245,7 @@ def test_shapes_and_batches(impl):
         checks.expect_close(out[i], alone.numpy(), f"item {i} of the batch's output compared with item {i} alone")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_permutation_equivariant(impl):
     """reordering the tokens reorders the output the same way"""
     r = rng(1505)
@@ -257,7 +257,7 @@ def test_permutation_equivariant(impl):
     checks.expect_close(out_perm, out[order].numpy(), "the output for reordered tokens")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_edge_cases(impl):
     """a single token's output is its value; inputs scaled by 300 give finite outputs"""
     r = rng(1506)
@@ -271,7 +271,7 @@ def test_edge_cases(impl):
     checks.expect_finite(checks.to_array(big, "the output"), "the output for inputs scaled by 300")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_float64(impl):
     """works in float64 too (after module.double()), agreeing with float32"""
     r = rng(1508)
@@ -283,7 +283,7 @@ def test_float64(impl):
     checks.expect_close(out64, out32.numpy(), "the float64 output compared with the float32 output", atol=1e-4)
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_input_unchanged(impl):
     """leaves its input unchanged"""
     r = rng(1507)

@@ -53,7 +53,7 @@ def test_stored_outputs(impl):
     check_stored(impl, STEP, apply, "softmax", symptoms=symptoms,)
 
 
-@case(STEP, "property", weight=2)
+@case(STEP, "property", weight=1)
 def test_large_inputs_stay_finite(impl):
     """stays finite for inputs like [1000, 1001] and [-1000, -1001]"""
     for x in ([1000.0, 1001.0], [-1000.0, -1001.0]):
@@ -71,7 +71,7 @@ def test_matches_torch_softmax(impl):
         checks.expect_close(impl.softmax(x, axis=axis), want, f"softmax of a (3, 4, 5) array along axis {axis}")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_probabilities_and_shift_invariance(impl):
     """gives non-negative entries summing to 1, unchanged when a constant is added"""
     x = rng(403).normal(size=(5, 7))
@@ -79,7 +79,7 @@ def test_probabilities_and_shift_invariance(impl):
     checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_default_axis_is_last(impl):
     """uses the last axis when no axis is given"""
     x = rng(404).normal(size=(3, 4))
@@ -90,7 +90,7 @@ def test_default_axis_is_last(impl):
         raise CaseFailure("with no axis given, rows of softmax(x) should sum to 1 (axis=-1 is the default)")
 
 
-@case(STEP, "property")
+@case(STEP, "property", weight=0.5)
 def test_input_unchanged(impl):
     """leaves x unchanged"""
     x = rng(405).normal(size=(3, 4))

@@ -34,6 +34,7 @@ SIGNATURES = {
     "CachedCausalAttention": "(d_in, d_out, context_length, dropout, qkv_bias=False)",
     "MultiHeadAttentionWrapper": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
     "MultiHeadAttention": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
+    "CrossAttention": "(d_q, d_kv, d_out, num_heads, dropout=0.0, qkv_bias=False)",
 }
 
 NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
@@ -299,14 +300,20 @@ def check_finite_and_causal(name, module, d_in, num_tokens, seed):
                               f"outputs of earlier tokens; token i may only attend to tokens 0..i")
 
 
-def check_last_token(name, module, x, unmasked):
-    """The last token's causal output equals its unmasked (plain self-attention) output."""
+def check_last_token(name, module, x, unmasked, expected, mistakes):
+    """The last token's causal output equals its unmasked (plain self-attention) output.
+
+    When it does not, the whole output is compared with the correct one (`expected`) through the
+    known `mistakes`, so the message names the mistake that changed the last row (the mask only
+    when the output matches a mask mistake) or says that the grader cannot name it."""
     out = checks.to_array(module(x), f"{name}(x)")
     checks.expect_shape(out, unmasked.shape, f"{name}(x)")
-    if not close(out[:, -1], unmasked[:, -1]):
-        raise CaseFailure(f"the last token's output of {name} differs from plain (unmasked) self-attention "
-                          "with the same weights; the last token sees every token including itself, so "
-                          "nothing of its row may be blocked or changed by the mask")
+    if close(out[:, -1], unmasked[:, -1]):
+        return
+    what = f"the last token's output of {name} (which must equal unmasked self-attention's)"
+    checks.expect_close(out, expected, what, symptoms=mistakes)
+    raise CaseFailure(f"{what}; the other tokens' outputs are right, so the last row is changed by "
+                      "something that depends on its position: nothing of its row may be blocked")
 
 
 def check_short_input(name, make, d_in, context_length, lengths, seed):
@@ -358,7 +365,12 @@ def check_gradients(name, module, x, paths, seed=99):
     """Backpropagating a random cotangent reaches every parameter at `paths` (e.g. "W_key.weight")."""
     out = checks.to_array(module(x), f"{name}(x)")
     cotangent = rng(seed).normal(size=out.shape).astype(np.float32)
-    report = module.backward([x], cotangent, paths)
+    explain_gradients(name, module.backward([x], cotangent, paths), paths)
+
+
+def explain_gradients(name, report, paths):
+    """A Handle.backward report: every parameter at `paths` got a non-zero gradient, or a message
+    that tells the causes apart (no graph at all, a failed backward, one layer left out)."""
     if not report.get("differentiable"):
         raise CaseFailure(f"{name}'s output does not depend on its parameters in a differentiable way "
                           "(no autograd graph): do not use torch.no_grad(), .detach() or NumPy in forward")
@@ -369,18 +381,25 @@ def check_gradients(name, module, x, paths, seed=99):
                           "tensor autograd needs: use the out-of-place version")
     for path in paths:
         grad = report["grads"].get(path)
-        if grad is None or not bool((checks.to_array(grad, path) != 0).any()):
-            raise CaseFailure(f"no gradient reaches {path} of {name}: its output must be computed from "
-                              "that layer with torch operations (no .detach(), .data or NumPy)")
+        layer = path.rsplit(".", 1)[0]
+        if grad is None:
+            # The output has a graph, so the layer was left out of it: never called, or cut off.
+            raise CaseFailure(f"no gradient reaches {path} of {name}: forward never uses `{layer}` (is it "
+                              "called?), or uses its output through .detach(), .data or NumPy")
+        if not bool((checks.to_array(grad, path) != 0).any()):
+            raise CaseFailure(f"the gradient of {path} of {name} is zero everywhere: `{layer}`'s output does "
+                              "not reach the module's output (is it overwritten, or multiplied by zero?)")
 
 
 def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
-                  not_applied="apply self.dropout to the attention weights in forward"):
+                  not_applied="apply self.dropout to the attention weights in forward", expected=None):
     """make(p) -> a module whose output on x = eye(T) (batch 1) is, per head h, [w_h, 2 w_h] with
     w_h that head's (dropped) attention weights (W_value = [I; 2I] per head, out_proj = I).
 
-    Eval mode: dropout is off. Train mode: each weight entry is 0 or w / (1 - p), and the two
-    halves of every head agree, which holds only if dropout acts on the weights."""
+    Eval mode: dropout is off, and the output is `expected` (the probe's correct output) when given:
+    otherwise the module's own mistake, not its dropout, would be blamed. Train mode: each weight
+    entry is 0 or w / (1 - p), and the two halves of every head agree, which holds only if dropout
+    acts on the weights."""
     x = torch.eye(num_tokens).unsqueeze(0)
     module, plain = make(p), make(0.0)
 
@@ -400,7 +419,8 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     if not np.isfinite(clean).all():
         raise CaseFailure(f"{name} gives nan even in eval mode (a row with every key blocked?), so its "
                           "dropout cannot be checked")
-    if not (close(clean_doubled, 2 * clean) and close(clean.sum(axis=-1), np.ones(clean.shape[:-1]))):
+    right = expected is None or close(first, expected)  # the probe's correct eval output, when given
+    if not (right and close(clean_doubled, 2 * clean) and close(clean.sum(axis=-1), np.ones(clean.shape[:-1]))):
         raise CaseFailure(f"{name} in eval mode does not compute attention correctly (see the other cases), "
                           "so where its dropout acts cannot be checked")
     module.train()
@@ -425,9 +445,13 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
             if (dropped | (abs(weights - clean) <= tol)).all():
                 raise CaseFailure(f"{name} in train mode: the kept attention weights are not rescaled by "
                                   f"1/(1-p); use nn.Dropout, which does that")
-            raise CaseFailure(f"{name} in train mode: the attention weights are not the eval-mode weights "
-                              "with some entries zeroed and the rest scaled by 1/(1-p); is dropout applied "
-                              "to the scores before the softmax? Apply it to the weights after the softmax")
+            if close(weights.sum(axis=-1), np.ones(weights.shape[:-1])):
+                # rows still sum to 1 although entries changed: the softmax ran after the dropout
+                raise CaseFailure(f"{name} in train mode: the attention weights still sum to 1 but are not the "
+                                  "eval-mode weights with entries zeroed: dropout acts on the scores before the "
+                                  "softmax; apply it to the weights after the softmax")
+            raise CaseFailure(f"{name} in train mode: the attention weights are not the eval-mode weights with "
+                              "some entries zeroed and the rest scaled by 1/(1-p), and the grader cannot name why")
         live = clean > 1e-4
         kept_any |= bool((kept & ~dropped & live).any())
         dropped_any |= bool((dropped & live).any())

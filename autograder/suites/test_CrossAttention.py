@@ -1,0 +1,479 @@
+"""Hidden suite of `CrossAttention` (assignment 04).
+
+While this step is graded, `split_heads` and `merge_heads` are the reference's. Weights are
+copied into W_query, W_key, W_value and out_proj by attribute name (`toolkit.loaded_module`).
+The cases make d_q, d_kv and d_out differ, and T_q differ from T_k, so that keys taken from the
+wrong sequence fail with a shape the message can name. `cross_attention` is a NumPy model of the
+layer whose switches reproduce the known mistakes, so a wrong output is named by its cause
+(`MISTAKES`); every case that compares outputs runs that same ladder.
+
+The notes work no example of cross-attention: its oracle is torch.nn.MultiheadAttention with
+kdim/vdim and key_padding_mask.
+"""
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from autograder import checks
+from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import case
+from autograder.steps import PROJECTIONS
+from autograder.suites import toolkit
+from autograder.suites._shared import check_stored, rng
+
+STEP = "CrossAttention"
+LAYERS = PROJECTIONS + ("out_proj",)
+_BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
+
+
+def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
+                    causal=False, out_proj=True, merge="ok"):
+    """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
+    context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
+
+    The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
+    "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" | "d_out" | "head_linear";
+    `causal` (a causal mask as well); `out_proj` False; merge "reversed"."""
+    x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
+
+    def project(name, source):
+        weight, bias = linears[name]
+        y = source @ np.asarray(weight, dtype=np.float64).T
+        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+
+    def split(z):
+        return np.swapaxes(z.reshape(*z.shape[:-1], num_heads, z.shape[-1] // num_heads), -3, -2)
+
+    q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project("W_value", context))
+    head_dim, d_out = q.shape[-1], num_heads * q.shape[-1]
+    divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim}[scale]
+    scores = q @ np.swapaxes(k, -1, -2) / divisor  # (batch, heads, T_q, T_k)
+    blocked = np.zeros(scores.shape, dtype=bool)
+    if key_padding_mask is not None and mask != "ignored":
+        keys = np.asarray(key_padding_mask, dtype=bool)
+        keys = ~keys if mask == "inverted" else keys
+        # "heads": the mask reshaped to (batch, 1, T_k), which lines sequence b up with head b
+        blocked |= keys[None, :, None, :] if mask == "heads" else keys[:, None, None, :]
+    if causal:
+        blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
+    weights = toolkit.softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores))
+    heads = weights @ v
+    if merge == "reversed":
+        heads = heads[..., ::-1, :, :]
+    merged = np.swapaxes(heads, -3, -2).reshape(*x.shape[:-1], d_out)
+    if not out_proj:
+        return merged
+    weight, bias = linears["out_proj"]
+    return merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
+
+
+MISTAKES = [
+    (dict(mask="ignored"), "key_padding_mask is ignored: padded keys still get weight; fill the blocked "
+                           "scores with -inf before the softmax"),
+    (dict(mask="inverted"), "key_padding_mask is used the wrong way round: True means blocked (padding), "
+                            "as in nn.MultiheadAttention, so fill the scores where the mask is True"),
+    (dict(mask="zero"), "blocked scores are set to 0 instead of -inf, so padded keys still get weight "
+                        "(exp(0) = 1)"),
+    (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
+                         "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
+    (dict(causal=True), "a causal mask is applied: cross-attention is not causal, every query may look "
+                        "at every real token of the context"),
+    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_dim), "
+                         "head_dim = d_out // num_heads"),
+    (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
+                          "d_out // num_heads wide: divide by sqrt(head_dim)"),
+    (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)"),
+    (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
+                           "(an nn.Linear(d_out, d_out)) at the end"),
+    (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first"),
+]
+
+
+def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
+    def compute(**switches):
+        return cross_attention(x, context, linears, num_heads, key_padding_mask, **switches)
+
+    found = toolkit.symptoms(compute, MISTAKES)
+    if np.shape(x)[-1] == np.shape(context)[-1]:
+        # keys and values from x: only computable when the widths agree (else the shape names it)
+        found.append(((lambda: cross_attention(x, x, linears, num_heads, _self_mask(key_padding_mask, x))),
+                      "the keys and values are computed from x: in cross-attention they come from "
+                      "`context`, W_key(context) and W_value(context); only the queries come from x"))
+    return found
+
+
+NAN_HINT = ("nan appears when a query has every key blocked: True means blocked, and a sequence without "
+            "padding has an all-False key_padding_mask; or when -inf meets 0 (dropout or a product on the "
+            "masked scores)")
+
+
+def _self_mask(key_padding_mask, x):
+    return None if key_padding_mask is None or np.shape(key_padding_mask)[-1] != np.shape(x)[-2] \
+        else key_padding_mask
+
+
+def _explain_shape(out, x, context, d_out, what):
+    """A wrong output shape, named by what it says about the roles of x and context."""
+    out = checks.to_array(out, what)
+    batch, t_q, t_k = x.shape[0], x.shape[1], context.shape[1]
+    if out.shape == (batch, t_k, d_out) and t_k != t_q:
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(out.shape)}: one row per CONTEXT token; the "
+                          "queries come from x (W_query(x)), keys and values from context, so the output "
+                          "has one row per token of x, (batch, T_q, d_out)")
+    checks.expect_shape(out, (batch, t_q, d_out), what)
+    return out
+
+
+def _layer(impl, d_q, d_kv, d_out, num_heads, linears, dropout=0.0, bias=False):
+    what = f"CrossAttention({d_q}, {d_kv}, {d_out}, num_heads={num_heads}, dropout={dropout}, qkv_bias={bias})"
+    return toolkit.loaded_module(impl, STEP, (d_q, d_kv, d_out, num_heads, dropout, bias), linears, what)
+
+
+def _run(module, x, context, key_padding_mask, what, **kwargs):
+    """module(x, context[, key_padding_mask]); an error that only the mask causes is named."""
+    args = (x, context) if key_padding_mask is None else (x, context, key_padding_mask)
+    try:
+        return module(*args, **kwargs)
+    except RemoteError as error:
+        if not error.submission:
+            raise
+        if "shapes cannot be multiplied" in str(error) and x.shape[-1] != context.shape[-1]:
+            raise CaseFailure(f"{what} raised {error.type_name} (a matrix product of mismatched shapes) on x "
+                              f"{x.shape[-1]} wide and context {context.shape[-1]} wide: a layer gets the wrong "
+                              "input; W_query takes x (d_q), W_key and W_value take context (d_kv)") from None
+        if key_padding_mask is None:
+            raise
+        try:
+            module(x, context)
+        except RemoteError:
+            raise error from None  # it fails without the mask too: not the mask's fault
+        raise CaseFailure(f"{what} fails only when given a key_padding_mask (batch, T_k) ({error.type_name}); "
+                          "the scores are (batch, num_heads, T_q, T_k): reshape the mask to (batch, 1, 1, "
+                          "T_k) so it broadcasts over the heads and the queries") from None
+
+
+def _check(module, x, context, key_padding_mask, linears, num_heads, what):
+    """The module's output on (x, context, mask) equals the model's, or a CaseFailure naming why."""
+    out = _run(module, x, context, key_padding_mask, what)
+    d_out = linears["out_proj"][0].shape[0]
+    out = _explain_shape(out, np.asarray(x), np.asarray(context), d_out, what)
+    mask = None if key_padding_mask is None else np.asarray(key_padding_mask)
+    want = cross_attention(np.asarray(x), np.asarray(context), linears, num_heads, mask)
+    checks.expect_close(out, want, what, symptoms=_symptoms(np.asarray(x), np.asarray(context), linears,
+                                                            num_heads, mask),
+                        finite_hint=NAN_HINT)
+
+
+def _random_layers(r, d_q, d_kv, d_out, bias):
+    layers = {"W_query": toolkit.random_linear(r, d_out, d_q, bias)}
+    layers |= {name: toolkit.random_linear(r, d_out, d_kv, bias) for name in ("W_key", "W_value")}
+    layers["out_proj"] = toolkit.random_linear(r, d_out, d_out, True)
+    return layers
+
+
+def _lengths_mask(lengths, num_tokens):
+    return np.arange(num_tokens)[None, :] >= np.asarray(lengths)[:, None]
+
+
+# --- stored outputs -----------------------------------------------------------------------
+
+def _record(r, label, batch, t_q, t_k, d_q, d_kv, d_out, num_heads, bias, lengths=None):
+    record = dict(label=label, x=r.normal(size=(batch, t_q, d_q)).astype(np.float32),
+                  context=r.normal(size=(batch, t_k, d_kv)).astype(np.float32),
+                  d_q=np.int64(d_q), d_kv=np.int64(d_kv), d_out=np.int64(d_out), num_heads=np.int64(num_heads),
+                  qkv_bias=np.int64(bias), has_mask=np.int64(lengths is not None),
+                  key_padding_mask=_lengths_mask(lengths if lengths is not None else [t_k] * batch, t_k))
+    for name, (weight, b) in _random_layers(r, d_q, d_kv, d_out, bias).items():
+        record[name] = weight
+        record[_BIAS[name]] = b if b is not None else np.zeros(weight.shape[0], dtype=np.float32)
+    return record
+
+
+def _record_linears(record):
+    bias = bool(record["qkv_bias"])
+    linears = {name: (record[name], record[_BIAS[name]] if bias else None) for name in PROJECTIONS}
+    linears["out_proj"] = (record["out_proj"], record["b_out"])
+    return linears
+
+
+def _record_mask(record):
+    return torch.tensor(record["key_padding_mask"]) if int(record["has_mask"]) else None
+
+
+def stored_inputs():
+    r = rng(1901)
+    return [
+        _record(r, "d_q=4, d_kv=6, d_out=4, 2 heads, 3 queries, 5 context tokens, batch of 2", 2, 3, 5, 4, 6, 4,
+                2, False),
+        _record(r, "d_q=3, d_kv=5, d_out=6, 3 heads, 4 queries, 6 context tokens, lengths [6, 2], qkv_bias=True",
+                2, 4, 6, 3, 5, 6, 3, True, lengths=[6, 2]),
+        _record(r, "d_q=5, d_kv=2, d_out=8, 2 heads, 1 query, 4 context tokens, lengths [1, 4, 3]",
+                3, 1, 4, 5, 2, 8, 2, False, lengths=[1, 4, 3]),
+        _record(r, "d_q=6, d_kv=6, d_out=6, 1 head, 5 queries, 2 context tokens, batch of 1", 1, 5, 2, 6, 6, 6, 1,
+                False),
+        _record(r, "d_q=4, d_kv=3, d_out=4, 4 heads (head_dim 1), 6 queries, 3 context tokens, lengths [2, 3]",
+                2, 6, 3, 4, 3, 4, 4, False, lengths=[2, 3]),
+    ]
+
+
+def _record_module(impl, record):
+    return _layer(impl, int(record["d_q"]), int(record["d_kv"]), int(record["d_out"]), int(record["num_heads"]),
+                  _record_linears(record), bias=bool(record["qkv_bias"]))
+
+
+def apply(impl, record):
+    module = _record_module(impl, record)
+    return _run(module, torch.tensor(record["x"]), torch.tensor(record["context"]), _record_mask(record),
+                f"CrossAttention on {record['label']}")
+
+
+def _stored_symptoms(record, k):
+    mask = record["key_padding_mask"] if int(record["has_mask"]) else None
+    return _symptoms(record["x"], record["context"], _record_linears(record), int(record["num_heads"]), mask)
+
+
+@case(STEP, "stored", weight=5)
+def test_stored_outputs(impl):
+    """matches the reference for several widths, lengths, head counts, with and without a padding mask"""
+
+    def checked(impl, record):
+        out = apply(impl, record)
+        return _explain_shape(out, record["x"], record["context"], int(record["d_out"]),
+                              f"CrossAttention on {record['label']}")
+
+    check_stored(impl, STEP, checked, "CrossAttention", symptoms=_stored_symptoms)
+
+
+# --- the oracle ---------------------------------------------------------------------------
+
+@case(STEP, "oracle", weight=3)
+def test_matches_torch(impl):
+    """agrees with torch.nn.MultiheadAttention(kdim=, vdim=) given the same weights and key_padding_mask"""
+    r = rng(1902)
+    for d, d_kv, num_heads, t_q, t_k, lengths, bias in ((6, 4, 2, 3, 5, [5, 3], True),
+                                                         (4, 7, 4, 4, 2, None, False)):
+        linears = _random_layers(r, d, d_kv, d, bias)
+        x = toolkit.tensor(r.normal(size=(2, t_q, d)))
+        context = toolkit.tensor(r.normal(size=(2, t_k, d_kv)))
+        mask = None if lengths is None else torch.tensor(_lengths_mask(lengths, t_k))
+        with torch.random.fork_rng(devices=[]):
+            torch_mha = nn.MultiheadAttention(d, num_heads, bias=True, kdim=d_kv, vdim=d_kv, batch_first=True).eval()
+        with torch.no_grad():
+            for param, name in ((torch_mha.q_proj_weight, "W_query"), (torch_mha.k_proj_weight, "W_key"),
+                                (torch_mha.v_proj_weight, "W_value")):
+                param.copy_(torch.as_tensor(linears[name][0]))
+            biases = [linears[n][1] if bias else np.zeros(d, dtype=np.float32) for n in PROJECTIONS]
+            torch_mha.in_proj_bias.copy_(torch.as_tensor(np.concatenate(biases)))
+            torch_mha.out_proj.weight.copy_(torch.as_tensor(linears["out_proj"][0]))
+            torch_mha.out_proj.bias.copy_(torch.as_tensor(linears["out_proj"][1]))
+            want = torch_mha(x, context, context, key_padding_mask=mask, need_weights=False)[0]
+        what = (f"CrossAttention({d}, {d_kv}, {d}, num_heads={num_heads}, qkv_bias={bias}) compared with "
+                "torch.nn.MultiheadAttention (kdim=vdim=d_kv, the same weights"
+                + (", a key_padding_mask)" if mask is not None else ")"))
+        module = _layer(impl, d, d_kv, d, num_heads, linears, bias=bias)
+        out = _explain_shape(_run(module, x, context, mask, what), x.numpy(), context.numpy(), d, what)
+        checks.expect_close(out, want.numpy(), what, finite_hint=NAN_HINT,
+                            symptoms=_symptoms(x.numpy(), context.numpy(), linears, num_heads,
+                                               None if mask is None else mask.numpy()))
+
+
+# --- properties -----------------------------------------------------------------------------
+
+@case(STEP, "property", weight=0.5)
+def test_attributes(impl):
+    """has W_query (d_q -> d_out), W_key and W_value (d_kv -> d_out), out_proj and dropout"""
+    for bias in (False, True):
+        what = f"CrossAttention(3, 5, 4, num_heads=2, dropout=0.25, qkv_bias={bias})"
+        module = toolkit.construct(impl, STEP, (3, 5, 4, 2, 0.25, bias), what=what)
+        toolkit.check_linear(module, "W_query", 3, 4, bias, what)
+        for name in ("W_key", "W_value"):
+            toolkit.check_linear(module, name, 5, 4, bias, what)
+        toolkit.check_linear(module, "out_proj", 4, 4, True, what)
+        toolkit.check_dropout_attribute("CrossAttention(3, 5, 4, num_heads=2, dropout=0.25)", module, 0.25)
+
+
+@case(STEP, "property", weight=0.25)
+def test_rejects_indivisible_d_out(impl):
+    """raises AssertionError or ValueError when d_out is not divisible by num_heads"""
+    for d_out, num_heads in ((5, 2), (6, 4)):
+        what = f"CrossAttention(3, 4, {d_out}, num_heads={num_heads})"
+        try:
+            impl.CrossAttention(3, 4, d_out, num_heads)
+        except CaseFailure:
+            raise  # a missing class must fail here, not count as "raised"
+        except (AssertionError, ValueError):
+            continue
+        except Exception as error:  # noqa: BLE001
+            name = getattr(error, "type_name", type(error).__name__)
+            raise CaseFailure(f"{what} raised {name}; raise AssertionError or ValueError "
+                              "(e.g. assert d_out % num_heads == 0, \"...\")") from None
+        raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
+                          "(raise AssertionError or ValueError)")
+
+
+@case(STEP, "property", weight=0.75)
+def test_padded_keys_are_ignored(impl):
+    """padded context tokens change nothing: each sequence gets what its unpadded context gives"""
+    r = rng(1903)
+    linears = _random_layers(r, 3, 5, 4, False)
+    module = _layer(impl, 3, 5, 4, 2, linears)
+    lengths = [4, 2, 1]
+    x, context = toolkit.tensor(r.normal(size=(3, 3, 3))), toolkit.tensor(r.normal(size=(3, 4, 5)))
+    mask = torch.tensor(_lengths_mask(lengths, 4))
+    what = "CrossAttention(3, 5, 4, num_heads=2) with key_padding_mask for context lengths [4, 2, 1]"
+    out = _explain_shape(_run(module, x, context, mask, what), x.numpy(), context.numpy(), 4, what)
+    for b, length in enumerate(lengths):
+        alone = checks.to_array(_run(module, x[b:b + 1], context[b:b + 1, :length], None, what), what)
+        if not toolkit.close(out[b:b + 1], alone):
+            _check(module, x, context, mask, linears, 2, what)  # names the mistake if it is a known one
+            raise CaseFailure(f"{what}: sequence {b} gets another output than with its {length} real context "
+                              "tokens alone; padded keys (mask True) must get weight exactly 0")
+
+
+@case(STEP, "property", weight=0.5)
+def test_not_causal(impl):
+    """is not causal: the first query sees the last context token"""
+    r = rng(1904)
+    linears = _random_layers(r, 4, 4, 4, False)
+    module = _layer(impl, 4, 4, 4, 2, linears)
+    x, context = toolkit.tensor(r.normal(size=(2, 4, 4))), toolkit.tensor(r.normal(size=(2, 4, 4)))
+    what = "CrossAttention(4, 4, 4, num_heads=2)"
+    out = _explain_shape(module(x, context), x.numpy(), context.numpy(), 4, what)
+    if toolkit.close(module(x, toolkit.tensor(r.normal(size=(2, 4, 4)))), out):
+        raise CaseFailure(f"{what}: the output does not depend on `context` at all; the keys and values come "
+                          "from context, W_key(context) and W_value(context); only the queries come from x")
+    changed = context.clone()
+    changed[:, -1] += 3.0
+    if toolkit.close(checks.to_array(module(x, changed), what)[:, 0], out[:, 0]):
+        causal = cross_attention(x.numpy(), context.numpy(), linears, 2, causal=True)
+        if toolkit.close(out, causal):
+            raise CaseFailure(f"{what}: a causal mask is applied; cross-attention is not causal, every query "
+                              "may look at every real token of the context")
+        raise CaseFailure(f"{what}: changing the last context token did not change the first query's output; "
+                          "every query must attend to every (unpadded) context token")
+
+
+@case(STEP, "property", weight=0.25)
+def test_no_mask_equals_nothing_blocked(impl):
+    """key_padding_mask=None gives what an all-False mask gives"""
+    r = rng(1905)
+    linears = _random_layers(r, 3, 2, 4, True)
+    module = _layer(impl, 3, 2, 4, 2, linears, bias=True)
+    x, context = toolkit.tensor(r.normal(size=(2, 3, 3))), toolkit.tensor(r.normal(size=(2, 5, 2)))
+    what = "CrossAttention(3, 2, 4, num_heads=2, qkv_bias=True)"
+    none = _explain_shape(_run(module, x, context, None, what), x.numpy(), context.numpy(), 4, what)
+    nothing = _run(module, x, context, torch.zeros(2, 5, dtype=torch.bool), what)
+    if not toolkit.close(none, nothing):
+        _check(module, x, context, torch.zeros(2, 5, dtype=torch.bool), linears, 2,
+               f"{what} with an all-False key_padding_mask")
+        raise CaseFailure(f"{what}: key_padding_mask=None and an all-False mask give different outputs; "
+                          "False blocks nothing")
+
+
+@case(STEP, "property", weight=0.25)
+def test_order_of_context_does_not_matter(impl):
+    """shuffling the context tokens (with their mask) leaves the output unchanged; shuffling x shuffles it"""
+    r = rng(1906)
+    linears = _random_layers(r, 3, 4, 4, False)
+    module = _layer(impl, 3, 4, 4, 2, linears)
+    x, context = toolkit.tensor(r.normal(size=(2, 3, 3))), toolkit.tensor(r.normal(size=(2, 5, 4)))
+    mask = torch.tensor(_lengths_mask([5, 3], 5))
+    what = "CrossAttention(3, 4, 4, num_heads=2)"
+    out = _explain_shape(_run(module, x, context, mask, what), x.numpy(), context.numpy(), 4, what)
+    keys = torch.tensor([4, 0, 3, 1, 2])
+    if not toolkit.close(_run(module, x, context[:, keys], mask[:, keys], what), out):
+        _check(module, x, context, mask, linears, 2, what)  # names the mistake if it is a known one
+        raise CaseFailure(f"{what}: shuffling the context tokens together with their key_padding_mask changed "
+                          "the output; attention is a weighted sum over the keys, whatever their order")
+    queries = torch.tensor([2, 0, 1])
+    if not toolkit.close(_run(module, x[:, queries], context, None, what),
+                         checks.to_array(_run(module, x, context, None, what), what)[:, queries]):
+        raise CaseFailure(f"{what}: shuffling the tokens of x should shuffle the output rows the same way; "
+                          "each query is answered on its own")
+
+
+class _SelfView:
+    """A CrossAttention handle seen as a layer of one input: x attends over x itself (for
+    toolkit.check_dropout, which probes with x = eye(T))."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, x, _seed=None):
+        return self.module(x, x, _seed=_seed)
+
+    def train(self):
+        self.module.train()
+        return self
+
+    def eval(self):
+        self.module.eval()
+        return self
+
+
+def _probe_linears(num_tokens):
+    """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see toolkit.check_dropout."""
+    d_out = 4 * num_tokens
+    linears = _random_layers(rng(1907), num_tokens, num_tokens, d_out, False)
+    eye = np.eye(num_tokens, dtype=np.float32)
+    linears["W_value"] = (np.vstack([eye, 2 * eye, eye, 2 * eye]), None)
+    linears["out_proj"] = (np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32))
+    return linears
+
+
+def _dropout_probe(impl, num_tokens, p):
+    return _SelfView(_layer(impl, num_tokens, num_tokens, 4 * num_tokens, 2, _probe_linears(num_tokens), dropout=p))
+
+
+@case(STEP, "property", weight=0.5)
+def test_dropout_on_attention_weights(impl):
+    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p); none in eval mode"""
+    eye = np.eye(4)[None]
+    toolkit.check_dropout("CrossAttention", lambda p: _dropout_probe(impl, 4, p), 4, 2,
+                          expected=cross_attention(eye, eye, _probe_linears(4), 2))
+
+
+@case(STEP, "property", weight=0.25)
+def test_batch_sizes(impl):
+    """works for any batch size, each item independent of the others"""
+    r = rng(1908)
+    module = _layer(impl, 3, 2, 4, 2, _random_layers(r, 3, 2, 4, True), bias=True)
+    x, context = toolkit.tensor(r.normal(size=(4, 3, 3))), toolkit.tensor(r.normal(size=(4, 5, 2)))
+    mask = torch.tensor(_lengths_mask([5, 1, 3, 4], 5))
+    what = "CrossAttention on a batch of 4"
+    out = _explain_shape(_run(module, x, context, mask, what), x.numpy(), context.numpy(), 4, what)
+    for i in range(4):
+        if not toolkit.close(_run(module, x[i:i + 1], context[i:i + 1], mask[i:i + 1], what), out[i:i + 1]):
+            raise CaseFailure(f"CrossAttention: item {i} of a batch of 4 gets another output than when it is run "
+                              "alone (batch of 1); nothing in forward may mix batch items (does the mask line "
+                              "up with the batch axis? reshape it to (batch, 1, 1, T_k))")
+
+
+@case(STEP, "property", weight=0.25)
+def test_inputs_unchanged(impl):
+    """leaves x, context and key_padding_mask unchanged"""
+    r = rng(1909)
+    module = _layer(impl, 3, 2, 4, 2, _random_layers(r, 3, 2, 4, False))
+    x, context = toolkit.tensor(r.normal(size=(2, 3, 3))), toolkit.tensor(r.normal(size=(2, 4, 2)))
+    mask = torch.tensor(_lengths_mask([4, 2], 4))
+    _run(module, x, context, mask, "CrossAttention(3, 2, 4, num_heads=2)")  # names a failure to run at all
+    held = impl.hold(x, context, mask)
+    module(*held)
+    for original, handle, label in zip((x, context, mask), held, ("x", "context", "key_padding_mask")):
+        checks.expect_unchanged(original.numpy(), handle.call("clone"), f"the input {label} of CrossAttention")
+
+
+@case(STEP, "property", weight=0.25)
+def test_gradients_reach_every_layer(impl):
+    """gradients flow back to W_query, W_key, W_value and out_proj"""
+    r = rng(1910)
+    module = _layer(impl, 3, 2, 4, 2, _random_layers(r, 3, 2, 4, False))
+    x, context = toolkit.tensor(r.normal(size=(2, 3, 3))), toolkit.tensor(r.normal(size=(2, 4, 2)))
+    what = "CrossAttention(3, 2, 4, num_heads=2)(x, context)"
+    out = _explain_shape(_run(module, x, context, None, what), x.numpy(), context.numpy(), 4, what)
+    report = module.backward([x, context], rng(99).normal(size=out.shape).astype(np.float32),
+                             [f"{name}.weight" for name in LAYERS])
+    toolkit.explain_gradients("CrossAttention", report, [f"{name}.weight" for name in LAYERS])

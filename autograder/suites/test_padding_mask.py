@@ -1,0 +1,147 @@
+"""Hidden suite of `padding_mask` (assignment 03).
+
+The notes work no example of a padding mask, so the suite has no notes case; its oracle is
+torch.nn.MultiheadAttention's own `key_padding_mask`. Every comparison goes through `_diagnose`,
+which names the known mistakes (swapped True/False, `>` for `>=`, the size-1 axis in the wrong
+place or missing) before it falls back to saying which sequence and position are wrong.
+"""
+
+import numpy as np
+import torch
+
+from autograder import checks
+from autograder.errors import CaseFailure
+from autograder.fixtures import stored
+from autograder.harness import case
+from autograder.suites import toolkit
+from autograder.suites._shared import rng
+
+STEP = "padding_mask"
+
+
+def _blocked(lengths, num_tokens):
+    """The right answer as a NumPy bool array (batch, 1, T)."""
+    return (np.arange(num_tokens)[None, :] >= np.asarray(lengths)[:, None])[:, None, :]
+
+
+def _call(impl, lengths, num_tokens, strict=False):
+    """padding_mask(lengths, num_tokens) as a bool NumPy array, or a CaseFailure naming why not.
+
+    Only `strict` cases insist on torch.bool: a 0/1 mask of another dtype costs that case alone."""
+    what = f"padding_mask(lengths={np.asarray(lengths).tolist()}, num_tokens={num_tokens})"
+    out = impl.padding_mask(torch.as_tensor(np.asarray(lengths, dtype=np.int64)), num_tokens)
+    checks.expect_tensor(out, what)
+    if not strict:
+        return what, out.numpy() != 0
+    if out.dtype != torch.bool:
+        raise CaseFailure(f"{what} has dtype {out.dtype}; return a torch.bool tensor (True = blocked): "
+                          "a comparison such as >= gives one")
+    return what, out.numpy()
+
+
+def _diagnose(what, got, lengths, num_tokens):
+    """got == the right mask, or a CaseFailure naming the mistake."""
+    want = _blocked(lengths, num_tokens)
+    batch = want.shape[0]
+    if got.shape == want.shape and np.array_equal(got, want):
+        return
+    if got.shape == (batch, num_tokens) and np.array_equal(got, want[:, 0]):
+        raise CaseFailure(f"{what}: the right entries, but shape {checks.fmt_shape(got.shape)} lacks the "
+                          "query axis: return (batch, 1, num_tokens), so the mask broadcasts over the queries")
+    if got.shape == (batch, num_tokens, 1) and np.array_equal(got[..., 0], want[:, 0]):
+        raise CaseFailure(f"{what}: shape (batch, num_tokens, 1) blocks queries (rows), not keys: put the "
+                          "axis of size 1 in the middle, (batch, 1, num_tokens)")
+    if got.shape != want.shape:
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(got.shape)}, expected (batch, 1, num_tokens) "
+                          f"= {checks.fmt_shape(want.shape)}; is num_tokens or the batch size hard-coded?")
+    if np.array_equal(got, ~want):
+        raise CaseFailure(f"{what}: True and False are swapped; True means blocked, so True marks the "
+                          "padding, key positions j >= lengths[b]")
+    if np.array_equal(got, _blocked(np.asarray(lengths) + 1, num_tokens)):
+        raise CaseFailure(f"{what} is off by one: position lengths[b] is already padding (positions "
+                          "count from 0): use j >= lengths[b], not j > lengths[b]")
+    if np.array_equal(got, _blocked(np.asarray(lengths) - 1, num_tokens)):
+        raise CaseFailure(f"{what} is off by one: it also blocks the last real token, position "
+                          "lengths[b] - 1; block j >= lengths[b]")
+    row = int(np.argmax((got != want).any(axis=(1, 2))))
+    raise CaseFailure(f"{what}: sequence {row} (length {int(np.asarray(lengths)[row])}) should be True "
+                      "exactly at key positions j >= its length; this mistake has no name in the grader, "
+                      "compare your row with that rule")
+
+
+def stored_inputs():
+    r = rng(1351)
+    cases = [("one sequence, no padding", [4], 4), ("three sequences", [3, 1, 5], 5),
+             ("lengths in any order, T = 7", [7, 2, 2, 6], 7), ("a single token each", [1, 1], 1),
+             ("a long batch", list(r.integers(1, 33, size=16)), 32)]
+    return [dict(label=label, lengths=np.asarray(lengths, dtype=np.int64), num_tokens=np.int64(t))
+            for label, lengths, t in cases]
+
+
+def apply(impl, record):
+    return impl.padding_mask(torch.as_tensor(record["lengths"]), int(record["num_tokens"]))
+
+
+@case(STEP, "stored", weight=3)
+def test_stored_outputs(impl):
+    """is True exactly at key positions j >= lengths[b], shape (batch, 1, num_tokens)"""
+    for record in stored.load(STEP):
+        lengths, num_tokens = record["lengths"], int(record["num_tokens"])
+        what, got = _call(impl, lengths, num_tokens)
+        want = stored.expected_outputs(record)[0]
+        if got.shape != want.shape or not np.array_equal(got, want):
+            _diagnose(f"{what} ({record['label']})", got, lengths, num_tokens)
+            raise CaseFailure(f"{what} differs from the stored reference ({record['label']}), in a way the "
+                              "grader cannot name")
+
+
+@case(STEP, "property", weight=0.5)
+def test_bool_tensor_with_a_query_axis(impl):
+    """returns a torch.bool tensor (batch, 1, num_tokens), whatever the batch size"""
+    for lengths, num_tokens in (([2, 3], 3), ([5], 6), ([1, 2, 3, 4, 5], 5)):
+        what, got = _call(impl, lengths, num_tokens, strict=True)
+        _diagnose(what, got, lengths, num_tokens)
+
+
+@case(STEP, "property", weight=0.5)
+def test_combines_with_causal_mask(impl):
+    """padding_mask | causal_mask broadcasts to (batch, T, T) and blocks the future or the padding"""
+    lengths, num_tokens = [4, 2, 3], 4
+    what, got = _call(impl, lengths, num_tokens)
+    _diagnose(what, got, lengths, num_tokens)
+    causal = np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1)
+    combined = got | causal
+    if combined.shape != (3, num_tokens, num_tokens):
+        raise CaseFailure(f"{what} | causal_mask({num_tokens}) has shape {checks.fmt_shape(combined.shape)}, "
+                          f"expected (3, {num_tokens}, {num_tokens})")
+
+
+@case(STEP, "oracle", weight=2)
+def test_matches_torch_key_padding_mask(impl):
+    """masks what nn.MultiheadAttention's key_padding_mask masks"""
+    r = rng(1352)
+    lengths, num_tokens, d = [5, 2, 3], 5, 4
+    what, got = _call(impl, lengths, num_tokens)
+    x = torch.tensor(r.normal(size=(3, num_tokens, d)), dtype=torch.float32)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        mha = torch.nn.MultiheadAttention(d, 2, batch_first=True).eval()
+    key_padding = torch.arange(num_tokens)[None, :] >= torch.tensor(lengths)[:, None]
+    try:  # one (T, T) mask per sequence and head, as attn_mask takes it
+        blocked = torch.as_tensor(got).expand(3, num_tokens, num_tokens).repeat_interleave(2, dim=0)
+    except RuntimeError:
+        _diagnose(what, got, lengths, num_tokens)
+        raise
+    with torch.no_grad():
+        want = mha(x, x, x, key_padding_mask=key_padding, need_weights=False)[0]
+        mine = mha(x, x, x, attn_mask=blocked, need_weights=False)[0]
+    if not toolkit.close(mine, want):
+        _diagnose(what, got, lengths, num_tokens)
+        raise CaseFailure(f"nn.MultiheadAttention with attn_mask={what} differs from its own key_padding_mask")
+
+
+@case(STEP, "property", weight=0.5)
+def test_lengths_unchanged(impl):
+    """leaves lengths unchanged"""
+    lengths = torch.tensor([3, 1, 4])
+    checks.expect_inputs_unchanged(impl, "padding_mask", (lengths,), ["lengths"], more=(4,))
