@@ -46,7 +46,7 @@ def _call_update(cache, k, v, what):
         return cache.call("update", k, v)
     except RemoteError as error:
         found = re.search(r"must match except in dimension (-?\d+)", str(error))
-        if error.submission and found and found.group(1) in _AXES:
+        if found and found.group(1) in _AXES:
             raise CaseFailure(f"{what} raised {error.type_name}: the new entries are appended along "
                               f"{_AXES[found.group(1)]}; append along dim 1, the token axis of (batch, T, d)") from None
         raise
