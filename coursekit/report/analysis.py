@@ -83,6 +83,7 @@ class Attention:
 ATTENTION = {
     "grader error": "a case could not run (not the student's fault): {detail}",
     "kernel restarted": "the kernel stopped answering and was restarted",
+    "cell restored": "the student deleted its graded cell; nbgrader put it back and the judge graded it",
     "points differ": "the gradebook holds {detail} (graded by hand?)",
     "no verdicts": "no verdicts stored: the notebook had no graded cell for it (deleted?)",
 }
@@ -185,6 +186,8 @@ def attention(sub, max_points):
             found.append(Attention(sub.student, step, "grader error", ", ".join(record["grader_errors"])))
         if record.get("kernel_lost"):
             found.append(Attention(sub.student, step, "kernel restarted"))
+        if step in sub.restored:
+            found.append(Attention(sub.student, step, "cell restored"))
         points = sub.points.get(step)
         if step in max_points and points is not None:
             verdicts = points_of_record(record, max_points[step])

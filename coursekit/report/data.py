@@ -16,7 +16,7 @@ from pathlib import Path
 
 from autograder.harness import RECORD_KEY
 from autograder.steps import ASSIGNMENTS, GRADE_SUFFIX, STEPS, graded_step
-from coursekit import grading
+from coursekit import grading, standing
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Submission:
     points: dict = field(default_factory=dict)  # step -> the gradebook's score (None: not graded)
     max_points: dict = field(default_factory=dict)  # step -> the gradebook's max score
     records: dict = field(default_factory=dict)  # step -> the judge's StepRecord
+    restored: list = field(default_factory=list)  # steps whose graded cell the student deleted (nbgrader put it back)
     seconds_late: float = 0.0
     problem: str = ""  # why it could not be graded
 
@@ -169,6 +170,7 @@ def collect(course_dir, assignments=None, db_url=None, problems=None):
         for student, sub in subs[assignment].items():
             if (assignment, student) in autoscored:
                 sub.records = read_records(course_dir / "autograded" / student / assignment)
+                sub.restored = [flag.split(":", 1)[0] for flag in standing.restored_flags(course_dir, assignment, student)]
             else:
                 sub.problem = problems.get((student, assignment)) or _why_not_graded(course_dir, assignment, student)
                 sub.points = dict.fromkeys(max_points[assignment])
