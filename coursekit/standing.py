@@ -94,25 +94,25 @@ def kind_of(problem):
     return "other"
 
 
-def _notebook(path):
-    """The parsed JSON of a notebook file, or None if it is not one (read without following links)."""
+def _json(path):
+    """The parsed JSON of the file at `path`, read without following links; None if it is none."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
-            nb = json.loads(handle.read().decode("utf-8"))
+            return json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
+
+
+def _notebook(path):
+    """The parsed JSON of a notebook file, or None if it is not one (read without following links)."""
+    nb = _json(path)
     return nb if isinstance(nb, dict) and isinstance(nb.get("cells"), list) else None
 
 
 def _old_format(path):
     """The notebook format of an nbformat 3 (or older) notebook at `path`, else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            nb = json.loads(handle.read().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    nb = _json(path)
     version = nb.get("nbformat") if isinstance(nb, dict) else None
     return version if isinstance(version, int) and version < 4 else None
 

@@ -115,18 +115,16 @@ class Envelope:
         """Where a process writes its id to join every group (a cold kernel, before exec)."""
         return [str(path / "cgroup.procs") for path in self.paths.values()]
 
-    def admit(self, pid, stopped=True):
+    def admit(self, pid):
         """Move process `pid` (stopped by itself, as the warm parent's monitors start) into every
         group, then let it go on."""
-        if stopped:
-            for _ in range(500):  # it stops itself right after the fork
-                if procfs.state(pid) in ("T", "t"):
-                    break
-                time.sleep(0.002)
+        for _ in range(500):  # it stops itself right after the fork
+            if procfs.state(pid) in ("T", "t"):
+                break
+            time.sleep(0.002)
         for procs in self.procs_files:
             _write(procs, str(pid))
-        if stopped:
-            os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGCONT)
 
     # memory
     def _memory_file(self, v1, v2):

@@ -103,12 +103,12 @@ def copy_submission(source, target):
         skipped = {n for n in names if n.startswith(("judge-", "job-"))}
         for name in sorted(set(names) - skipped):
             path = os.path.join(folder, name)
-            mode = os.lstat(path).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            info = os.lstat(path)
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode)):
                 skipped.add(name)  # sockets, pipes, devices: nothing a notebook reads
-            elif stat.S_ISREG(mode):
+            elif stat.S_ISREG(info.st_mode):
                 budget["files"] -= 1
-                budget["bytes"] -= os.lstat(path).st_size
+                budget["bytes"] -= info.st_size
                 if budget["files"] < 0 or budget["bytes"] < 0:
                     skipped.add(name)
         return skipped
