@@ -165,7 +165,7 @@ class JudgedExecute(Execute):
         run_sync(self.km.restart_kernel)(now=True)
         channel = self._new_channel()
         try:
-            channel.client.wait_for_ready(timeout=self.startup_timeout)
+            channel.wait_until_ready(self.startup_timeout, alive=run_sync(self.km.is_alive))
             for cell in self.nb.cells[:upto]:
                 if cell.cell_type == "code" and not graded_step(cell):
                     # Replayed cells get the limits the notebook's own run gave them: a cell that
