@@ -224,6 +224,11 @@ class JudgedExecute(Execute):
             # has fresh mounts and processes, and replays the cells before this one, so nothing of
             # the reference (an object kept, its source recorded) is there for later cells.
             self._restart_and_replay(index)
+        elif self._channel is not None:
+            # The agent's connection lives as long as its step: the student's later cells find
+            # no socket to the judge (one that wrote to it held each later cell until its time
+            # limit), and the agent's thread ends.
+            self._channel.close()
         return result
 
     def _spent(self) -> str:
