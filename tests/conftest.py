@@ -32,14 +32,22 @@ def catalogue_results(course):
     """assignment -> {student: StudentResult}, graded on first use (one grade_class call each).
     At the end the matrix of this run is written next to the course directory (or to
     $CATALOGUE_MATRIX_OUT): what `python -m coursekit.matrix` would write."""
-    cache = {}
+    from coursekit.cluster import Cluster
+
+    cache, clusters = {}, []
 
     def results(assignment):
         if assignment not in cache:
-            cache[assignment] = matrix.grade_catalogue(course, assignment)
+            if not clusters:  # one cluster for the five runs: its workers start and warm up once
+                clusters.append(Cluster(workers=2))
+            cache[assignment] = matrix.grade_catalogue(course, assignment, cluster=clusters[0])
         return cache[assignment]
 
-    yield results
+    try:
+        yield results
+    finally:
+        for cluster in clusters:
+            cluster.close()
     graded = {assignment: matrix.rows(assignment, by_student) for assignment, by_student in cache.items()}
     if graded:
         out = Path(os.environ.get("CATALOGUE_MATRIX_OUT") or Path(course).parent / "grading_matrix.md")
