@@ -29,7 +29,7 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Float
+from traitlets import Bool, Float
 
 from autograder.errors import FLAG, KernelStuck
 from autograder.harness import GRADER_ERROR, RECORD_KEY, CaseResult, StepResult, cases_of, run_step
@@ -37,7 +37,13 @@ from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
 from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
-from autograder.limits import CELL_TIMEOUT, ENDLESS_CELL_RETRY, INTERRUPT_GRACE, SUBMISSION_TIMEOUT
+from autograder.limits import (
+    CELL_TIMEOUT,
+    ENDLESS_CELL_RETRY,
+    INTERRUPT_GRACE,
+    MAX_NOTEBOOK_OUTPUT_BYTES,
+    SUBMISSION_TIMEOUT,
+)
 from autograder.reference import reference_source
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
@@ -64,6 +70,24 @@ def format_report(result: StepResult, max_points: float) -> str:
     if result.kernel_lost:
         lines.append(f"  {FLAG}: the kernel stopped answering and was restarted")
     return "\n".join(lines)
+
+
+def _text_size(value: object) -> int:
+    """About how many bytes `value` (a message's content: text, lists, dicts) holds. Without
+    recursion: a kernel chooses how deeply its messages nest."""
+    size, todo = 0, [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str | bytes):
+            size += len(item)
+        elif isinstance(item, dict):
+            size += sum(len(str(key)) for key in item)
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend(item)
+        else:
+            size += 8
+    return size
 
 
 def graded_outputs(result: StepResult, max_points: float) -> list[NotebookNode]:
@@ -94,8 +118,32 @@ class JudgedExecute(Execute):
         "to what is left of it, so it holds inside a cell and while a reply is read; once it is "
         "spent, the remaining cells are not run and the remaining steps score 0."
     )).tag(config=True)
+    raise_on_iopub_timeout = Bool(False, help=(
+        "nbgrader stops the whole notebook when a cell's output is still arriving 4 s after the cell "
+        "ended (a large print, a thread that keeps printing): its grading would be lost to its own "
+        "output. The judge moves on to the next cell, and what arrives late is dropped."
+    )).tag(config=True)
     _cell_timed_out = False
     _deadline = float("inf")
+
+    # The messages that carry output: counted against MAX_NOTEBOOK_OUTPUT_BYTES.
+    _OUTPUT_MESSAGES = ("stream", "display_data", "execute_result", "update_display_data", "error")
+
+    def process_message(self, msg, cell, cell_index):
+        """nbclient's, with the notebook's output bounded: a kernel may print or display
+        gigabytes, and each message would stay in this process (a classmate's worker) and in the
+        autograded notebook. Past the budget a cell's output is dropped, with one line saying so."""
+        msg_type = msg["msg_type"]
+        if msg_type in self._OUTPUT_MESSAGES or msg_type.startswith("comm"):
+            self._output_bytes += _text_size(msg.get("content"))
+            if self._output_bytes > MAX_NOTEBOOK_OUTPUT_BYTES:
+                if cell_index not in self._cut_cells:
+                    self._cut_cells.add(cell_index)
+                    cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=(
+                        f"\n[the grader kept no more output: this notebook printed or displayed more than "
+                        f"{MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MiB]\n")))
+                return None
+        return super().process_message(msg, cell, cell_index)
 
     def _left(self) -> float:
         """Seconds left of the notebook's own time."""
@@ -104,6 +152,7 @@ class JudgedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
         self._cell_timed_out = False
+        self._output_bytes, self._cut_cells = 0, set()
         self._deadline = time.monotonic() + self.submission_timeout
         folder = resources.get("metadata", {}).get("path") or os.getcwd()
         if not sandbox.available():

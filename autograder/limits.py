@@ -22,6 +22,8 @@ MEMORY_LIMIT = 6 * 1024**3  # address space of any one process of the submission
 MAX_PROCESSES = 128  # processes and threads the sandbox may hold at once
 CPU_SECONDS = 600  # CPU time of the kernel, all cells together
 MAX_REPLY_BYTES = 64 * 1024**2  # the largest answer the judge reads from a kernel
+MAX_NOTEBOOK_OUTPUT_BYTES = 16 * 1024**2  # what the notebook's cells print and display, together:
+# more is dropped (it would sit in the grading process's memory, the autograded notebook and the feedback)
 
 # --- the envelope of one submission -----------------------------------------------------------
 # Everything a submission runs (its kernel, the kernel's children and threads) and everything it

@@ -240,3 +240,18 @@ def test_a_fork_bomb_stops_at_the_process_cap_and_dies_with_its_kernel(tmp_path)
     text = printed(judged, 0)
     assert 0 < int(text.split("STARTED")[1]) < MAX_PROCESSES, text
     assert processes_left() == []
+
+
+def test_a_flood_of_output_is_cut_at_the_notebooks_budget_and_grading_goes_on(tmp_path):
+    """A cell that prints 40 MiB keeps at most MAX_NOTEBOOK_OUTPUT_BYTES of it, says what was
+    dropped, and the steps after it are graded as usual (their reports are the judge's, not
+    output)."""
+    from autograder.limits import MAX_NOTEBOOK_OUTPUT_BYTES
+
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        reference_source(["softmax"]), program("output_flood"), "print('AFTER')", ("grade", "softmax")]))
+    flood, after = printed(judged, 1), printed(judged, 2)
+    assert len(flood) <= MAX_NOTEBOOK_OUTPUT_BYTES + 4096, len(flood)
+    assert "the grader kept no more output" in flood and "FLOOD DONE" not in flood
+    assert "the grader kept no more output" in after, "a later cell says its output was dropped too"
+    assert points(judged, "softmax") == STEPS["softmax"].points
