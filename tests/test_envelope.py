@@ -140,3 +140,34 @@ def test_the_notebooks_own_time_holds_inside_a_cell_and_ends_what_is_left(tmp_pa
     assert all("stopped after its 4 s" in r.message for r in judged.steps["softmax"].results)
     assert "not run" in printed(judged, 2)
     assert processes_left() == []
+
+
+@needs_sandbox
+def test_what_a_killed_grading_process_left_is_removed_by_the_next(tmp_path):
+    """A grading process killed with SIGKILL (a Dask worker, say) never removes its enclosure:
+    the next process to make one removes the folder and its control groups, and leaves alone
+    the enclosures of processes that still run."""
+    import signal
+    import subprocess
+    import sys
+
+    killed = subprocess.run([sys.executable, "-c", (
+        "import os, signal\n"
+        "from autograder.kernel import sandbox\n"
+        "enclosure = sandbox.Enclosure(prefix='judge-test-killed-')\n"
+        "print(enclosure.root.name, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    name = killed.stdout.strip()
+    folder = sandbox.Path(sandbox.tempfile.gettempdir()) / name
+    groups = [root / name for root in envelope._group_folders()]
+    assert folder.is_dir() and all(g.is_dir() for g in groups), "the killed process left them"
+    alive = sandbox.Enclosure(prefix="judge-test-alive-")  # this process's: it still runs
+    try:
+        sandbox._reaped = False
+        sandbox.reap_abandoned()
+        assert not folder.exists()
+        assert not any(g.exists() for g in groups)
+        assert alive.root.is_dir() and all((root / alive.root.name).is_dir() for root in envelope._group_folders())
+    finally:
+        alive.close()

@@ -72,6 +72,25 @@ def _read_counts(path):
     return {k: int(v) for k, _, v in (line.partition(" ") for line in lines) if v.strip().isdigit()}
 
 
+def _group_folders():
+    """Every folder this process may make groups in: one per v1 controller, or the v2 root."""
+    version = _version()
+    return [ROOT / c for c in ("memory", "pids", "cpu")] if version == 1 else [ROOT] if version == 2 else []
+
+
+def remove_abandoned(name):
+    """Remove the groups of the enclosure `name` and of its kernels (`kernel-<name>-...`), killing
+    what is left in them: for an enclosure whose owning process is gone (killed, so its own
+    `remove` never ran)."""
+    for folder in _group_folders():
+        try:
+            found = [p for p in folder.iterdir() if p.name == name or p.name.startswith(f"kernel-{name}-")]
+        except OSError:
+            continue
+        for path in found:
+            Envelope(path.name, version=_version(), paths={path.parent.name: path}).remove()
+
+
 @dataclass
 class Envelope:
     """The control groups of one kernel (and of any kernel that replaces it after a restart)."""
@@ -82,6 +101,8 @@ class Envelope:
     _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
 
     def __post_init__(self):
+        if self.paths:
+            return  # groups that exist already (`remove_abandoned`)
         if self.version == 1:
             for controller, values in _v1_settings().items():
                 self._make(ROOT / controller / self.name, values, controller)

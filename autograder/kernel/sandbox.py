@@ -33,7 +33,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from autograder.kernel.envelope import Envelope
+from autograder.kernel import procfs
+from autograder.kernel.envelope import Envelope, remove_abandoned
 from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT, SANDBOX_CHECK, TMP_BYTES
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
@@ -222,13 +223,43 @@ def _join(procs_files):
             os.close(fd)
 
 
+OWNER_FILE = "owner"  # in an enclosure's folder: "<pid> <start time>" of the process that made it
+_reaped = False
+
+
+def _owner_alive(folder):
+    """Whether the process that made the enclosure `folder` still runs (True when unknown)."""
+    try:
+        pid, started = (int(x) for x in (folder / OWNER_FILE).read_text().split())
+    except (OSError, ValueError):
+        return True  # not ours, or being made right now: left alone
+    return procfs.start_time(pid) == started
+
+
+def reap_abandoned():
+    """Remove what enclosures of killed grading processes left: their folders (a kernel's copy of a
+    submission among them) and control groups. A grading process removes its own at exit, but a
+    Dask worker killed with SIGKILL, or a driver killed in the middle, never gets there. Done once
+    per process, when its first enclosure is made."""
+    global _reaped
+    if _reaped:
+        return
+    _reaped = True
+    for folder in Path(tempfile.gettempdir()).glob("judge-*"):
+        if folder.is_dir() and not folder.is_symlink() and not _owner_alive(folder):
+            remove_abandoned(folder.name)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 class Enclosure:
     """A folder, and what one bubblewrap sandbox needs around it: its user, the Python folders
     staged where that user can reach them, and its envelope (control groups)."""
 
     def __init__(self, prefix="judge-"):
+        reap_abandoned()
         self.root = Path(tempfile.mkdtemp(prefix=prefix))
         os.chmod(self.root, 0o755)
+        (self.root / OWNER_FILE).write_text(f"{os.getpid()} {procfs.start_time(os.getpid())}")
         self.uid = sandbox_uid()
         self.envelope = Envelope(self.root.name)
         # Where bubblewrap finds the Python folders: as they are, or (as root) staged in the
