@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS, steps_of
-from coursekit import catalogue, classroom, grading, samples
+from coursekit import catalogue, classroom, grading, results_table, samples
+from coursekit.course_dir import CourseDir
 from coursekit.paths import GRADING_MATRIX, ROOT
 
 CONTROL = "catalogue-reference"  # the reference: full marks everywhere
@@ -39,7 +40,7 @@ def submissions(release_nb, assignment):
 def grade_catalogue(course_dir, assignment, workers=2):
     """{student: StudentResult} for the control and every entry of one released assignment:
     one `grade_class` call, audit included."""
-    release = samples.read(grading.release_path(course_dir, assignment))
+    release = samples.read(CourseDir(course_dir).release_notebook(assignment))
     return classroom.grade_class(course_dir, assignment, submissions(release, assignment), workers=workers)
 
 
@@ -214,7 +215,7 @@ def main(argv=None):
     bad = 0
     for assignment, rows in graded.items():
         print(f"\n== {assignment}")
-        print(classroom.table([r for _, _, r in rows], assignment))
+        print(results_table.table([r for _, _, r in rows], assignment))
         results = {result.student: result for _, _, result in rows}
         for kind, variant, result in rows:
             for problem in problems(kind, variant, result, results):
