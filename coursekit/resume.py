@@ -60,10 +60,7 @@ def write_marker(course, assignment, student, notebooks):
 
 def forget(course, assignment, student):
     """Drop the marker: the student's old record is being replaced."""
-    try:
-        CourseDir(course).marker(assignment, student).unlink()
-    except FileNotFoundError:
-        pass
+    CourseDir(course).marker(assignment, student).unlink(missing_ok=True)
 
 
 def marker_matches(course, assignment, student):

@@ -53,10 +53,7 @@ def record_failure(root, assignment, student, problem):
 
 
 def clear_failure(root, assignment, student):
-    try:
-        CourseDir(root).failure(assignment, student).unlink()
-    except FileNotFoundError:
-        pass
+    CourseDir(root).failure(assignment, student).unlink(missing_ok=True)
 
 
 def _recorded_failure(root, assignment, student):
