@@ -29,7 +29,7 @@ that file as a markdown section.
 
 With `--regrade K`, a small job too: regrading one student (the reference), `nbgrader autograde
 ASSIGNMENT --student S --force` against `coursekit autograde ASSIGNMENT --student S --force`
-(which grades a job of `class_run.IN_PROCESS_MAX` submissions or fewer in its own process, with
+(which grades a job of `class_run.in_process_max` submissions or fewer in its own process, with
 no cluster), K times each, alternating, on the graded course directories; the medians are reported.
 """
 

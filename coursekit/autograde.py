@@ -60,7 +60,7 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
     `cluster`: a `Cluster` to reuse (the caller closes it). `close_later`: the cluster this run
     started is closed in a thread (its workers take seconds to stop), so the caller can print the
     summary meanwhile; `report.wait_closed()` waits for it. `in_process`: grade in this process,
-    without Dask (default: for `class_run.IN_PROCESS_MAX` submissions or fewer).
+    without Dask (default: when a cluster would cost more than it saves, `class_run.in_process_max`).
     """
     start = time.perf_counter()
     warnings.filterwarnings("ignore", module="nbgrader.api")  # SQLAlchemy's session notes, as in nbgrader
@@ -69,7 +69,7 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
     # is work), inherit this environment.
     os.environ.update(with_interpreter_on_path(os.environ))
     if in_process is None:
-        in_process = class_run.in_process(course_dir, assignment, students, scheduler, cluster)
+        in_process = class_run.in_process(course_dir, assignment, students, workers, scheduler, cluster)
     likely = not in_process and cluster is None and (force or resume.likely_work(course_dir, assignment, students))
     engine = Engine(cluster, StartingCluster(workers, scheduler) if likely else None, workers, scheduler,
                     in_process)

@@ -7,23 +7,37 @@ import sys
 import time
 from dataclasses import dataclass
 
-from coursekit import intake, resume, standing
-from coursekit.cluster import StartingCluster
+from coursekit import intake, resume, sandbox_warning, standing
+from coursekit.cluster import StartingCluster, default_workers
 from coursekit.course_dir import CourseDir
 from coursekit.grading_task import describe, judge_submission
 from coursekit.outcomes import GradingError, Outcome, Ungradable
 
 TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
-IN_PROCESS_MAX = 2  # this many submissions or fewer are graded in the driver, without a cluster
+# What a job costs, to choose where it runs (benchmarks/results.md, "Small jobs"): starting an
+# embedded cluster and warming its workers, then stopping it; and grading one notebook.
+CLUSTER_SECONDS = 7.5
+NOTEBOOK_SECONDS = 1.0
 
 
-def in_process(course_dir, assignment, students, scheduler, cluster):
-    """Grade in the driver's own process? A cluster's start (seconds) costs more than it saves
-    on a small job: one or a few submissions, and no scheduler or cluster named."""
+def in_process_max(workers):
+    """The largest job graded faster in the driver's own process than on an embedded cluster of
+    `workers`: n notebooks take n * NOTEBOOK_SECONDS here, CLUSTER_SECONDS + n * NOTEBOOK_SECONDS
+    / workers there."""
+    if workers <= 1:
+        return float("inf")
+    return int(CLUSTER_SECONDS / (NOTEBOOK_SECONDS * (1 - 1 / workers)))
+
+
+def in_process(course_dir, assignment, students, workers, scheduler, cluster):
+    """Grade in the driver's own process? Unless a scheduler or a cluster is named, whenever a
+    cluster's start would cost more than it saves (`in_process_max`)."""
     if scheduler or cluster is not None:
         return False
-    count = len(students) if students else len(CourseDir(course_dir).submissions(assignment))
-    return count <= IN_PROCESS_MAX
+    course = CourseDir(course_dir)
+    count = (sum(course.submitted(assignment, s).is_dir() for s in students) if students
+             else len(course.submissions(assignment)))
+    return count <= in_process_max(workers or default_workers())
 
 
 @dataclass
@@ -92,6 +106,7 @@ def grade(driver, report, students, force, progress, engine):
     todo = to_grade(driver, report, students, force)
     if not todo:
         return
+    sandbox_warning.say_once()  # before the bar, and once, whichever process grades
     bar = _progress(len(todo), progress, driver.assignment)
     try:
         ClassRun(driver, engine, report, bar).run(todo)

@@ -3,6 +3,7 @@ configuration, the cut converter (`coursekit/converter.py`), the gradebook's rec
 graded, and the plain data every worker's task starts from.
 """
 
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -13,6 +14,24 @@ from nbgrader.apps.autogradeapp import AutogradeApp
 from coursekit import resume, standing
 from coursekit.converter import ClassAutograde, split_preprocessors
 from coursekit.lean_driver import lean_nbgrader
+
+
+@contextlib.contextmanager
+def _said_instead_of_printed(log):
+    """The messages nbgrader logs inside the block, collected (not printed): the command says
+    them once, in its own words (`GradingError`), instead of twice."""
+    said = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+
+    handlers, propagate = log.handlers[:], log.propagate
+    log.handlers[:], log.propagate = [Collect(logging.ERROR)], False
+    try:
+        yield said
+    finally:
+        log.handlers[:], log.propagate = handlers, propagate
 
 
 def _plain(config):
@@ -47,13 +66,14 @@ class NbgraderDriver:
         self.converter.driver_preprocessors = driver_pps
         self.task_template = {"config": _plain(self.app.config), "preprocessors": worker_pps}
         self.root = Path(self.app.coursedir.root).resolve()
-        try:
-            self.converter.setup()
-        except Exception as error:  # noqa: BLE001 - nbgrader says why (and logged it)
-            self.converter.submissions = {}
-            self.setup_problem = str(error) or type(error).__name__
-        else:
-            self.setup_problem = ""
+        with _said_instead_of_printed(self.converter.log) as said:
+            try:
+                self.converter.setup()
+            except Exception as error:  # noqa: BLE001 - nbgrader says why (in its log)
+                self.converter.submissions = {}
+                self.setup_problem = "; ".join(said) or str(error) or type(error).__name__
+            else:
+                self.setup_problem = ""
 
     def close(self):
         os.chdir(self._cwd)
