@@ -14,10 +14,11 @@ from coursekit.grading_task import describe, judge_submission
 from coursekit.outcomes import GradingError, Outcome, Ungradable
 
 TASK_RETRIES = 1  # a task that raised (a worker's disk, say) is tried once more
-# What a job costs, to choose where it runs (benchmarks/results.md, "Small jobs"): starting an
-# embedded cluster and warming its workers, then stopping it; and grading one notebook.
-CLUSTER_SECONDS = 7.5
-NOTEBOOK_SECONDS = 1.0
+# What a job costs, to choose where it runs (benchmarks/results.md, "Small jobs", 2 cores): what
+# an embedded cluster adds to a run (its start, its workers' warm-up and its stop, beyond the
+# driver's own start, which overlaps them), and one notebook's grading.
+CLUSTER_SECONDS = 4.5
+NOTEBOOK_SECONDS = 1.5
 
 
 def in_process_max(workers):
@@ -122,6 +123,7 @@ class ClassRun:
         self.prepare_seconds = {}  # student -> the driver's part A
         self.pending = {}  # future key -> (student, future)
         self.finished = None  # distributed.as_completed, from the first task on the cluster
+        self.failures = 0  # of the bar's submissions (a student with none is not one)
 
     def run(self, todo):
         try:
@@ -211,7 +213,8 @@ class ClassRun:
             self.report.outcomes.append(outcome)
         self.bar.update(1)
         if outcome is not None and not outcome.ok:
-            self.bar.set_postfix(failed=len(self.report.failed), refresh=False)
+            self.failures += 1
+            self.bar.set_postfix(failed=self.failures, refresh=False)
 
     def cancel_pending(self):
         if self.pending and self.engine.cluster is not None:
