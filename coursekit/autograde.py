@@ -48,6 +48,7 @@ from pathlib import Path
 from coursekit import class_run, resume
 from coursekit.class_run import Engine
 from coursekit.cluster import StartingCluster
+from coursekit.course_dir import CourseDir
 from coursekit.outcomes import GradingError, Report
 from coursekit.paths import with_interpreter_on_path
 from coursekit.results_table import summary
@@ -92,21 +93,25 @@ def autograde(course_dir, assignment, students=None, workers=None, scheduler=Non
 
 def run_autograde(args, extra=()):
     course = Path(args.course).resolve()
-    if not (course / "nbgrader_config.py").is_file():
+    if not CourseDir(course).is_course():
         print(f"coursekit autograde: {course} is not a course directory (no nbgrader_config.py); run it "
               "from the course directory or pass --course DIR", file=sys.stderr)
         return 2
     try:
-        report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force,
-                           close_later=True)
+        return _grade_and_summarise(course, args)
     except GradingError as error:
         print(f"coursekit autograde: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, wherever it came: what is recorded stays (coursekit/resume.py)
         done, total = resume.graded_count(course, args.assignment)
         print(f"\ncoursekit autograde: interrupted; {done} of {total} submissions of {args.assignment} are graded "
               "and recorded. Run the same command again to grade the rest.", file=sys.stderr)
         return 130
+
+
+def _grade_and_summarise(course, args):
+    report = autograde(course, args.assignment, args.student or None, args.workers, args.scheduler, args.force,
+                       close_later=True)
     try:
         print(summary(report.db_url, report, course))  # while the workers stop
         if args.timings:
