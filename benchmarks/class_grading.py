@@ -29,7 +29,7 @@ that file as a markdown section.
 
 With `--regrade K`, a small job too: regrading one student (the reference), `nbgrader autograde
 ASSIGNMENT --student S --force` against `coursekit autograde ASSIGNMENT --student S --force`
-(which grades a job of `autograde.IN_PROCESS_MAX` submissions or fewer in its own process, with
+(which grades a job of `class_run.in_process_max` submissions or fewer in its own process, with
 no cluster), K times each, alternating, on the graded course directories; the medians are reported.
 """
 
@@ -47,6 +47,7 @@ from typing import NamedTuple
 from autograder.steps import ASSIGNMENTS
 from coursekit import catalogue, classroom, grading, grading_task, samples
 from coursekit.cluster import default_workers
+from coursekit.course_dir import CourseDir
 from coursekit.paths import SOURCE, interpreter_bin, with_interpreter_on_path
 
 BIN = Path(interpreter_bin())
@@ -92,7 +93,7 @@ def gradebook(course, assignment):
     from nbgrader.api import Gradebook
 
     rows = {}
-    with Gradebook(grading.gradebook_url(course)) as gb:
+    with Gradebook(CourseDir(course).gradebook_url) as gb:
         for submission in gb.assignment_submissions(assignment):
             for nb in submission.notebooks:
                 for g in nb.grades:
@@ -177,7 +178,7 @@ def main(argv=None):
         subs = build_class(release, assignment, args.students)
         sizes[assignment] = len(subs)
         for student, nb in subs.items():
-            samples.write(nb, grading.submission_path(course, assignment, student))
+            samples.write(nb, CourseDir(course).submitted_notebook(assignment, student))
     plain = Path(shutil.copytree(course, base / "nbgrader", symlinks=True))
     ours = Path(shutil.copytree(course, base / "coursekit", symlinks=True))
     cold = Path(shutil.copytree(course, base / "nbgrader-cold", symlinks=True)) if args.cold else None

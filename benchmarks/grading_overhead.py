@@ -18,6 +18,7 @@ from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS
 from coursekit import classroom, grading, samples
+from coursekit.course_dir import CourseDir
 
 
 def timed(command, cwd):
@@ -36,7 +37,7 @@ def main(argv=None):
         course = grading.prepare(Path(scratch) / "course")
         for assignment in ASSIGNMENTS:
             release = samples.read(grading.release(course, assignment))
-            submitted = grading.submission_path(course, assignment, "bench")
+            submitted = CourseDir(course).submitted_notebook(assignment, "bench")
             samples.write(classroom.build_submission(release), submitted)
             bare, graded = [], []
             for _ in range(args.runs):

@@ -35,7 +35,8 @@ import textwrap
 import nbformat
 
 from autograder.steps import ASSIGNMENTS, STEPS
-from coursekit.paths import CONTENT, ROOT, source_notebook
+from coursekit.generated import regenerate_or_check
+from coursekit.paths import CONTENT, source_notebook
 
 ROLES = ("include", "solution", "checks", "grade")  # a code cell's tag; untagged code is "given"
 
@@ -229,21 +230,8 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true", help="fail if source/ is stale")
     parser.add_argument("assignments", nargs="*", default=list(ASSIGNMENTS))
     args = parser.parse_args(argv)
-    stale = []
-    for assignment in args.assignments:
-        text = render(build_notebook(assignment))
-        path = source_notebook(assignment)
-        if args.check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(str(path.relative_to(ROOT)))
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            print(f"wrote {path.relative_to(ROOT)}")
-    if stale:
-        print("stale (run `python -m coursekit.build`):", *stale, sep="\n  ")
-        return 1
-    return 0
+    outputs = {source_notebook(a): render(build_notebook(a)) for a in args.assignments}
+    return regenerate_or_check(outputs, "python -m coursekit.build", args.check)
 
 
 if __name__ == "__main__":

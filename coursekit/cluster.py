@@ -9,6 +9,7 @@ import threading
 import time
 
 from coursekit.grading_task import warm_up
+from coursekit.sandbox_warning import keep_quiet
 
 ALLOWED_FAILURES = 2  # a submission whose worker died this many times is given up as failing
 
@@ -45,6 +46,7 @@ class Cluster:
         self.client.register_plugin(QuickExit())  # the workers stop in 0.1 s, not 1.1 s
         if self.cluster is not None:
             self.client.register_plugin(IgnoreInterrupt())
+            self.client.run(keep_quiet)  # the driver says the no-sandbox warning (sandbox_warning.py)
         self.warming = [self.client.submit(warm_up, pure=False, workers=[address], allow_other_workers=False,
                                            key=f"warm-up-{address}-{time.time_ns()}")
                         for address in self.client.scheduler_info(n_workers=-1).get("workers", {})]

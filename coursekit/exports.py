@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 from coursekit import csvsafe, grading, roster, standing
+from coursekit.course_dir import CourseDir
 
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -48,8 +49,9 @@ def export_canvas(course_dir, canvas_ids=None):
     from nbgrader.api import Gradebook, MissingEntry
 
     canvas_ids = canvas_ids or {}
-    path = Path(course_dir) / "canvas_grades.csv"
-    with Gradebook(grading.gradebook_url(course_dir)) as gb, path.open("w", newline="") as handle:
+    course = CourseDir(course_dir)
+    path = course.export("canvas_grades.csv")
+    with Gradebook(course.gradebook_url) as gb, path.open("w", newline="") as handle:
         assignments = sorted(gb.assignments, key=lambda a: (a.duedate is None, a.duedate or 0, a.name))
         writer = csvsafe.Writer(handle)
         writer.writerow(CANVAS_IDENTITY + [canvas_column(a.name, canvas_ids) for a in assignments])
@@ -75,11 +77,6 @@ def export_canvas(course_dir, canvas_ids=None):
     return path
 
 
-def is_course(course_dir):
-    """A course directory: it holds nbgrader_config.py and a gradebook."""
-    return (Path(course_dir) / "nbgrader_config.py").is_file() and (Path(course_dir) / "gradebook.db").is_file()
-
-
 def export_all(course_dir, canvas_ids=None):
     """grades.csv, step_scores.csv and canvas_grades.csv in the course directory."""
     grades = grading.export_grades(course_dir)
@@ -100,7 +97,7 @@ def _canvas_ids(pairs):
 
 def run_feedback(args, extra=()):
     course = Path(args.course).resolve()
-    if not is_course(course):
+    if not CourseDir(course).has_gradebook():
         print(f"coursekit feedback: {course} is not a graded course directory (no nbgrader_config.py or no "
               "gradebook.db); run it from the course directory or pass --course DIR", file=sys.stderr)
         return 2
@@ -117,7 +114,7 @@ def run_feedback(args, extra=()):
 
 def run_export(args, extra=()):
     course = Path(args.course).resolve()
-    if not is_course(course):  # nbgrader would create an empty gradebook there and export nothing
+    if not CourseDir(course).has_gradebook():  # nbgrader would create an empty gradebook there and export nothing
         print(f"coursekit export: {course} is not a graded course directory (no nbgrader_config.py or no "
               "gradebook.db); run it from the course directory or pass --course DIR", file=sys.stderr)
         return 2

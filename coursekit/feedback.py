@@ -11,6 +11,8 @@ from nbformat.v4 import new_markdown_cell
 from nbgrader import utils
 from traitlets import Bool, Unicode
 
+from coursekit.course_dir import CourseDir
+
 
 class SanitizeGradeCells(Preprocessor):
     """In graded test cells, keep the grader's report but cut tracebacks to their last line.
@@ -67,8 +69,8 @@ def write_ungraded_pages(root, assignment, students=()):
     could not be graded -> {student: problem}."""
     from coursekit import standing
 
-    root = Path(root)
-    folders = sorted((root / "submitted").glob(f"*/{assignment}"))
+    course = CourseDir(root)
+    folders = course.submissions(assignment)
     written = {}
     for folder in folders:
         student = folder.parent.name
@@ -77,7 +79,7 @@ def write_ungraded_pages(root, assignment, students=()):
         where = standing.standing(root, assignment, student)
         if where.graded:
             continue
-        page = root / "feedback" / student / assignment / f"{assignment}.html"
+        page = course.feedback_page(assignment, student)
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(ungraded_page(assignment, student, where), encoding="utf-8")
         written[student] = where.problem

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from autograder.steps import STEPS, grade_id, steps_of
+from coursekit.course_dir import CourseDir
 from coursekit.paths import ROOT, SOURCE, with_interpreter_on_path
 
 
@@ -45,21 +46,7 @@ def release(course_dir, assignment):
     code, output = _nbgrader(course_dir, "generate_assignment", assignment, "--force")
     if code != 0:
         raise RuntimeError(f"generate_assignment {assignment} failed:\n{output}")
-    return release_path(course_dir, assignment)
-
-
-def gradebook_url(course_dir):
-    """The gradebook nbgrader_config.py points nbgrader at: gradebook.db in the course directory."""
-    return f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
-
-
-def release_path(course_dir, assignment):
-    """Where nbgrader's generate_assignment puts the student version of `assignment`."""
-    return Path(course_dir) / "assignments" / assignment / f"{assignment}.ipynb"
-
-
-def submission_path(course_dir, assignment, student):
-    return Path(course_dir) / "submitted" / student / assignment / f"{assignment}.ipynb"
+    return CourseDir(course_dir).release_notebook(assignment)
 
 
 def feedback(course_dir, assignment, students=()):
@@ -73,15 +60,16 @@ def feedback(course_dir, assignment, students=()):
         code, output = _nbgrader(course_dir, "generate_feedback", assignment, "--force", *extra)
         if code != 0:
             raise RuntimeError(f"nbgrader generate_feedback {assignment} {' '.join(extra)} failed:\n{output}")
-    return Path(course_dir) / "feedback", write_ungraded_pages(course_dir, assignment, students)
+    return CourseDir(course_dir).feedback_root, write_ungraded_pages(course_dir, assignment, students)
 
 
 def export_grades(course_dir):
     """nbgrader's own CSV (one row per student and assignment)."""
-    code, output = _nbgrader(course_dir, "export", "--to", "grades.csv")
+    path = CourseDir(course_dir).export("grades.csv")
+    code, output = _nbgrader(course_dir, "export", "--to", str(path))
     if code != 0:
         raise RuntimeError(f"nbgrader export failed:\n{output}")
-    return Path(course_dir) / "grades.csv"
+    return path
 
 
 def class_scores(db_url, assignment):
@@ -117,7 +105,7 @@ def step_scores(course_dir, assignments=None):
     at all is `coursekit/standing.py`'s to say, not these numbers'."""
     from nbgrader.api import Gradebook
 
-    url = gradebook_url(course_dir)
+    url = CourseDir(course_dir).gradebook_url
     if assignments is None:
         with Gradebook(url) as gb:
             assignments = [a.name for a in gb.assignments]
@@ -135,8 +123,8 @@ def export_step_scores(course_dir, scores):
     (nbgrader's), taken off its total as grades.csv does."""
     from coursekit import csvsafe, standing
 
-    path = Path(course_dir) / "step_scores.csv"
-    url = gradebook_url(course_dir)
+    path = CourseDir(course_dir).export("step_scores.csv")
+    url = CourseDir(course_dir).gradebook_url
     penalties = {a: late_penalties(url, a) for a in {a for _, a in scores}}
     with path.open("w", newline="") as handle:
         writer = csvsafe.Writer(handle)

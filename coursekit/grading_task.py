@@ -102,7 +102,7 @@ def _worker_exporter(config, preprocessors, deadline):
 def judge_submission(payload):
     """The Dask task: run the worker's preprocessors on one sanitized submission.
 
-    `payload`: plain data (see `ClassAutograde.prepare` in `coursekit/autograde.py`): the
+    `payload`: plain data (see `ClassAutograde.prepare` in `coursekit/converter.py`): the
     submission's other files as `files` (bytes) or, on the driver's machine, as a `folder` to copy. Returns plain data:
     {"ok", "notebooks": {name: judged notebook JSON}, "problem", "seconds", "timings", "worker"}.
     """

@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder.limits import MAX_SUBMITTED_FILE_BYTES
+from coursekit.course_dir import CourseDir
 
-INTAKE = Path(".coursekit") / "intake"  # per assignment and student: the report and what was moved away
-REPORT = "dropped.json"
+REPORT = "dropped.json"  # in CourseDir.intake: what was moved away, and why
 QUARANTINE = "quarantine"
 
 
@@ -140,15 +140,11 @@ def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relativ
 
 # --- the record: what was dropped, per student and assignment ------------------------------------
 
-def record_folder(root, assignment, student):
-    return Path(root) / INTAKE / assignment / student
-
-
 def record(root, assignment, student, dropped):
     """Add `dropped` to the student's report (a later collect or autograde adds to it)."""
     if not dropped:
         return
-    folder = record_folder(root, assignment, student)
+    folder = CourseDir(root).intake(assignment, student)
     folder.mkdir(parents=True, exist_ok=True)
     entries = {d.path: d for d in recorded(root, assignment, student)}
     entries.update({d.path: d for d in dropped})
@@ -160,7 +156,7 @@ def record(root, assignment, student, dropped):
 def recorded(root, assignment, student):
     """What intake dropped from this student's submission of `assignment`, as [Dropped]."""
     try:
-        entries = json.loads((record_folder(root, assignment, student) / REPORT).read_text())
+        entries = json.loads((CourseDir(root).intake(assignment, student) / REPORT).read_text())
         return [Dropped(str(e["path"]), str(e["reason"])) for e in entries]
     except (OSError, ValueError, TypeError, KeyError):
         return []
@@ -169,7 +165,7 @@ def recorded(root, assignment, student):
 def forget(root, assignment, student):
     """A new submission replaces the old one: its report goes (the quarantine stays, as evidence)."""
     try:
-        (record_folder(root, assignment, student) / REPORT).unlink()
+        (CourseDir(root).intake(assignment, student) / REPORT).unlink()
     except FileNotFoundError:
         pass
 
@@ -187,7 +183,7 @@ def quarantine(root, assignment, student, folder, max_bytes=MAX_SUBMITTED_FILE_B
     dropped = unsafe_entries(folder, max_bytes)
     if not dropped:
         return []
-    away = record_folder(root, assignment, student) / QUARANTINE
+    away = CourseDir(root).intake(assignment, student) / QUARANTINE
     for entry in dropped:
         source = Path(folder) / entry.path
         target = away / entry.path if entry.path != "." else away / Path(folder).name
@@ -205,7 +201,7 @@ def take_in(root, assignment, student, folder):
     folder = Path(folder)
     for linked in (folder.parent, folder):
         if os.path.islink(linked):  # maybe someone else's folder: grade nothing, move the link away
-            away = record_folder(root, assignment, student) / QUARANTINE / linked.name
+            away = CourseDir(root).intake(assignment, student) / QUARANTINE / linked.name
             away.parent.mkdir(parents=True, exist_ok=True)
             os.rename(linked, away)
             record(root, assignment, student, [Dropped(".", KIND_REASONS[stat.S_IFLNK])])

@@ -18,7 +18,7 @@ import sys
 import time
 
 from autograder.steps import ASSIGNMENTS
-from coursekit import catalogue, classroom, exports, grading, report, samples
+from coursekit import catalogue, classroom, exports, grading, report, results_table, samples
 from coursekit.cluster import Cluster
 from coursekit.paths import ROOT, released_notebook
 
@@ -66,7 +66,7 @@ def _grade(course, assignments, cluster, stage):
         with stage("feedback (nbgrader)"):
             grading.feedback(course, assignment)
         all_results[assignment] = results
-        print(classroom.table(list(results.values()), assignment, average=True))
+        print(results_table.table(list(results.values()), assignment, average=True))
         for r in results.values():
             for flag in r.flags:
                 print(f"  flag {r.student}: {flag}")

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from autograder.steps import ASSIGNMENTS, steps_of
-from coursekit import catalogue, classroom, grading, samples
+from coursekit import catalogue, classroom, grading, results_table, samples
+from coursekit.course_dir import CourseDir
 from coursekit.paths import GRADING_MATRIX, ROOT
 
 CONTROL = "catalogue-reference"  # the reference: full marks everywhere
@@ -40,7 +41,7 @@ def grade_catalogue(course_dir, assignment, workers=2, cluster=None):
     """{student: StudentResult} for the control and every entry of one released assignment:
     one `grade_class` call, audit included, on `cluster` (a `coursekit.cluster.Cluster`) if
     given, else on a cluster of its own."""
-    release = samples.read(grading.release_path(course_dir, assignment))
+    release = samples.read(CourseDir(course_dir).release_notebook(assignment))
     # Hostile entries are handed out first: the few that run into time limits take tens of
     # seconds where the others take one or two, and started last they would leave one worker
     # busy while the other has nothing left (the longest first, as a scheduler would).
@@ -220,7 +221,7 @@ def main(argv=None):
     bad = 0
     for assignment, rows in graded.items():
         print(f"\n== {assignment}")
-        print(classroom.table([r for _, _, r in rows], assignment))
+        print(results_table.table([r for _, _, r in rows], assignment))
         results = {result.student: result for _, _, result in rows}
         for kind, variant, result in rows:
             for problem in problems(kind, variant, result, results):

@@ -24,9 +24,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from coursekit import grading
-
-ROSTER = Path(".coursekit") / "roster.json"
+from coursekit.course_dir import CourseDir
 
 # Canvas's column for each field, per file kind (the first kind whose columns are all present wins).
 ROSTER_COLUMNS = {
@@ -83,12 +81,13 @@ def import_roster(course_dir, people):
     section) -> how many students."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(grading.gradebook_url(course_dir)) as gb:
+    course = CourseDir(course_dir)
+    with Gradebook(course.gradebook_url) as gb:
         for person in people:
             gb.update_or_create_student(person.id, first_name=person.first_name or None,
                                         last_name=person.last_name or None, email=person.email or None,
                                         lms_user_id=person.lms_user_id or None)
-    path = Path(course_dir) / ROSTER
+    path = course.roster
     path.parent.mkdir(parents=True, exist_ok=True)
     known = {p["id"]: p for p in _load(path)}
     known.update({p.id: asdict(p) for p in people})
@@ -105,14 +104,12 @@ def _load(path):
 
 def imported(course_dir):
     """{nbgrader id: Person} of the roster imported into this course ({} if none)."""
-    return {p["id"]: Person(**p) for p in _load(Path(course_dir) / ROSTER)}
+    return {p["id"]: Person(**p) for p in _load(CourseDir(course_dir).roster)}
 
 
 def run_roster(args, extra=()):
-    from coursekit.exports import is_course
-
     course = Path(args.course).resolve()
-    if not is_course(course):
+    if not CourseDir(course).has_gradebook():
         print(f"coursekit roster: {course} is not a course directory with a gradebook (run `nbgrader "
               "generate_assignment` there first, or pass --course DIR)", file=sys.stderr)
         return 2
@@ -121,7 +118,7 @@ def run_roster(args, extra=()):
     except (OSError, ValueError, KeyError) as error:
         print(f"coursekit roster: {args.file}: {error}", file=sys.stderr)
         return 1
-    print(f"coursekit roster: {import_roster(course, people)} students from {args.file} into {course / 'gradebook.db'}")
+    print(f"coursekit roster: {import_roster(course, people)} students from {args.file} into {CourseDir(course).gradebook_url}")
     return 0
 
 

@@ -17,13 +17,11 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from autograder.errors import FLAG
 from autograder.steps import ASSIGNMENTS, grade_id, graded_step, steps_of
 from coursekit import intake
-
-FAILED = Path(".coursekit") / "failed"  # per assignment and student: why autograde could not grade it
+from coursekit.course_dir import CourseDir
 
 # What the student can do about each kind of problem (their feedback page says it).
 ADVICE = {
@@ -47,35 +45,20 @@ class Standing:
     flags: list = field(default_factory=list)
 
 
-def submitted_folder(root, assignment, student):
-    return Path(root) / "submitted" / student / assignment
-
-
-def autograded_folder(root, assignment, student):
-    return Path(root) / "autograded" / student / assignment
-
-
-def _failure_path(root, assignment, student):
-    return Path(root) / FAILED / assignment / f"{student}.json"
-
-
 def record_failure(root, assignment, student, problem):
     """Remember why `coursekit autograde` could not grade this submission (with the advice)."""
-    path = _failure_path(root, assignment, student)
+    path = CourseDir(root).failure(assignment, student)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"problem": problem, "kind": kind_of(problem), "at": time.time()}))
 
 
 def clear_failure(root, assignment, student):
-    try:
-        _failure_path(root, assignment, student).unlink()
-    except FileNotFoundError:
-        pass
+    CourseDir(root).failure(assignment, student).unlink(missing_ok=True)
 
 
 def _recorded_failure(root, assignment, student):
     try:
-        return json.loads(_failure_path(root, assignment, student).read_text())
+        return json.loads(CourseDir(root).failure(assignment, student).read_text())
     except (OSError, ValueError):
         return None
 
@@ -132,7 +115,7 @@ def other_assignment(nb, assignment):
 
 def diagnose(root, assignment, student):
     """Why the submitted notebook cannot be graded, as a sentence ("" when nothing is visibly wrong)."""
-    path = submitted_folder(root, assignment, student) / f"{assignment}.ipynb"
+    path = CourseDir(root).submitted_notebook(assignment, student)
     if not path.is_file() or path.is_symlink():
         dropped = intake.recorded(root, assignment, student)
         return ("no notebook could be taken in" + (f": {'; '.join(map(str, dropped))}" if dropped else "")
@@ -149,8 +132,9 @@ def diagnose(root, assignment, student):
     return ""
 
 
-def _executed(path):
-    """The time the notebook at `path` was written if it ran (graded), else None."""
+def ran_at(path):
+    """The time the notebook at `path` was written if it ran (graded), else None. (nbgrader writes
+    the sanitized notebook, in which nothing ran, before executing it.)"""
     nb = _notebook(path)
     ran = nb is not None and any(c.get("cell_type") == "code" and c.get("execution_count") is not None
                                  for c in nb["cells"] if isinstance(c, dict))
@@ -161,7 +145,7 @@ RESTORED = "was missing from the submission"  # nbgrader's note on a cell it put
 
 
 def _graded_cells(root, assignment, student):
-    nb = _notebook(autograded_folder(root, assignment, student) / f"{assignment}.ipynb") or {"cells": []}
+    nb = _notebook(CourseDir(root).autograded_notebook(assignment, student)) or {"cells": []}
     return [(graded_step(c), c) for c in nb["cells"] if isinstance(c, dict) and graded_step(c)]
 
 
@@ -190,7 +174,7 @@ def standing(root, assignment, student, late_penalty=0.0):
     dropped = intake.flags(root, assignment, student)
     late = [f"late: {late_penalty:g} points off"] if late_penalty else []
     failure = _recorded_failure(root, assignment, student)
-    graded_at = _executed(autograded_folder(root, assignment, student) / f"{assignment}.ipynb")
+    graded_at = ran_at(CourseDir(root).autograded_notebook(assignment, student))
     if failure is not None and graded_at is not None and graded_at > failure.get("at", 0):
         failure = None  # graded since (by `nbgrader autograde`, say)
     if graded_at is not None and failure is None:

@@ -9,6 +9,7 @@ import pytest
 
 from autograder.steps import ASSIGNMENTS
 from coursekit import grading, matrix, samples
+from coursekit.course_dir import CourseDir
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +23,7 @@ def course(tmp_path_factory):
 @pytest.fixture(scope="session")
 def release_notebook(course):
     def read(assignment):
-        return samples.read(grading.release_path(course, assignment))
+        return samples.read(CourseDir(course).release_notebook(assignment))
 
     return read
 

@@ -181,7 +181,8 @@ def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_res
     kernel started is still running, and every submitted notebook is still the one handed in."""
     import time
 
-    from coursekit import grading, samples
+    from coursekit import samples
+    from coursekit.course_dir import CourseDir
 
     for assignment in ASSIGNMENTS:
         catalogue_results(assignment)
@@ -194,7 +195,7 @@ def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_res
     changed = []
     for assignment in ASSIGNMENTS:
         for student, nb in matrix.submissions(release_notebook(assignment), assignment).items():
-            handed_in = grading.submission_path(course, assignment, student)
+            handed_in = CourseDir(course).submitted_notebook(assignment, student)
             expected = Path(course) / "expected.ipynb"
             samples.write(nb, expected)
             if _without_cell_ids(expected) != _without_cell_ids(handed_in):

@@ -43,8 +43,9 @@ import pytest
 from processes import free_port, stop_groups
 
 from autograder.steps import A03, STEPS, steps_of
-from coursekit import autograde, catalogue, classroom, exports, grading, samples
+from coursekit import autograde, catalogue, classroom, exports, grading, results_table, resume, samples
 from coursekit.cluster import Cluster
+from coursekit.course_dir import CourseDir
 from coursekit.paths import interpreter_bin, released_notebook, with_interpreter_on_path
 
 A = "01_simplified_self_attention"
@@ -87,10 +88,10 @@ def submitted(tmp_path_factory, secret):
             hostile.id: classroom.build_submission(release, hostile),
             NOT_JSON: b"this is not a notebook", WRONG: released_notebook(A03).read_bytes()}
     for student, nb in subs.items():
-        samples.write(nb, grading.submission_path(course, A, student))
-    (grading.submission_path(course, A, LATE).parent / "timestamp.txt").write_text(AFTER_DUE)
-    (grading.submission_path(course, A, "untouched").parent / "weights.bin").write_bytes(b"\0" * BIG)
-    folder = grading.submission_path(course, A, mistake.id).parent
+        samples.write(nb, CourseDir(course).submitted_notebook(A, student))
+    (CourseDir(course).submitted_notebook(A, LATE).parent / "timestamp.txt").write_text(AFTER_DUE)
+    (CourseDir(course).submitted_notebook(A, "untouched").parent / "weights.bin").write_bytes(b"\0" * BIG)
+    folder = CourseDir(course).submitted_notebook(A, mistake.id).parent
     os.symlink(secret, folder / "secret.txt")
     os.symlink("/dev/zero", folder / "zeros.npy")
     os.mkfifo(folder / "pipe")
@@ -137,7 +138,7 @@ def gradebook(course):
     from nbgrader.api import Gradebook
 
     rows = {}
-    with Gradebook(grading.gradebook_url(course)) as gb:
+    with Gradebook(CourseDir(course).gradebook_url) as gb:
         for submission in gb.assignment_submissions(A):
             for nb in submission.notebooks:
                 for g in nb.grades:
@@ -276,7 +277,7 @@ def test_a_submission_that_could_not_be_graded_is_never_a_score(exported, local_
         assert reason in page and "What you can do" in page
         assert f"{student}: not graded" in feedback_output
     assert WRONG not in {row[0] for row in canvas.values()}  # never unquoted
-    table = autograde.summary(grading.gradebook_url(course), local_run[1], course)
+    table = results_table.summary(CourseDir(course).gradebook_url, local_run[1], course)
     for student, reason in reasons.items():
         row = next(line for line in table.splitlines() if line.startswith(student + " "))
         assert "not graded" in row and "/12" not in row
@@ -287,8 +288,8 @@ def test_late_work_scores_the_same_in_the_table_every_csv_and_the_feedback(expor
     """nbgrader's due date and late penalty ("zero"): LATE's score is 0 everywhere, its raw score kept."""
     course, _ = exported
     raw = sum(grading.step_scores(course)[(LATE, A)].values())
-    assert raw > 0 and grading.late_penalties(grading.gradebook_url(course), A)[LATE] == raw
-    assert grading.late_penalties(grading.gradebook_url(course), A)["reference"] == 0
+    assert raw > 0 and grading.late_penalties(CourseDir(course).gradebook_url, A)[LATE] == raw
+    assert grading.late_penalties(CourseDir(course).gradebook_url, A)["reference"] == 0
     grades = {row["student_id"]: row for row in csv.DictReader((course / "grades.csv").open())}[LATE]
     assert (float(grades["raw_score"]), float(grades["late_submission_penalty"]), float(grades["score"])) == (
         raw, raw, 0.0)
@@ -296,7 +297,7 @@ def test_late_work_scores_the_same_in_the_table_every_csv_and_the_feedback(expor
     assert {float(row["late_penalty"]) for row in steps} == {raw} and all("late" in row["flags"] for row in steps)
     canvas = {row[2]: row for row in csv.reader((course / "canvas_grades.csv").open())}
     assert float(canvas[LATE][5]) == 0
-    table = autograde.summary(grading.gradebook_url(course), local_run[1], course)
+    table = results_table.summary(CourseDir(course).gradebook_url, local_run[1], course)
     row = next(line for line in table.splitlines() if line.startswith(LATE + " "))
     assert f"0/12 (late -{raw:g})" in row
     page = (course / "feedback" / LATE / A / f"{A}.html").read_text()
@@ -416,12 +417,22 @@ def test_the_workers_exit_without_tearing_their_interpreter_down(cluster):
 
 def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, cluster, tmp_path, monkeypatch):
     course = copy_course(submitted, tmp_path, "course")
-    first = autograde.autograde(course, A, cluster=cluster, progress=False, stop_after=2)
-    done = [o.student for o in first.outcomes if o.ok]
+    write_marker, done = resume.write_marker, []
+
+    def interrupted_after_two(course_dir, assignment, student, notebooks):
+        write_marker(course_dir, assignment, student, notebooks)
+        done.append(student)
+        if len(done) == 2:
+            raise KeyboardInterrupt("Ctrl-C once two submissions are recorded")
+
+    monkeypatch.setattr(resume, "write_marker", interrupted_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        autograde.autograde(course, A, cluster=cluster, progress=False)
+    monkeypatch.setattr(resume, "write_marker", write_marker)
     assert len(done) == 2
     kept = {s: ((course / "autograded" / s / A / f"{A}.ipynb").read_bytes(),
                 (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns,
-                autograde.Driver.marker_path(course, A, s).read_bytes()) for s in done}
+                CourseDir(course).marker(A, s).read_bytes()) for s in done}
     recorded = {k: v for k, v in gradebook(course).items() if k[0] in done}
 
     second = autograde.autograde(course, A, cluster=cluster, progress=False)
@@ -431,7 +442,7 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
     for student, (content, mtime, marker) in kept.items():
         path = course / "autograded" / student / A / f"{A}.ipynb"
         assert (path.read_bytes(), path.stat().st_mtime_ns) == (content, mtime)
-        assert autograde.Driver.marker_path(course, A, student).read_bytes() == marker
+        assert CourseDir(course).marker(A, student).read_bytes() == marker
     assert {k: v for k, v in gradebook(course).items() if k[0] in done} == recorded
     assert gradebook(course) == gradebook(local_run[0])
     assert autograded(course) == autograded(local_run[0])

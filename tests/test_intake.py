@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from coursekit import csvsafe, grading, intake
+from coursekit.course_dir import CourseDir
 from coursekit.paths import with_interpreter_on_path
 
 SECRET = Path("/etc/shadow")  # root-only: what a student would like the grader to copy for them
@@ -77,7 +78,7 @@ def test_quarantine_moves_the_links_themselves_out_of_submitted_and_records_why(
     dropped = intake.quarantine(root, A, "eve", folder, max_bytes=1000)
     assert {d.path for d in dropped} == expected.keys()
     assert sorted(p.name for p in folder.iterdir()) == ["data", "notes.txt"]
-    away = intake.record_folder(root, A, "eve") / intake.QUARANTINE
+    away = CourseDir(root).intake(A, "eve") / intake.QUARANTINE
     assert os.readlink(away / "secret.txt") == str(SECRET)  # the link was moved, not its target
     assert SECRET.exists()
     assert intake.recorded(root, A, "eve") == dropped

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from coursekit import exports, grading, roster
+from coursekit.course_dir import CourseDir
 from coursekit.paths import interpreter_bin, with_interpreter_on_path
 
 CANVAS = Path(__file__).parent / "data" / "canvas"
@@ -26,7 +27,7 @@ def course(tmp_path_factory):
     from nbgrader.api import Gradebook
 
     course = grading.prepare(tmp_path_factory.mktemp("roster") / "course")
-    with Gradebook(grading.gradebook_url(course)) as gb:
+    with Gradebook(CourseDir(course).gradebook_url) as gb:
         gb.add_assignment(A)
     return course
 
@@ -59,7 +60,7 @@ def test_the_users_report_brings_emails_and_names_into_nbgrader(course):
 
     result = import_file(course, "users_report.csv")
     assert result.returncode == 0, result.stdout + result.stderr
-    with Gradebook(grading.gradebook_url(course)) as gb:
+    with Gradebook(CourseDir(course).gradebook_url) as gb:
         ada = gb.find_student("ada")
         assert (ada.first_name, ada.last_name, ada.email, ada.lms_user_id) == (
             "Ada", "Lovelace", "ada@example.edu", "1001")

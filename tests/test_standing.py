@@ -8,11 +8,12 @@ import time
 
 from autograder.steps import A01, A03
 from coursekit import standing
+from coursekit.course_dir import CourseDir
 from coursekit.paths import released_notebook
 
 
 def hand_in(root, student, content):
-    path = standing.submitted_folder(root, A01, student) / f"{A01}.ipynb"
+    path = CourseDir(root).submitted_notebook(A01, student)
     path.parent.mkdir(parents=True)
     path.write_bytes(content)
     return path
@@ -41,7 +42,7 @@ def test_a_failure_is_forgotten_once_the_submission_is_graded_after_it(tmp_path)
     notebook = json.loads(released_notebook(A01).read_text())
     code = next(c for c in notebook["cells"] if c["cell_type"] == "code")
     code["execution_count"] = 1
-    path = standing.autograded_folder(tmp_path, A01, "ada") / f"{A01}.ipynb"
+    path = CourseDir(tmp_path).autograded_notebook(A01, "ada")
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(notebook))
     earlier = time.time() - 60

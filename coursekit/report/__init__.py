@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from coursekit import grading
+from coursekit.course_dir import CourseDir
 from coursekit.report import analysis, plots
 from coursekit.report.data import collect
 
@@ -74,8 +74,8 @@ def render(data, stats, course_dir, db_url=None):
         struggling=analysis.struggling(stats) if len(stats) > 1 else [],
         predictors=analysis.predictors(stats) if len(stats) > 1 else [], min_together=analysis.MIN_TOGETHER,
         attention=analysis.ATTENTION,
-        gradebook=(db_url or grading.gradebook_url(course_dir)).removeprefix("sqlite:///"),
-        autograded=Path(course_dir) / "autograded", written=time.strftime("%Y-%m-%d %H:%M %Z"))
+        gradebook=(db_url or CourseDir(course_dir).gradebook_url).removeprefix("sqlite:///"),
+        autograded=CourseDir(course_dir).autograded_root, written=time.strftime("%Y-%m-%d %H:%M %Z"))
 
 
 def csv_rows(data):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from autograder.harness import RECORD_KEY
 from autograder.steps import ASSIGNMENTS, GRADE_SUFFIX, STEPS, graded_step
-from coursekit import grading, standing
+from coursekit import standing
+from coursekit.course_dir import CourseDir
 
 
 @dataclass
@@ -118,7 +119,7 @@ def read_records(folder):
 
 def _why_not_graded(course_dir, assignment, student):
     """A short reason for a submission without grades, from what autograde left behind."""
-    folder = Path(course_dir) / "submitted" / student / assignment
+    folder = CourseDir(course_dir).submitted(assignment, student)
     notebooks = sorted(folder.glob("*.ipynb"))
     if not notebooks:
         return "no notebook in the submission"
@@ -132,7 +133,7 @@ def _why_not_graded(course_dir, assignment, student):
 
 
 def _submitted(course_dir, assignment):
-    return {p.parent.name for p in (Path(course_dir) / "submitted").glob(f"*/{assignment}") if p.is_dir()}
+    return {p.parent.name for p in CourseDir(course_dir).submissions(assignment) if p.is_dir()}
 
 
 def collect(course_dir, assignments=None, db_url=None, problems=None):
@@ -141,7 +142,7 @@ def collect(course_dir, assignments=None, db_url=None, problems=None):
     autograde run's outcomes); otherwise the reason is read from the submission."""
     course_dir = Path(course_dir)
     problems = problems or {}
-    db_url = db_url or grading.gradebook_url(course_dir)
+    db_url = db_url or CourseDir(course_dir).gradebook_url
     if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).is_file():
         raise FileNotFoundError(f"no gradebook at {db_url.removeprefix('sqlite:///')}")  # nor make one
     wanted, rows, cells = _gradebook_rows(db_url, assignments)
@@ -169,7 +170,7 @@ def collect(course_dir, assignments=None, db_url=None, problems=None):
             subs[assignment][student] = Submission(student, assignment, max_points=dict(max_points[assignment]))
         for student, sub in subs[assignment].items():
             if (assignment, student) in autoscored:
-                sub.records = read_records(course_dir / "autograded" / student / assignment)
+                sub.records = read_records(CourseDir(course_dir).autograded(assignment, student))
                 sub.restored = [flag.split(":", 1)[0] for flag in standing.restored_flags(course_dir, assignment, student)]
             else:
                 sub.problem = problems.get((student, assignment)) or _why_not_graded(course_dir, assignment, student)

@@ -13,10 +13,10 @@ import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from autograder.harness import RECORD_KEY, cases_of
 from autograder.steps import ASSIGNMENTS, STEPS, graded_step, steps_of
+from coursekit.course_dir import CourseDir
 from coursekit.paths import released_notebook, with_interpreter_on_path
 from coursekit.report.analysis import step_result
 
@@ -76,7 +76,7 @@ def _gradebook(course_dir, students, assignments, graded_points, truth):
     from nbgrader.api import Grade, Gradebook, Student, SubmittedAssignment, SubmittedNotebook
 
     os.environ.update(with_interpreter_on_path(os.environ))  # a new gradebook runs `alembic` by name
-    url = f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
+    url = CourseDir(course_dir).gradebook_url
     with Gradebook(url) as gb:
         for assignment in assignments:
             gb.update_or_create_assignment(assignment, duedate=DUE)
@@ -120,23 +120,22 @@ def generate(course_dir, students, assignments=ASSIGNMENTS, seed=0):
     """A graded class of `students` (ids) in `course_dir` -> Truth. Every submission is a notebook
     under submitted/; all but the planted ungraded ones have grades and an autograded notebook."""
     rng = random.Random(seed)
-    course_dir = Path(course_dir)
+    course = CourseDir(course_dir)
     truth = _plan(students, assignments, rng)
     cases = {s.name: cases_of(s.name) for a in assignments for s in steps_of(a)}
     graded_points = {}
     for assignment in assignments:
         template = released_notebook(assignment).read_text()
         for student in students:
-            folder = Path(student) / assignment
-            (course_dir / "submitted" / folder).mkdir(parents=True, exist_ok=True)
-            (course_dir / "submitted" / folder / f"{assignment}.ipynb").write_text(template)
+            course.submitted(assignment, student).mkdir(parents=True, exist_ok=True)
+            course.submitted_notebook(assignment, student).write_text(template)
             if (student, assignment) in truth.ungraded:
                 continue
             records = {s.name: _record(s.name, cases[s.name], truth.failed.get((student, s.name)), rng)
                        for s in steps_of(assignment)}
             graded_points[(student, assignment)] = {
                 s.name: step_result(records[s.name]).points(s.points) for s in steps_of(assignment)}
-            (course_dir / "autograded" / folder).mkdir(parents=True, exist_ok=True)
-            (course_dir / "autograded" / folder / f"{assignment}.ipynb").write_text(_notebook(template, records))
+            course.autograded(assignment, student).mkdir(parents=True, exist_ok=True)
+            course.autograded_notebook(assignment, student).write_text(_notebook(template, records))
     _gradebook(course_dir, students, assignments, graded_points, truth)
     return truth
