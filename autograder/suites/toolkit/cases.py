@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.fixtures import notes, stored
 from autograder.harness import case_family
+from autograder.suites.toolkit import checks
 
 
 def notes_cases(step, weight=1.0, symptoms=None):
