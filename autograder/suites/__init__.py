@@ -20,7 +20,7 @@ How case weights are set. A step's points are shared among its cases by weight
 `tests/test_case_weights.py` checks the first two rules.
 
 Every failed case names a cause or says plainly that the grader cannot: outputs go through
-`checks.expect_close` with the suite's known mistakes (tried before nan and shape checks), and a
+`toolkit.checks.expect_close` with the suite's known mistakes (tried before nan and shape checks), and a
 fixed-text message is raised only after its own condition was checked.
 """
 
