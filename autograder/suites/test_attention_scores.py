@@ -8,7 +8,7 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "attention_scores"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
 
 
 def stored_inputs():
@@ -41,16 +41,19 @@ def apply(impl, record):
                           f"{record['label']}: {X_T_ON_A_BATCH} (np.swapaxes(X, -1, -2))") from None
 
 
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
+    the stored outputs and of the notes' worked examples."""
+    X = record["X"]
+    return [(lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
+            (lambda: X @ X.T, X_T_ON_A_BATCH)]
+
+
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference on single tokens, batches, float32 and long sequences"""
 
-    def symptoms(record, k):
-        X = record["X"]
-        return [(lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
-                (lambda: X @ X.T, X_T_ON_A_BATCH)]
-
-    check_stored(impl, STEP, apply, "attention_scores(X)", symptoms=symptoms)
+    check_stored(impl, STEP, apply, "attention_scores(X)", symptoms=stored_symptoms)
 
 
 @case(STEP, "property")
