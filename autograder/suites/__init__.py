@@ -8,8 +8,8 @@ How case weights are set. A step's points are shared among its cases by weight
   heads mixed, keys from the wrong sequence) fails every one of them. In the attention layers
   (`LAYERS` below) they weigh at least twice all property cases together, so such an error
   keeps at most a third of the step. Where the notes' examples cannot show a conceptual error
-  (those of `scaled_dot_product_attention` have no mask), they weigh little and the stored outputs
-  carry the step.
+  (those of `scaled_dot_product_attention` have no mask, those of `softmax` are single rows),
+  they weigh little and the stored outputs carry the step.
 - **Each property case checks one rule** (dropout off in eval mode, the mask sliced to T, inputs
   unchanged, gradients reach every layer, a batch item independent of the others). A slip
   breaks one rule and loses that case's weight only, a small share of the step (at most 0.5 of
