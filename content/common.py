@@ -87,23 +87,24 @@ def _snapshot(value):
     return None
 
 
-def checked_call(name, function, *args, hint=""):
-    """function(*args) for a visible check of `name`.
+def checked_call(name, function, *args, hint="", **kwargs):
+    """function(*args, **kwargs) for a visible check of `name`.
 
     If it raises (anything but NotImplementedError), the check fails with `hint` first and the
     error after it, so even a line cut short shows what to fix. If it changed one of its array
     or tensor arguments in place, the check fails: no graded function may modify its inputs,
     and the grader checks that too.
     """
-    before = [_snapshot(arg) for arg in args]
+    arguments = [*args, *kwargs.values()]
+    before = [_snapshot(arg) for arg in arguments]
     try:
-        result = function(*args)
+        result = function(*args, **kwargs)
     except NotImplementedError:
         raise
     except Exception as error:
         lead = f"{hint} " if hint else ""
         raise AssertionError(f"{lead}({name} raised {type(error).__name__}: {error})") from None
-    for position, (arg, copy) in enumerate(zip(args, before), start=1):
+    for position, (arg, copy) in enumerate(zip(arguments, before), start=1):
         if copy is not None and not np.array_equal(_as_array(arg), _as_array(copy)):
             raise AssertionError(f"{name} changed its argument {position} in place: no graded function may "
                                  "modify its inputs (work on a copy; avoid -=, /=, masked_fill_ and friends)")

@@ -18,6 +18,7 @@ assignment whose release is missing fails here (the shared `course` fixture rele
 rather than being skipped.
 """
 
+import ast
 import os
 import sys
 import tomllib
@@ -102,6 +103,74 @@ def test_program_files_are_well_formed():
         assert path.parent.name in catalogue.KIND_FOLDERS, path
         assert path.stem in ids, path
         assert cells or header.get("transform"), f"{path}: no code and no transform"
+
+
+# --- every named diagnosis of the suites is some mistake's symptom ------------------------------
+
+SUITES = Path(__file__).resolve().parents[1] / "autograder" / "suites"
+ANY = None  # a placeholder of an f-string: any text
+
+
+def _template(node, constants):
+    """The text of a (possibly formatted) string literal, or of a module-level string constant
+    named by `node`, as characters and ANY placeholders."""
+    if isinstance(node, ast.Name) and node.id in constants:
+        return list(constants[node.id])
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return list(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return [c for part in node.values
+                for c in (list(part.value) if isinstance(part, ast.Constant) else [ANY])]
+    return None
+
+
+def named_diagnoses():
+    """(file, line, template) of every known mistake a suite names: each pair (candidate, message)
+    whose candidate is a computation of the mistake (a lambda) or the switches of a model (dict(...))."""
+    found = []
+    for path in sorted(SUITES.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                     for target in node.targets if isinstance(target, ast.Name)
+                     and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Tuple) and len(node.elts) == 2 and (
+                    isinstance(node.elts[0], ast.Lambda)
+                    or (isinstance(node.elts[0], ast.Call) and getattr(node.elts[0].func, "id", "") == "dict")):
+                template = _template(node.elts[1], constants)
+                if template:
+                    found.append((path.relative_to(SUITES), node.lineno, template))
+    return found
+
+
+def _could_contain(template, phrase):
+    """Whether some rendering of `template` (ANY: any text) contains `phrase`: a walk through the
+    template, where state j means "next, template[j]", and an ANY absorbs any characters."""
+    def closure(states):
+        for j in range(len(template)):  # an ANY may also be left without absorbing anything
+            if j in states and template[j] is ANY:
+                states.add(j + 1)
+        return states
+
+    states = closure(set(range(len(template) + 1)))  # the phrase may start anywhere
+    for char in phrase:
+        states = closure({j if template[j] is ANY else j + 1 for j in states
+                          if j < len(template) and (template[j] is ANY or template[j] == char)})
+        if not states:
+            return False
+    return True
+
+
+def test_every_named_diagnosis_is_a_mistakes_symptom():
+    """Each known mistake a suite can name is exercised: some catalogue mistake has that diagnosis
+    as its symptom, so the catalogue's grading shows that the diagnosis fires on the mistake."""
+    symptoms = [v.symptom for v in catalogue.MISTAKES]
+    diagnoses = named_diagnoses()
+    assert len(diagnoses) > 100  # the parse finds the suites' ladders
+    unexercised = [f"{path}:{line}: {''.join(c if c is not ANY else '{}' for c in template)}"
+                   for path, line, template in diagnoses
+                   if not any(_could_contain(template, symptom) for symptom in symptoms)]
+    assert unexercised == []
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])

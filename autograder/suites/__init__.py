@@ -7,7 +7,9 @@ How case weights are set. A step's points are shared among its cases by weight
   and the PyTorch oracle compare whole outputs, so a conceptual error (no mask, no scaling,
   heads mixed, keys from the wrong sequence) fails every one of them. In the attention layers
   (`LAYERS` below) they weigh at least twice all property cases together, so such an error
-  keeps at most a third of the step.
+  keeps at most a third of the step. Where the notes' examples cannot show a conceptual error
+  (those of `scaled_dot_product_attention` have no mask, those of `softmax` are single rows),
+  they weigh little and the stored outputs carry the step.
 - **Each property case checks one rule** (dropout off in eval mode, the mask sliced to T, inputs
   unchanged, gradients reach every layer, a batch item independent of the others). A slip
   breaks one rule and loses that case's weight only, a small share of the step (at most 0.5 of
@@ -20,7 +22,7 @@ How case weights are set. A step's points are shared among its cases by weight
 `tests/test_case_weights.py` checks the first two rules.
 
 Every failed case names a cause or says plainly that the grader cannot: outputs go through
-`checks.expect_close` with the suite's known mistakes (tried before nan and shape checks), and a
+`toolkit.checks.expect_close` with the suite's known mistakes (tried before nan and shape checks), and a
 fixed-text message is raised only after its own condition was checked.
 """
 

@@ -19,13 +19,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites._shared import notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CachedCausalAttention"
 

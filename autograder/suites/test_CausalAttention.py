@@ -9,12 +9,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder import checks
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites._shared import notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CausalAttention"
 

@@ -17,16 +17,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites._shared import check_stored, rng
+from autograder.suites.toolkit import checks, multihead
+from autograder.suites.toolkit.cases import check_stored, rng
+from autograder.suites.toolkit.multihead import LAYERS, record_linears
 
 STEP = "CrossAttention"
-LAYERS = PROJECTIONS + ("out_proj",)
-_BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
 
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
@@ -81,14 +80,11 @@ MISTAKES = [
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
     (dict(causal=True), "a causal mask is applied: cross-attention is not causal, every query may look "
                         "at every real token of the context"),
-    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_dim), "
-                         "head_dim = d_out // num_heads"),
-    (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
-                          "d_out // num_heads wide: divide by sqrt(head_dim)"),
-    (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)"),
-    (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
-                           "(an nn.Linear(d_out, d_out)) at the end"),
-    (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first"),
+    multihead.NOT_SCALED,
+    multihead.SCALED_BY_D_OUT,
+    multihead.DIVIDED_BY_HEAD_DIM,
+    multihead.NO_OUT_PROJ,
+    multihead.HEADS_REVERSED,
 ]
 
 
@@ -100,11 +96,12 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
     if np.shape(x)[-1] == np.shape(context)[-1]:
         # keys and values from x: only computable when the widths agree (else the shape names it)
         found.append(((lambda: cross_attention(x, x, linears, num_heads, _self_mask(key_padding_mask, x))),
-                      "the keys and values are computed from x: in cross-attention they come from "
-                      "`context`, W_key(context) and W_value(context); only the queries come from x"))
+                      KEYS_FROM_X))
     return found
 
 
+KEYS_FROM_X = ("the keys and values are computed from x: in cross-attention they come from `context`, "
+               "W_key(context) and W_value(context); only the queries come from x")
 NAN_HINT = ("nan appears when a query has every key blocked: True means blocked, and a sequence without "
             "padding has an all-False key_padding_mask; or when -inf meets 0 (dropout or a product on the "
             "masked scores)")
@@ -184,17 +181,7 @@ def _record(r, label, batch, t_q, t_k, d_q, d_kv, d_out, num_heads, bias, length
                   d_q=np.int64(d_q), d_kv=np.int64(d_kv), d_out=np.int64(d_out), num_heads=np.int64(num_heads),
                   qkv_bias=np.int64(bias), has_mask=np.int64(lengths is not None),
                   key_padding_mask=_lengths_mask(lengths if lengths is not None else [t_k] * batch, t_k))
-    for name, (weight, b) in _random_layers(r, d_q, d_kv, d_out, bias).items():
-        record[name] = weight
-        record[_BIAS[name]] = b if b is not None else np.zeros(weight.shape[0], dtype=np.float32)
-    return record
-
-
-def _record_linears(record):
-    bias = bool(record["qkv_bias"])
-    linears = {name: (record[name], record[_BIAS[name]] if bias else None) for name in PROJECTIONS}
-    linears["out_proj"] = (record["out_proj"], record["b_out"])
-    return linears
+    return multihead.put_layers(record, _random_layers(r, d_q, d_kv, d_out, bias))
 
 
 def _record_mask(record):
@@ -219,7 +206,7 @@ def stored_inputs():
 
 def _record_module(impl, record):
     return _layer(impl, int(record["d_q"]), int(record["d_kv"]), int(record["d_out"]), int(record["num_heads"]),
-                  _record_linears(record), bias=bool(record["qkv_bias"]))
+                  record_linears(record), bias=bool(record["qkv_bias"]))
 
 
 def apply(impl, record):
@@ -230,7 +217,7 @@ def apply(impl, record):
 
 def _stored_symptoms(record, k):
     mask = record["key_padding_mask"] if int(record["has_mask"]) else None
-    return _symptoms(record["x"], record["context"], _record_linears(record), int(record["num_heads"]), mask)
+    return _symptoms(record["x"], record["context"], record_linears(record), int(record["num_heads"]), mask)
 
 
 @case(STEP, "stored", weight=5)
@@ -296,20 +283,10 @@ def test_attributes(impl):
 @case(STEP, "property", weight=0.25)
 def test_rejects_indivisible_d_out(impl):
     """raises AssertionError or ValueError when d_out is not divisible by num_heads"""
-    for d_out, num_heads in ((5, 2), (6, 4)):
-        what = f"CrossAttention(3, 4, {d_out}, num_heads={num_heads})"
-        try:
-            impl.CrossAttention(3, 4, d_out, num_heads)
-        except CaseFailure:
-            raise  # a missing class must fail here, not count as "raised"
-        except (AssertionError, ValueError):
-            continue
-        except Exception as error:  # noqa: BLE001
-            name = getattr(error, "type_name", type(error).__name__)
-            raise CaseFailure(f"{what} raised {name}; raise AssertionError or ValueError "
-                              "(e.g. assert d_out % num_heads == 0, \"...\")") from None
-        raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
-                          "(raise AssertionError or ValueError)")
+    multihead.check_rejects_indivisible(
+        lambda d_out, num_heads: (f"CrossAttention(3, 4, {d_out}, num_heads={num_heads})",
+                                  lambda: impl.CrossAttention(3, 4, d_out, num_heads)),
+        ((5, 2), (6, 4)))
 
 
 @case(STEP, "property", weight=0.75)
@@ -341,8 +318,7 @@ def test_not_causal(impl):
     what = "CrossAttention(4, 4, 4, num_heads=2)"
     out = _explain_shape(module(x, context), x.numpy(), context.numpy(), 4, what)
     if toolkit.close(module(x, toolkit.tensor(r.normal(size=(2, 4, 4)))), out):
-        raise CaseFailure(f"{what}: the output does not depend on `context` at all; the keys and values come "
-                          "from context, W_key(context) and W_value(context); only the queries come from x")
+        raise CaseFailure(f"{what}: the output does not depend on `context` at all; {KEYS_FROM_X}")
     changed = context.clone()
     changed[:, -1] += 3.0
     if toolkit.close(checks.to_array(module(x, changed), what)[:, 0], out[:, 0]):
@@ -413,13 +389,8 @@ class _SelfView:
 
 
 def _probe_linears(num_tokens):
-    """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see toolkit.check_dropout."""
-    d_out = 4 * num_tokens
-    linears = _random_layers(rng(1907), num_tokens, num_tokens, d_out, False)
-    eye = np.eye(num_tokens, dtype=np.float32)
-    linears["W_value"] = (np.vstack([eye, 2 * eye, eye, 2 * eye]), None)
-    linears["out_proj"] = (np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32))
-    return linears
+    return multihead.dropout_probe_linears(_random_layers(rng(1907), num_tokens, num_tokens, 4 * num_tokens, False),
+                                           num_tokens)
 
 
 def _dropout_probe(impl, num_tokens, p):

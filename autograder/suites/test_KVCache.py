@@ -13,11 +13,11 @@ import re
 import numpy as np
 import torch
 
-from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.seam import Handle
-from autograder.suites._shared import rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import rng
 
 STEP = "KVCache"
 

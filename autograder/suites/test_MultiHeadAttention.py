@@ -10,27 +10,23 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites._shared import notes_cases, rng
+from autograder.suites.toolkit import checks, multihead
+from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.multihead import LAYERS, record_linears
 
 STEP = "MultiHeadAttention"
 
-LAYERS = PROJECTIONS + ("out_proj",)
-_BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
-
 MISTAKES = toolkit.MASK_MISTAKES + [
-    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_dim), "
-                         "head_dim = d_out // num_heads"),
-    (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
-                          "d_out // num_heads wide: divide by sqrt(head_dim)"),
+    multihead.NOT_SCALED,
+    multihead.SCALED_BY_D_OUT,
     (dict(scale="d_in"), "the scores are divided by sqrt(d_in); divide by sqrt(head_dim), "
                          "head_dim = d_out // num_heads"),
-    (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)"),
+    multihead.DIVIDED_BY_HEAD_DIM,
     (dict(scale="d_out_linear"), "the scores are divided by d_out; divide by sqrt(head_dim)"),
     (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
                                  "without a transpose, which mixes tokens across heads: view as (batch, T, "
@@ -41,9 +37,8 @@ MISTAKES = toolkit.MASK_MISTAKES + [
                                  "and token dimensions back first"),
     (dict(split="interleaved"), "head i gets every num_heads-th feature; it must get the block "
                                 "[i*head_dim, (i+1)*head_dim)"),
-    (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first"),
-    (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
-                           "(an nn.Linear(d_out, d_out)) at the end"),
+    multihead.HEADS_REVERSED,
+    multihead.NO_OUT_PROJ,
 ]
 
 
@@ -78,17 +73,7 @@ def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
     record = dict(label=label, x=r.normal(size=(batch, num_tokens, d_in)).astype(np.float32),
                   d_in=np.int64(d_in), d_out=np.int64(d_out), context_length=np.int64(num_tokens),
                   num_heads=np.int64(num_heads), qkv_bias=np.int64(bias))
-    for name, (weight, b) in _random_layers(r, d_in, d_out, bias).items():
-        record[name] = weight
-        record[_BIAS[name]] = b if b is not None else np.zeros(d_out, dtype=np.float32)
-    return record
-
-
-def _record_linears(record):
-    bias = bool(record["qkv_bias"])
-    linears = {name: (record[name], record[_BIAS[name]] if bias else None) for name in PROJECTIONS}
-    linears["out_proj"] = (record["out_proj"], record["b_out"])
-    return linears
+    return multihead.put_layers(record, _random_layers(r, d_in, d_out, bias))
 
 
 def stored_inputs():
@@ -105,7 +90,7 @@ def stored_inputs():
 
 def apply(impl, record):
     module = _mha(impl, int(record["d_in"]), int(record["d_out"]), int(record["context_length"]),
-                  int(record["num_heads"]), _record_linears(record), bias=bool(record["qkv_bias"]))
+                  int(record["num_heads"]), record_linears(record), bias=bool(record["qkv_bias"]))
     return module(torch.tensor(record["x"]))
 
 
@@ -114,26 +99,16 @@ def test_stored_outputs(impl):
     """matches the reference for 1 to 6 heads, head_dim unlike d_in and d_out, several batch sizes"""
     toolkit.check_stored_outputs(
         impl, STEP, apply, "MultiHeadAttention",
-        lambda record, k: _mistakes(record["x"], _record_linears(record), int(record["num_heads"])))
+        lambda record, k: _mistakes(record["x"], record_linears(record), int(record["num_heads"])))
 
 
 @case(STEP, "property", weight=0.5)
 def test_rejects_indivisible_d_out(impl):
     """raises AssertionError or ValueError when d_out is not divisible by num_heads"""
-    for d_out, num_heads in ((5, 2), (4, 3)):
-        what = f"MultiHeadAttention(3, {d_out}, 4, 0.0, num_heads={num_heads})"
-        try:
-            impl.MultiHeadAttention(3, d_out, 4, 0.0, num_heads)
-        except CaseFailure:
-            raise  # a missing class must fail here, not count as "raised"
-        except (AssertionError, ValueError):
-            continue
-        except Exception as error:  # noqa: BLE001
-            name = getattr(error, "type_name", type(error).__name__)
-            raise CaseFailure(f"{what} raised {name}; raise AssertionError or ValueError "
-                              "(e.g. assert d_out % num_heads == 0, \"...\")") from None
-        raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
-                          "(raise AssertionError or ValueError)")
+    multihead.check_rejects_indivisible(
+        lambda d_out, num_heads: (f"MultiHeadAttention(3, {d_out}, 4, 0.0, num_heads={num_heads})",
+                                  lambda: impl.MultiHeadAttention(3, d_out, 4, 0.0, num_heads)),
+        ((5, 2), (4, 3)))
 
 
 @case(STEP, "property", weight=0.25)
@@ -244,13 +219,7 @@ def test_dropout_off_in_eval_mode(impl):
 
 
 def _probe_linears(num_tokens):
-    """2 heads of width 2T, W_value = [I; 2I; I; 2I], out_proj = I: see toolkit.check_dropout."""
-    d_out = 4 * num_tokens
-    linears = _random_layers(rng(1811), num_tokens, d_out, False)
-    eye = np.eye(num_tokens, dtype=np.float32)
-    linears["W_value"] = (np.vstack([eye, 2 * eye, eye, 2 * eye]), None)
-    linears["out_proj"] = (np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32))
-    return linears
+    return multihead.dropout_probe_linears(_random_layers(rng(1811), num_tokens, 4 * num_tokens, False), num_tokens)
 
 
 def _dropout_probe(impl, num_tokens, p):

@@ -9,13 +9,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites._shared import notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "MultiHeadAttentionWrapper"
 
@@ -72,11 +72,16 @@ def _check_heads_as_the_task_says(module, num_heads, d_in, d_out, bias, what):
             toolkit.check_linear(module, f"heads.{i}.{name}", d_in, d_out, bias, what)
 
 
+SAME_HEAD = "every head computes the same output: each head needs its own module (and weights)"
+
+
 def _wrapper_mistakes(x, heads):
+    # one head's output repeated: the last (one module listed num_heads times holds the last weights
+    # loaded into it) or the first (heads[0] called for every head)
     return [(lambda: toolkit.heads_side_by_side(x, heads[::-1]), "the heads are concatenated in reverse "
              "order: head 0's output comes first"),
-            (lambda: toolkit.heads_side_by_side(x, [heads[-1]] * len(heads)), "every head computes the same "
-             "output: each head needs its own module (and weights)"),
+            (lambda: toolkit.heads_side_by_side(x, [heads[-1]] * len(heads)), SAME_HEAD),
+            (lambda: toolkit.heads_side_by_side(x, [heads[0]] * len(heads)), SAME_HEAD),
             (lambda: toolkit.heads_side_by_side(x, heads, mask="none"), "the heads are not causal: use causal "
              "single-head modules (CausalAttention)")]
 

@@ -9,13 +9,13 @@ used. The cases run in float32, torch's default dtype, except one that checks fl
 import numpy as np
 import torch
 
-from autograder import checks
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import stored
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites._shared import notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "SelfAttention"
 test_notes = notes_cases(STEP, weight=2)
@@ -105,6 +105,9 @@ def forward(impl, module, x, label, d_in, d_out):
                                   "does not fit") from None
         raise
     checks.expect_tensor(out, f"the output on {label}")
+    if d_in != d_out and tuple(out.shape) == tuple(x.shape):
+        raise CaseFailure(f"the output on {label} is {d_in} wide like x, not d_out = {d_out}: the context weights "
+                          "the raw inputs: weight the values (W_value(x))")
     checks.expect_shape(out, (*x.shape[:-1], d_out), f"the output on {label}")
     return out
 

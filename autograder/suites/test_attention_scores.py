@@ -2,12 +2,13 @@
 
 import numpy as np
 
-from autograder import checks
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites._shared import check_stored, notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "attention_scores"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
 
 
 def stored_inputs():
@@ -22,20 +23,37 @@ def stored_inputs():
     ]
 
 
+X_T_ON_A_BATCH = "uses X.T, which reverses every axis of a batch; swap only the last two"
+
+
 def apply(impl, record):
-    return impl.attention_scores(record["X"])
+    X = record["X"]
+    try:
+        return impl.attention_scores(X)
+    except RemoteError as error:
+        if X.ndim < 3:
+            raise
+        try:  # the same tokens as one matrix: if that works, only the batch axes are the trouble
+            impl.attention_scores(X[(0,) * (X.ndim - 2)])
+        except RemoteError:
+            raise error from None
+        raise CaseFailure(f"attention_scores(X) works on one (n, d) matrix but raised {error.type_name} on "
+                          f"{record['label']}: {X_T_ON_A_BATCH} (np.swapaxes(X, -1, -2))") from None
+
+
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
+    the stored outputs and of the notes' worked examples."""
+    X = record["X"]
+    return [(lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
+            (lambda: X @ X.T, X_T_ON_A_BATCH)]
 
 
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference on single tokens, batches, float32 and long sequences"""
 
-    def symptoms(record, k):
-        X = record["X"]
-        return [(lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
-                (lambda: X @ X.T, "uses X.T, which reverses every axis of a batch; swap only the last two")]
-
-    check_stored(impl, STEP, apply, "attention_scores(X)", symptoms=symptoms)
+    check_stored(impl, STEP, apply, "attention_scores(X)", symptoms=stored_symptoms)
 
 
 @case(STEP, "property")

@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from autograder import checks
 from autograder.harness import case
-from autograder.suites._shared import check_stored, notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "attention_weights"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
 
 
 def stored_inputs():
@@ -25,16 +25,19 @@ def apply(impl, record):
     return impl.attention_weights(record["scores"])
 
 
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
+    the stored outputs and of the notes' worked examples."""
+    s = record["scores"]
+    e = np.exp(s - s.max(axis=-2, keepdims=True))
+    return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1")]
+
+
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference on single matrices, batches, float32 and large scores"""
 
-    def symptoms(record, k):
-        s = record["scores"]
-        e = np.exp(s - s.max(axis=-2, keepdims=True))
-        return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1")]
-
-    check_stored(impl, STEP, apply, "attention_weights(scores)", symptoms=symptoms)
+    check_stored(impl, STEP, apply, "attention_weights(scores)", symptoms=stored_symptoms)
 
 
 @case(STEP, "property")

@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites._shared import check_stored, notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "cosine_similarity"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
 
 
 def stored_inputs():
@@ -26,18 +26,21 @@ def apply(impl, record):
     return impl.cosine_similarity(record["a"], record["b"])
 
 
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
+    the stored outputs and of the notes' worked examples."""
+    a, b = record["a"], record["b"]
+    return [(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
+            (lambda: np.dot(a, b) / np.linalg.norm(a) ** 2, "divides by |a|² instead of |a|·|b|"),
+            (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
+             "divides by the squared lengths; take their square roots")]
+
+
 @case(STEP, "stored", weight=2)
 def test_stored_outputs(impl):
     """matches the reference on random vectors, float32, and vectors of very different lengths"""
 
-    def symptoms(record, k):
-        a, b = record["a"], record["b"]
-        return [(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
-                (lambda: np.dot(a, b) / np.linalg.norm(a) ** 2, "divides by |a|² instead of |a|·|b|"),
-                (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
-                 "divides by the squared lengths; take their square roots")]
-
-    check_stored(impl, STEP, apply, "cosine_similarity(a, b)", symptoms=symptoms)
+    check_stored(impl, STEP, apply, "cosine_similarity(a, b)", symptoms=stored_symptoms)
 
 
 @case(STEP, "property")

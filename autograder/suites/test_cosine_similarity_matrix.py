@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from autograder import checks
 from autograder.harness import case
-from autograder.suites._shared import check_stored, notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "cosine_similarity_matrix"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
 
 
 def stored_inputs():
@@ -23,19 +23,22 @@ def apply(impl, record):
     return impl.cosine_similarity_matrix(record["X"])
 
 
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
+    the stored outputs and of the notes' worked examples."""
+    X = record["X"]
+    return [(lambda: X @ X.T, "these are plain dot products: divide by the two rows' lengths"),
+            (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)),
+             "compares columns, not rows: the rows of X are the tokens"),
+            (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
+             "divides each row by its own squared length only; use |x_i|·|x_j|")]
+
+
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference on random matrices, float32, and rows of very different lengths"""
 
-    def symptoms(record, k):
-        X = record["X"]
-        return [(lambda: X @ X.T, "these are plain dot products: divide by the two rows' lengths"),
-                (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)),
-                 "compares columns, not rows: the rows of X are the tokens"),
-                (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
-                 "divides each row by its own squared length only; use |x_i|·|x_j|")]
-
-    check_stored(impl, STEP, apply, "cosine_similarity_matrix(X)", symptoms=symptoms)
+    check_stored(impl, STEP, apply, "cosine_similarity_matrix(X)", symptoms=stored_symptoms)
 
 
 @case(STEP, "property")

@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites._shared import check_stored, notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "dot_product"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
 
 
 def stored_inputs():
@@ -26,17 +26,20 @@ def apply(impl, record):
     return impl.dot_product(record["a"], record["b"])
 
 
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
+    the stored outputs and of the notes' worked examples."""
+    a, b = record["a"], record["b"]
+    return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
+            (lambda: np.sum(a + b), "adds the vectors instead of multiplying them elementwise"),
+            (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum")]
+
+
 @case(STEP, "stored", weight=2)
 def test_stored_outputs(impl):
     """matches the reference on random vectors (lengths 1 to 1000, float32, large entries)"""
 
-    def symptoms(record, k):
-        a, b = record["a"], record["b"]
-        return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
-                (lambda: np.sum(a + b), "adds the vectors instead of multiplying them elementwise"),
-                (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum")]
-
-    check_stored(impl, STEP, apply, "dot_product(a, b)", symptoms=symptoms)
+    check_stored(impl, STEP, apply, "dot_product(a, b)", symptoms=stored_symptoms)
 
 
 @case(STEP, "oracle")

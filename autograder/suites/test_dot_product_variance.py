@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites._shared import check_stored
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored
 
 STEP = "dot_product_variance"
 STORED_RTOL = 0.08  # the stored values are one sample too; see stored_inputs
@@ -80,17 +80,18 @@ def test_stored_outputs(impl):
     def symptoms(record, k):
         d, unscaled, scaled = int(record["d_k"]), float(record["expected_0"]), float(record["expected_1"])
         if k == 0:
-            return [(scaled, "returns (var_scaled, var_unscaled): return (var_unscaled, var_scaled) "
-                             "in that order"),
-                    (math.sqrt(unscaled), "var_unscaled looks like the standard deviation; return the "
-                                          "variance"),
-                    (1.0, "var_unscaled is near 1, not d_k: sum the d_k products of each pair into one dot "
-                          "product before taking the variance")]
-        return [(unscaled / d, "var_scaled is near 1/d_k: the dot products were divided by d_k; divide by "
-                               "sqrt(d_k)"),
-                (unscaled, "var_scaled equals var_unscaled: the dot products were not divided by sqrt(d_k)"),
-                (unscaled / math.sqrt(d), "var_scaled is near sqrt(d_k): the variance was divided by "
-                                          "sqrt(d_k); scale the dot products by 1/sqrt(d_k)")]
+            return [(lambda: scaled,
+                     "returns (var_scaled, var_unscaled): return (var_unscaled, var_scaled) in that order"),
+                    (lambda: 1.0,
+                     "var_unscaled is near 1, not d_k: sum the d_k products of each pair into one dot product "
+                     "before taking the variance")]
+        return [(lambda: unscaled / d,
+                 "var_scaled is near 1/d_k: the dot products were divided by d_k; divide by sqrt(d_k)"),
+                (lambda: unscaled,
+                 "var_scaled equals var_unscaled: the dot products were not divided by sqrt(d_k)"),
+                (lambda: unscaled / math.sqrt(d),
+                 "var_scaled is near sqrt(d_k): the variance was divided by sqrt(d_k); scale the dot products "
+                 "by 1/sqrt(d_k)")]
 
     def checked_apply(impl, record):
         out = apply(impl, record)

@@ -3,13 +3,13 @@
 import numpy as np
 import torch
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites._shared import check_stored, notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "masked_softmax"
-test_notes = notes_cases(STEP)
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
 
 
 def _causal(n):
@@ -55,24 +55,27 @@ def _softmax(s, axis=-1):
         return e / e.sum(axis=axis, keepdims=True)
 
 
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
+    the stored outputs and of the notes' worked examples."""
+    s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
+    return [(lambda: _softmax(np.where(m, 0.0, s)), "blocked scores are filled with a finite value (0?) "
+             "instead of -inf, so blocked entries still get weight"),
+            (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
+             "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
+            (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
+            (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
+             "(the convention of masked_fill and nn.MultiheadAttention)"),
+            (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
+             "dimension: normalise over the last one (the keys)")]
+
+
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference for causal, random and broadcast masks, float64 and large scores"""
 
-    def symptoms(record, k):
-        s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
-        return [(lambda: _softmax(np.where(m, 0.0, s)), "blocked scores are filled with a finite value (0?) "
-                 "instead of -inf, so blocked entries still get weight"),
-                (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
-                 "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
-                (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
-                (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
-                 "(the convention of masked_fill and nn.MultiheadAttention)"),
-                (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
-                 "dimension: normalise over the last one (the keys)")]
-
     try:
-        check_stored(impl, STEP, apply, "masked_softmax(scores, mask)", symptoms=symptoms)
+        check_stored(impl, STEP, apply, "masked_softmax(scores, mask)", symptoms=stored_symptoms)
     except CaseFailure as failure:
         if str(failure).endswith("contains nan"):
             raise CaseFailure(f"{failure}: {_NAN_HINT}") from None

@@ -3,11 +3,11 @@
 import numpy as np
 import torch
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import check_stored, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, rng
 
 STEP = "merge_heads"
 

@@ -16,11 +16,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "online_softmax_attention"
 test_notes = notes_cases(STEP)

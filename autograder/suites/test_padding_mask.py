@@ -9,12 +9,12 @@ place or missing) before it falls back to saying which sequence and position are
 import numpy as np
 import torch
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.fixtures import stored
 from autograder.harness import case
 from autograder.suites import toolkit
-from autograder.suites._shared import rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import rng
 
 STEP = "padding_mask"
 

@@ -3,13 +3,15 @@
 import numpy as np
 import torch
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites._shared import check_stored, notes_cases, rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
-test_notes = notes_cases(STEP)
+# The notes' examples have no mask, so a masking mistake passes them: they weigh little, and the
+# stored outputs (masks included) carry the step, so no mask keeps at most a third of it.
+test_notes = notes_cases(STEP, weight=0.5)
 
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
@@ -182,7 +184,7 @@ def mistakes(Q, K, V, mask, k):
     return found
 
 
-@case(STEP, "stored", weight=4)
+@case(STEP, "stored", weight=6)
 def test_stored_outputs(impl):
     """matches the reference with and without masks (causal, mixed, broadcast), batches, float32, long"""
     check_stored(impl, STEP, _checked_apply, "scaled_dot_product_attention(Q, K, V, mask)",

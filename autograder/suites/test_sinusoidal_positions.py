@@ -12,10 +12,10 @@ import math
 import numpy as np
 import torch
 
-from autograder import checks
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites._shared import rng
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import rng
 
 STEP = "sinusoidal_positions"
 NAME = "sinusoidal_positions"

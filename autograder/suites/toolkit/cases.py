@@ -1,19 +1,73 @@
 """Case builders the step suites share: the notes' worked examples and stored outputs."""
 
-import numpy as np
+import inspect
 
-from autograder import checks
+import numpy as np
+import torch
+
 from autograder.errors import CaseFailure
 from autograder.fixtures import notes, stored
 from autograder.harness import case_family
+from autograder.suites.toolkit import checks
 
 
-def notes_cases(step, weight=1.0, symptoms=None):
+class _Replay:
+    """Stands in for the code under test while a worked example is replayed: its one function,
+    `step`, records the arguments it is called with (as a record of the stored outputs, named by
+    the reference's parameters) and answers `answer(record)`; anything else is not there."""
+
+    def __init__(self, step, answer):
+        self.step, self.answer, self.record = step, answer, None
+
+    def __getattr__(self, name):
+        if name != self.step:
+            raise AttributeError(name)  # the example uses more than this step: no replay
+
+        def call(*args, **kwargs):
+            import solutions  # the reference's signature names the arguments as the records do
+
+            bound = inspect.signature(getattr(solutions, self.step)).bind(*args, **kwargs)
+            bound.apply_defaults()
+            self.record = {key: value.detach().cpu().numpy() if torch.is_tensor(value) else value
+                           for key, value in bound.arguments.items()}
+            return self.answer(self.record)
+
+        return call
+
+
+class _Stop(Exception):
+    """Ends a replay once the arguments are recorded."""
+
+
+def _stop(record):
+    raise _Stop()
+
+
+def replayed_symptoms(member, step, ladder):
+    """The stored outputs' ladder on a worked example: `ladder(record, 0)` gives [(candidate,
+    message)] on the example's own inputs, and each candidate is pushed through the rest of the
+    example (a row picked, say) by replaying it with the mistake's output in place of the step's."""
+    recorder = _Replay(step, _stop)
+    try:
+        member.call(recorder)
+    except _Stop:
+        pass
+    except Exception:  # the example does more than call this step once: nothing to replay
+        return []
+    if recorder.record is None:
+        return []
+    return [((lambda candidate=candidate: member.call(_Replay(step, lambda record: candidate()))), message)
+            for candidate, message in ladder(recorder.record, 0)]
+
+
+def notes_cases(step, weight=1.0, symptoms=None, replayed=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
     `symptoms(example)` may return the known mistakes [(candidate, message)] on that example's
     inputs, so a wrong worked example is named by the same ladder as the suite's other cases.
+    `replayed(record, k)`, the ladder of the stored outputs, does that for an example that calls
+    the step once on plain inputs (`replayed_symptoms`).
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -24,8 +78,9 @@ def notes_cases(step, weight=1.0, symptoms=None):
     @case_family(step, "notes", members, weight=weight)
     def test_notes(impl, member):
         actual = member.call(impl)  # inputs travel as copies: nothing can write into them
+        ladder = symptoms(member) if symptoms else replayed_symptoms(member, step, replayed) if replayed else ()
         checks.expect_close(actual, notes.expected(member), f"the notes' example \"{member.where}\"",
-                            atol=member.atol, rtol=0, symptoms=symptoms(member) if symptoms else ())
+                            atol=member.atol, rtol=0, symptoms=ladder)
 
     return test_notes
 

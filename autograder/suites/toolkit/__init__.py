@@ -1,0 +1,61 @@
+"""The one home of what the hidden suites share; suites use `toolkit.<name>`, and `checks` and
+`cases` by their own names.
+
+- `checks`: comparisons that explain themselves in the student's terms (`expect_close` and its
+  diagnosis ladder, shapes, row sums, inputs unchanged). Every message names a symptom and never
+  prints an expected value of a hidden case.
+- `cases`: case builders: the notes' worked examples (`notes_cases`) and the stored reference
+  outputs (`check_stored`), and `rng`.
+- `modules`: building a student's module through its handle: `construct` calls
+  `impl.ClassName(*args)` and checks that a module came back; `load_linear` copies known weights
+  into the `nn.Linear` at an attribute path by name, so the order in which a submission creates
+  its layers, or how its forward pass combines them, never matters; `loaded_module` does both and
+  switches to eval mode. Random weights and inputs.
+- `model`: a NumPy model (`softmax`, `attention`, `heads_side_by_side`) of (multi-head, causal)
+  attention in float64, whose keyword switches each reproduce one known mistake, so a wrong
+  output can be named by its symptom (`symptoms`).
+- `multihead`: what the two multi-head layers' suites (`MultiHeadAttention`, `CrossAttention`)
+  share: their layers' names, records and probes, and the mistakes of their heads.
+- `properties`: property checks several suites share: causality, the last token, inputs shorter
+  than `context_length`, batches, the input left unchanged, gradients, dropout.
+
+Modules are reached only through `seam.Handle`s: called (as data, under no_grad), described,
+loaded with `set_linear`, switched between train and eval.
+"""
+
+from autograder.suites.toolkit import cases, checks  # noqa: F401  (the suites' shared names)
+from autograder.suites.toolkit.model import (  # noqa: F401
+    MASK_MISTAKES,
+    NAN_HINT,
+    attention,
+    check_stored_outputs,
+    heads_side_by_side,
+    softmax,
+    symptoms,
+    torch_identity_multihead,
+)
+from autograder.suites.toolkit.modules import (  # noqa: F401
+    SIGNATURES,
+    check_dropout_attribute,
+    check_linear,
+    construct,
+    linear_info,
+    load_linear,
+    loaded_module,
+    random_linear,
+    random_projections,
+    tensor,
+)
+from autograder.suites.toolkit.properties import (  # noqa: F401
+    check_batches,
+    check_dropout,
+    check_eval_mode_without_dropout,
+    check_finite_and_causal,
+    check_gradients,
+    check_input_unchanged,
+    check_last_token,
+    check_short_input,
+    close,
+    explain_gradients,
+    run_on_held,
+)

@@ -1,0 +1,125 @@
+"""A NumPy model of (multi-head, causal) attention in float64, whose keyword switches each
+reproduce one known mistake, so a wrong output can be named by its symptom (`symptoms`)."""
+
+import math
+
+import numpy as np
+import torch
+
+from autograder.errors import CaseFailure
+from autograder.suites.toolkit.cases import check_stored
+
+NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
+            "must see itself), or when -inf meets 0 (dropout or a product on the masked scores)")
+
+
+
+# --- a NumPy model of attention, with known mistakes as switches ----------------------------
+
+def softmax(s, axis=-1):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
+              axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
+              out_proj=True):
+    """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
+
+    `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
+    or None)}. The defaults are the correct model; each switch reproduces a known mistake:
+    mask "none" | "lower" | "diagonal"; `fill` for blocked scores; `after`: mask the weights after
+    the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear"; the softmax
+    `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
+    keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
+    split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
+
+    def project(name):
+        weight, bias = linears[name]
+        weight = np.asarray(weight, dtype=np.float64)
+        y = x @ (weight if untransposed else weight.T)
+        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+
+    made = {"q": project("W_query"), "k": project("W_key"), "v": project("W_value"), "x": x}
+    q, k, v = (made[role] for role in roles)
+    d_out = made["q"].shape[-1]
+    head_dim = d_out // num_heads
+
+    def split_(z):
+        width = z.shape[-1] // num_heads
+        if split == "no_transpose":
+            return z.reshape(*lead, num_heads, num_tokens, width)
+        if split == "interleaved":
+            return np.moveaxis(z.reshape(*lead, num_tokens, width, num_heads), -1, -3)
+        return np.swapaxes(z.reshape(*lead, num_tokens, num_heads, width), -3, -2)
+
+    q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
+    divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
+               "head_linear": head_dim, "d_out_linear": d_out}[scale]
+    scores = q @ np.swapaxes(k, -1, -2) / divisor
+    ones = np.ones((num_tokens, num_tokens))
+    blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
+               "none": 0 * ones}[mask].astype(bool)
+    if after:
+        weights = softmax(scores, axis) * ~blocked
+    else:
+        weights = softmax(np.where(blocked, fill, scores), axis)
+    if transpose_weights:
+        weights = np.swapaxes(weights, -1, -2)
+    context = weights @ v  # (..., heads, T, width)
+    if merge == "reversed":
+        context = context[..., ::-1, :, :]
+    if merge == "no_transpose":
+        context = context.reshape(*lead, num_tokens, -1)
+    else:
+        context = np.swapaxes(context, -3, -2).reshape(*lead, num_tokens, -1)
+    if out_proj and "out_proj" in linears:
+        weight, bias = linears["out_proj"]
+        context = context @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
+    return context
+
+
+def heads_side_by_side(x, heads, **switches):
+    """Single-head causal attention per head ({name: (weight, bias)} each), concatenated."""
+    return np.concatenate([attention(x, head, **switches) for head in heads], axis=-1)
+
+
+def torch_identity_multihead(x, num_heads):
+    """torch.nn.MultiheadAttention on x (batch, tokens, d) with identity projections: attention
+    run per head on slices of x, the heads' outputs side by side. The oracle of the head split."""
+    d = x.shape[-1]
+    mha = torch.nn.MultiheadAttention(d, num_heads, bias=False, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([torch.eye(d)] * 3))
+        mha.out_proj.weight.copy_(torch.eye(d))
+        return mha.eval()(x, x, x, need_weights=False)[0]
+
+
+def symptoms(compute, mistakes):
+    """[(candidate, message)] for `checks.expect_close`: compute(**switches) per known mistake."""
+    return [((lambda kw=kw: compute(**kw)), message) for kw, message in mistakes]
+
+
+MASK_MISTAKES = [
+    (dict(mask="none"), "no causal mask is applied: every token also attends to the tokens after it"),
+    (dict(mask="lower"), "the mask blocks the keys BELOW the diagonal (earlier tokens); block those "
+                         "above it (key j > query i)"),
+    (dict(fill=0.0), "blocked scores are set to 0 instead of -inf, so blocked keys still get weight "
+                     "(exp(0) = 1)"),
+    (dict(after=True), "the mask is applied after the softmax without renormalising, so rows no longer "
+                       "sum to 1: fill the blocked scores with -inf before the softmax"),
+]
+
+
+def check_stored_outputs(impl, step, apply, what, symptoms_of):
+    """check_stored, with a hint where the output holds nan."""
+    try:
+        check_stored(impl, step, apply, what, symptoms=symptoms_of)
+    except CaseFailure as failure:
+        if str(failure).endswith("contains nan"):
+            raise CaseFailure(f"{failure}: {NAN_HINT}") from None
+        raise

@@ -1,0 +1,147 @@
+"""Building modules through their handles: construct one, find and load its nn.Linear layers by
+attribute name, check its attributes; random weights and inputs for the cases.
+
+One rule for an unwanted bias: it is zeroed while loading, so it costs points once, in the step's
+attribute case (`check_linear`), and nowhere else. A missing bias that the weights need cannot be
+loaded, and fails the case.
+"""
+
+import math
+
+import numpy as np
+import torch
+
+from autograder.errors import CaseFailure, RemoteError
+from autograder.seam import Handle
+from autograder.steps import PROJECTIONS
+from autograder.suites.toolkit import checks
+
+SIGNATURES = {
+    "SelfAttention": "(d_in, d_out, qkv_bias=False)",
+    "CausalAttention": "(d_in, d_out, context_length, dropout, qkv_bias=False)",
+    "CachedCausalAttention": "(d_in, d_out, context_length, dropout, qkv_bias=False)",
+    "MultiHeadAttentionWrapper": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
+    "MultiHeadAttention": "(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)",
+    "CrossAttention": "(d_q, d_kv, d_out, num_heads, dropout=0.0, qkv_bias=False)",
+}
+
+
+# --- building modules ---------------------------------------------------------------------
+
+def first_line(error, limit=160):
+    text = str(error).strip().splitlines()
+    return text[0][:limit] if text else type(error).__name__
+
+
+def _is_signature_error(error):
+    text = str(error)
+    return isinstance(error, TypeError) and "__init__()" in text and "argument" in text
+
+
+def construct(impl, class_name, args, kwargs=None, what=None):
+    """impl.<class_name>(*args, **kwargs), checked to be an nn.Module: its Handle."""
+    what = what or f"{class_name}{tuple(args)}"
+    try:
+        module = getattr(impl, class_name)(*args, **(kwargs or {}))
+    except RemoteError as error:
+        # A call that does not fit the signature fails before any of the submission's code runs.
+        if _is_signature_error(error):
+            raise CaseFailure(f"{what} cannot be created ({first_line(error)}); keep the signature of the "
+                              f"task: {class_name}{SIGNATURES.get(class_name, '(...)')}") from None
+        raise
+    if not isinstance(module, Handle) or not module.is_module:
+        kind = module.type_name if isinstance(module, Handle) else type(module).__name__
+        raise CaseFailure(f"{what} is a {kind}, not a torch.nn.Module: subclass nn.Module (and call "
+                          "super().__init__() first)")
+    return module
+
+
+def linear_info(module, path, what):
+    """describe() of the nn.Linear at `path`, or a CaseFailure naming what is missing."""
+    info = module.describe(path)
+    if not info.get("exists"):
+        if any(part.isdigit() for part in path.split(".")):
+            raise CaseFailure(f"{what}: `{path}` does not exist (is `heads` an nn.ModuleList with one "
+                              "module per head, each with W_query, W_key and W_value?)")
+        raise CaseFailure(f"{what} has no attribute `{path}`; keep the attribute names of the task "
+                          "(W_query, W_key, W_value, and out_proj or heads where the task has them)")
+    if "weight_shape" not in info:
+        raise CaseFailure(f"{what}: `{path}` is a {info.get('type', 'object')}, expected an nn.Linear "
+                          "(nn.Linear(d_in, d_out, bias=qkv_bias) for the projections)")
+    return info
+
+
+def load_linear(module, path, weight, bias, what):
+    """Copy (weight (out, in), bias or None) into the nn.Linear at `path` (e.g. "heads.1.W_key").
+
+    The one rule for biases: a bias the weights do not have is zeroed (the attribute case marks
+    it down, once); a bias they have but the layer lacks fails here."""
+    info = linear_info(module, path, what)
+    weight = np.asarray(weight, dtype=np.float32)
+    if tuple(info["weight_shape"]) != weight.shape:
+        raise CaseFailure(f"{what}: `{path}.weight` has shape {checks.fmt_shape(info['weight_shape'])}, "
+                          f"expected {checks.fmt_shape(weight.shape)} (nn.Linear(in_features="
+                          f"{weight.shape[1]}, out_features={weight.shape[0]}))")
+    if bias is not None and not info.get("bias"):
+        why = ("out_proj always has one" if path.endswith("out_proj")
+               else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")
+        raise CaseFailure(f"{what}: `{path}` has no bias, but it should have one ({why})")
+    module.set_linear(path, weight, None if bias is None else np.asarray(bias, dtype=np.float32))
+
+
+def loaded_module(impl, class_name, args, linears, what=None, dtype=None):
+    """impl.<class_name>(*args) holding `linears` {attribute path: (weight, bias or None)}, in
+    eval mode (and converted to `dtype` if given)."""
+    what = what or f"{class_name}{tuple(args)}"
+    module = construct(impl, class_name, args, what=what)
+    for path, (weight, bias) in linears.items():
+        load_linear(module, path, weight, bias, what)
+    if dtype is not None:
+        module.to(dtype)
+    return module.eval()
+
+
+def check_linear(module, path, d_in, d_out, bias, what):
+    """The attribute at `path` is nn.Linear(d_in, d_out, bias=bias), as the task asks."""
+    info = module.describe(path)
+    if not info.get("exists"):
+        raise CaseFailure(f"{what} has no attribute `{path}`")
+    if "weight_shape" not in info:
+        raise CaseFailure(f"{what}.{path} is a {info.get('type', 'object')}, expected "
+                          "nn.Linear(d_in, d_out, bias=qkv_bias)")
+    out_features, in_features = info["weight_shape"]
+    if (in_features, out_features) != (d_in, d_out):
+        raise CaseFailure(f"{what}.{path} is nn.Linear({in_features}, {out_features}), expected "
+                          f"nn.Linear({d_in}, {d_out})")
+    if bool(info.get("bias")) != bias:
+        has = "has a" if info.get("bias") else "has no"
+        hint = ("out_proj is nn.Linear(d_out, d_out), with a bias" if path.endswith("out_proj")
+                else "pass bias=qkv_bias to nn.Linear")
+        raise CaseFailure(f"{what}.{path} {has} bias: {hint}")
+
+
+def check_dropout_attribute(name, module, p):
+    """`module.dropout` is nn.Dropout(p)."""
+    info = module.describe("dropout")
+    if "p" not in info:
+        found = info.get("type", "nothing") if info.get("exists") else "nothing"
+        raise CaseFailure(f"{name} should have an attribute `dropout` = nn.Dropout({p}); found {found}")
+    if abs(float(info["p"]) - p) > 1e-12:
+        raise CaseFailure(f"{name}(..., dropout={p}).dropout has p={info['p']}; pass the dropout "
+                          "argument to nn.Dropout")
+
+
+# --- weights and inputs -------------------------------------------------------------------
+
+def random_linear(r, d_out, d_in, bias):
+    """(weight (d_out, d_in), bias or None) in float32."""
+    weight = (r.normal(size=(d_out, d_in)) / math.sqrt(d_in)).astype(np.float32)
+    return weight, (0.3 * r.normal(size=d_out)).astype(np.float32) if bias else None
+
+
+def random_projections(r, d_in, d_out, bias):
+    return {name: random_linear(r, d_out, d_in, bias) for name in PROJECTIONS}
+
+
+def tensor(a):
+    return torch.tensor(np.asarray(a), dtype=torch.float32)

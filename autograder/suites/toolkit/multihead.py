@@ -1,0 +1,67 @@
+"""What the suites of the two multi-head layers, `MultiHeadAttention` and `CrossAttention`, share:
+the names of their layers, how a stored record holds their weights, the probe of their dropout,
+the check that d_out splits into equal heads, and the mistakes of their heads. Both NumPy models
+(`model.attention` and the CrossAttention suite's `cross_attention`) take the same switches for
+these mistakes, so one (switches, message) pair serves both ladders."""
+
+import numpy as np
+
+from autograder.errors import CaseFailure
+from autograder.steps import PROJECTIONS
+
+LAYERS = PROJECTIONS + ("out_proj",)
+BIAS_KEYS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
+
+# The mistakes of the heads, as (switches of the model, diagnosis).
+NOT_SCALED = (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_dim), "
+                                  "head_dim = d_out // num_heads")
+SCALED_BY_D_OUT = (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
+                                        "d_out // num_heads wide: divide by sqrt(head_dim)")
+DIVIDED_BY_HEAD_DIM = (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)")
+HEADS_REVERSED = (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first")
+NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
+                                     "(an nn.Linear(d_out, d_out)) at the end")
+
+
+def put_layers(record, layers):
+    """Store {layer: (weight, bias or None)} in a stored-output record (a missing bias as zeros)."""
+    for name, (weight, bias) in layers.items():
+        record[name] = weight
+        record[BIAS_KEYS[name]] = bias if bias is not None else np.zeros(weight.shape[0], dtype=np.float32)
+    return record
+
+
+def record_linears(record):
+    """{layer: (weight, bias or None)} of a record written by `put_layers`; out_proj always has a bias."""
+    bias = bool(record["qkv_bias"])
+    linears = {name: (record[name], record[BIAS_KEYS[name]] if bias else None) for name in PROJECTIONS}
+    linears["out_proj"] = (record["out_proj"], record["b_out"])
+    return linears
+
+
+def dropout_probe_linears(linears, num_tokens):
+    """`linears` of 2 heads of width 2T on x = eye(T), made into `properties.check_dropout`'s probe:
+    W_value = [I; 2I; I; 2I] and out_proj = I, so the output shows each head's attention weights twice."""
+    d_out = 4 * num_tokens
+    eye = np.eye(num_tokens, dtype=np.float32)
+    return dict(linears, W_value=(np.vstack([eye, 2 * eye, eye, 2 * eye]), None),
+                out_proj=(np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32)))
+
+
+def check_rejects_indivisible(make, cases):
+    """make(d_out, num_heads) -> (what, a call that builds the layer) must raise AssertionError or
+    ValueError for every (d_out, num_heads) of `cases`, where d_out does not split into equal heads."""
+    for d_out, num_heads in cases:
+        what, build = make(d_out, num_heads)
+        try:
+            build()
+        except CaseFailure:
+            raise  # a missing class must fail here, not count as "raised"
+        except (AssertionError, ValueError):
+            continue
+        except Exception as error:  # noqa: BLE001
+            name = getattr(error, "type_name", type(error).__name__)
+            raise CaseFailure(f"{what} raised {name}; raise AssertionError or ValueError "
+                              "(e.g. assert d_out % num_heads == 0, \"...\")") from None
+        raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
+                          "(raise AssertionError or ValueError)")

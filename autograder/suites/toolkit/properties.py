@@ -1,0 +1,206 @@
+"""Property checks several layer suites share: causality, the last token, inputs shorter than
+`context_length`, batches, the input left unchanged, gradients, dropout."""
+
+import numpy as np
+import torch
+
+from autograder.errors import CaseFailure, RemoteError
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import rng
+from autograder.suites.toolkit.model import NAN_HINT
+from autograder.suites.toolkit.modules import first_line, tensor
+
+# --- properties ---------------------------------------------------------------------------
+
+def close(a, b, atol=1e-5, rtol=1e-4):
+    """a ≈ b elementwise; nan matches nan only (so a nan mistake costs in the cases that name it)."""
+    a, b = checks.to_array(a, "output"), checks.to_array(b, "output")
+    if a.shape != b.shape:
+        return False
+    both_nan = np.isnan(a) & np.isnan(b)
+    return bool(((abs(a - b) <= atol + rtol * abs(b)) | both_nan).all())
+
+
+def check_finite_and_causal(name, module, d_in, num_tokens, seed):
+    """Outputs finite; replacing the tokens from position t on never changes outputs before t."""
+    r = rng(seed)
+    x = tensor(r.normal(size=(2, num_tokens, d_in)))
+    out = checks.to_array(module(x), f"{name}(x)")
+    checks.expect_shape(out, (2, num_tokens, out.shape[-1]), f"{name}(x)")
+    checks.expect_finite(out, f"{name}(x)", NAN_HINT)
+    for t in sorted({1, num_tokens // 2, num_tokens - 1}):
+        changed = x.clone()
+        changed[:, t:] = tensor(r.normal(size=(2, num_tokens - t, d_in)))
+        after = checks.to_array(module(changed), f"{name}(x)")
+        if not close(after[:, :t], out[:, :t]):
+            raise CaseFailure(f"{name} is not causal: changing the tokens from position {t} on changed the "
+                              f"outputs of earlier tokens; token i may only attend to tokens 0..i")
+
+
+def check_last_token(name, module, x, unmasked, expected, mistakes):
+    """The last token's causal output equals its unmasked (plain self-attention) output.
+
+    When it does not, the whole output is compared with the correct one (`expected`) through the
+    known `mistakes`, so the message names the mistake that changed the last row (the mask only
+    when the output matches a mask mistake) or says that the grader cannot name it."""
+    out = checks.to_array(module(x), f"{name}(x)")
+    checks.expect_shape(out, unmasked.shape, f"{name}(x)")
+    if close(out[:, -1], unmasked[:, -1]):
+        return
+    what = f"the last token's output of {name} (which must equal unmasked self-attention's)"
+    checks.expect_close(out, expected, what, symptoms=mistakes)
+    raise CaseFailure(f"{what}; the other tokens' outputs are right, so the last row is changed by "
+                      "something that depends on its position: nothing of its row may be blocked")
+
+
+def check_short_input(name, make, d_in, context_length, lengths, seed):
+    """T < context_length works and equals a module built for exactly T tokens."""
+    r = rng(seed)
+    long_module = make(context_length)
+    for num_tokens in lengths:
+        x = tensor(r.normal(size=(2, num_tokens, d_in)))
+        try:
+            out = long_module(x)
+        except RemoteError as error:  # the usual symptom is a shape error
+            raise CaseFailure(
+                f"{name} with context_length={context_length} failed on an input of {num_tokens} tokens "
+                f"({error.type_name}: {first_line(error, 120)}); inputs may be shorter than "
+                "context_length: slice the mask to the input's length, mask[:T, :T]") from None
+        if not close(out, make(num_tokens)(x)):
+            raise CaseFailure(f"{name} with context_length={context_length} gives other outputs on "
+                              f"{num_tokens} tokens than a module built with context_length={num_tokens}: "
+                              "use the top-left T x T corner of the mask, mask[:T, :T]")
+
+
+def check_batches(name, module, d_in, num_tokens, seed):
+    """Each item of a batch of 4 gets the output it gets alone."""
+    x = tensor(rng(seed).normal(size=(4, num_tokens, d_in)))
+    out = checks.to_array(module(x), f"{name} on a batch of 4")
+    checks.expect_shape(out, (4, num_tokens, out.shape[-1]), f"{name} on a batch of 4")
+    for i in range(4):
+        if not close(module(x[i:i + 1]), out[i:i + 1]):
+            raise CaseFailure(f"{name}: item {i} of a batch of 4 gets another output than when it is run "
+                              "alone (batch of 1); nothing in forward may depend on the batch size "
+                              "or mix batch items")
+
+
+def run_on_held(impl, module, x):
+    """(module(x), x as it is afterwards): x stays with the code under test for the call, so an
+    in-place change to it shows."""
+    (held,) = impl.hold(x)
+    out = module(held)
+    return out, held.call("clone")
+
+
+def check_input_unchanged(impl, name, module, x):
+    before = x.clone()
+    _, after = run_on_held(impl, module, x)
+    checks.expect_unchanged(before.numpy(), after, f"the input x of {name}")
+
+
+def check_gradients(name, module, x, paths, seed=99):
+    """Backpropagating a random cotangent reaches every parameter at `paths` (e.g. "W_key.weight")."""
+    out = checks.to_array(module(x), f"{name}(x)")
+    cotangent = rng(seed).normal(size=out.shape).astype(np.float32)
+    explain_gradients(name, module.backward([x], cotangent, paths), paths)
+
+
+def explain_gradients(name, report, paths):
+    """A Handle.backward report: every parameter at `paths` got a non-zero gradient, or a message
+    that tells the causes apart (no graph at all, a failed backward, one layer left out)."""
+    if not report.get("differentiable"):
+        raise CaseFailure(f"{name}'s output does not depend on its parameters in a differentiable way "
+                          "(no autograd graph): do not use torch.no_grad(), .detach() or NumPy in forward")
+    if "backward_error" in report:
+        first = (str(report["backward_error"]).strip().splitlines() or ["RuntimeError"])[0][:150]
+        raise CaseFailure(f"backpropagating through {name} failed ({first}); "
+                          "an in-place operation (x.mul_(), +=, masked_fill_ on x ...) probably changed a "
+                          "tensor autograd needs: use the out-of-place version")
+    for path in paths:
+        grad = report["grads"].get(path)
+        layer = path.rsplit(".", 1)[0]
+        if grad is None:
+            # The output has a graph, so the layer was left out of it: never called, or cut off.
+            raise CaseFailure(f"no gradient reaches {path} of {name}: forward never uses `{layer}` (is it "
+                              "called?), or uses its output through .detach(), .data or NumPy")
+        if not bool((checks.to_array(grad, path) != 0).any()):
+            raise CaseFailure(f"the gradient of {path} of {name} is zero everywhere: `{layer}`'s output does "
+                              "not reach the module's output (is it overwritten, or multiplied by zero?)")
+
+
+def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
+                  not_applied="apply self.dropout to the attention weights in forward", expected=None):
+    """make(p) -> a module whose output on x = eye(T) (batch 1) is, per head h, [w_h, 2 w_h] with
+    w_h that head's (dropped) attention weights (W_value = [I; 2I] per head, out_proj = I).
+
+    Eval mode: dropout is off, and the output is `expected` (the probe's correct output) when given:
+    otherwise the module's own mistake, not its dropout, would be blamed. Train mode: each weight
+    entry is 0 or w / (1 - p), and the two halves of every head agree, which holds only if dropout
+    acts on the weights."""
+    x = torch.eye(num_tokens).unsqueeze(0)
+    module, plain = make(p), make(0.0)
+
+    def blocks(out, what):
+        out = checks.to_array(out, what)
+        checks.expect_shape(out, (1, num_tokens, num_heads * 2 * num_tokens), what)
+        out = out[0].reshape(num_tokens, num_heads, 2, num_tokens)
+        return out[:, :, 0], out[:, :, 1]
+
+    module.eval()
+    first, second = module(x), module(x)
+    if not close(first, second, 0, 0) or not close(first, plain(x)):
+        raise CaseFailure(f"{name} in eval mode (after .eval()) gives other outputs with dropout={p} than "
+                          "with dropout=0.0: dropout must be off in eval mode (use the nn.Dropout module, "
+                          "which follows .train()/.eval(), not F.dropout(..., training=True))")
+    clean, clean_doubled = blocks(first, f"{name}(x)")
+    if not np.isfinite(clean).all():
+        raise CaseFailure(f"{name} gives nan even in eval mode (a row with every key blocked?), so its "
+                          "dropout cannot be checked")
+    right = expected is None or close(first, expected)  # the probe's correct eval output, when given
+    if not (right and close(clean_doubled, 2 * clean) and close(clean.sum(axis=-1), np.ones(clean.shape[:-1]))):
+        raise CaseFailure(f"{name} in eval mode does not compute attention correctly (see the other cases), "
+                          "so where its dropout acts cannot be checked")
+    module.train()
+    runs = [module(x, _seed=seed), module(x)]
+    if close(runs[0], runs[1], 0, 0):
+        raise CaseFailure(f"{name} in train mode with dropout={p} gives the same output twice: dropout "
+                          f"is not applied ({not_applied})")
+    kept_any = dropped_any = False
+    for run in runs:
+        checks.expect_finite(checks.to_array(run, f"{name}(x) in train mode"), f"{name}(x) in train mode",
+                             "dropout on the masked scores turns -inf into nan (-inf * 0); apply dropout to "
+                             "the attention weights after the softmax")
+        weights, doubled = blocks(run, f"{name}(x) in train mode")
+        if not close(doubled, 2 * weights, 1e-5, 1e-4):
+            raise CaseFailure(f"{name} in train mode: the outputs are not (dropped attention weights) @ "
+                              "values; apply dropout to the attention weights after the softmax, not to "
+                              "the values, the projections or the output")
+        tol = 1e-5 + 1e-4 * abs(clean)
+        kept = abs(weights - clean / (1 - p)) <= tol
+        dropped = abs(weights) <= 1e-6
+        if not (kept | dropped).all():
+            if (dropped | (abs(weights - clean) <= tol)).all():
+                raise CaseFailure(f"{name} in train mode: the kept attention weights are not rescaled by "
+                                  f"1/(1-p); use nn.Dropout, which does that")
+            if close(weights.sum(axis=-1), np.ones(weights.shape[:-1])):
+                # rows still sum to 1 although entries changed: the softmax ran after the dropout
+                raise CaseFailure(f"{name} in train mode: the attention weights still sum to 1 but are not the "
+                                  "eval-mode weights with entries zeroed: dropout acts on the scores before the "
+                                  "softmax; apply it to the weights after the softmax")
+            raise CaseFailure(f"{name} in train mode: the attention weights are not the eval-mode weights with "
+                              "some entries zeroed and the rest scaled by 1/(1-p), and the grader cannot name why")
+        live = clean > 1e-4
+        kept_any |= bool((kept & ~dropped & live).any())
+        dropped_any |= bool((dropped & live).any())
+    if not (kept_any and dropped_any):
+        raise CaseFailure(f"{name} in train mode with dropout={p} should zero some attention weights "
+                          "and keep others")
+
+
+def check_eval_mode_without_dropout(name, make, x, p=0.5):
+    """make(p) in eval mode gives the same output twice, and that of make(0.0)."""
+    module = make(p)
+    first = module(x)
+    if not close(first, module(x), 0, 0) or not close(first, make(0.0)(x)):
+        raise CaseFailure(f"{name} in eval mode (after .eval()) gives other outputs with dropout={p} "
+                          "than with dropout=0.0: dropout must be off in eval mode (use nn.Dropout)")
