@@ -37,7 +37,7 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
-    "coursekit.feedback.SanitizeGradeCells",
+    "coursekit.nbgrader_plugins.SanitizeGradeCells",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
@@ -56,24 +56,24 @@ c.Exchange.root = os.environ.get("COURSEKIT_EXCHANGE") or str(_HERE / "exchange"
 # MAX_SUBMITTED_FILE_BYTES is left out: collect and zip_collect copy without following anything,
 # and autograde (nbgrader's and coursekit's) first moves such entries out of submitted/ into
 # .coursekit/intake/<assignment>/<student>/, with a report the flags and the feedback show.
-c.ExchangeFactory.collect = "coursekit.plugins.SafeCollect"
-c.ZipCollectApp.extractor_plugin = "coursekit.plugins.SafeZipExtractor"
+c.ExchangeFactory.collect = "coursekit.nbgrader_plugins.SafeCollect"
+c.ZipCollectApp.extractor_plugin = "coursekit.nbgrader_plugins.SafeZipExtractor"
 c.Autograde.pre_convert_hook = "coursekit.intake.autograde_hook"
 c.CourseDirectory.max_file_size = MAX_SUBMITTED_FILE_BYTES // 1000  # nbgrader counts kilobytes
 # The feedback starts with what was left out, and why (after GetGrades).
-c.GenerateFeedback.preprocessors.insert(1, "coursekit.feedback.IntakeNote")
+c.GenerateFeedback.preprocessors.insert(1, "coursekit.nbgrader_plugins.IntakeNote")
 c.IntakeNote.course_root = str(_HERE)
 
 # grades.csv (`nbgrader export`): every cell safe in a spreadsheet (no formulas), and no score for a
-# submission that could not be graded, with the reason in a last column (coursekit/plugins.py).
-c.ExportApp.plugin_class = "coursekit.plugins.GradesCsv"
+# submission that could not be graded, with the reason in a last column (coursekit/nbgrader_plugins.py).
+c.ExportApp.plugin_class = "coursekit.nbgrader_plugins.GradesCsv"
 
 # A graded cell the student deleted is put back from the gradebook and graded (nbgrader #1682;
-# coursekit/plugins.py RestoreCells: nbgrader's OverwriteCells with add_missing_cells).
+# coursekit/nbgrader_plugins.py RestoreCells: nbgrader's OverwriteCells with add_missing_cells).
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "coursekit.plugins.RestoreCells",
+    "coursekit.nbgrader_plugins.RestoreCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

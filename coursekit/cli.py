@@ -29,7 +29,8 @@ from pathlib import Path
 
 from coursekit.autograde import add_autograde
 from coursekit.environments import add_env
-from coursekit.exports import add_export, add_feedback
+from coursekit.exports import add_export
+from coursekit.feedback import add_feedback
 from coursekit.paths import ROOT, interpreter_bin, with_interpreter_on_path
 from coursekit.permissions import add_permissions
 from coursekit.report import add_report

@@ -1,11 +1,10 @@
-"""`coursekit feedback` and `coursekit export`: what follows `coursekit autograde`.
+"""`coursekit export`: the gradebook as CSV files, after `coursekit autograde`.
 
-    coursekit feedback ASSIGNMENT [--student ID ...]   # nbgrader generate_feedback
     coursekit export [--canvas-id ASSIGNMENT=ID ...]    # grades.csv, step_scores.csv, canvas_grades.csv
 
 `export` writes, in the course directory:
 
-- `grades.csv`: nbgrader's own export (`nbgrader export`, through `coursekit.plugins.GradesCsv`, which
+- `grades.csv`: nbgrader's own export (`nbgrader export`, through `coursekit.nbgrader_plugins.GradesCsv`, which
   nbgrader_config.py installs), one row per student and assignment, with a last column `flags`;
 - `step_scores.csv`: one row per student, assignment and step (`grading.export_step_scores`),
   with the submission's late penalty and flags;
@@ -95,23 +94,6 @@ def _canvas_ids(pairs):
     return ids
 
 
-def run_feedback(args, extra=()):
-    course = Path(args.course).resolve()
-    if not CourseDir(course).has_gradebook():
-        print(f"coursekit feedback: {course} is not a graded course directory (no nbgrader_config.py or no "
-              "gradebook.db); run it from the course directory or pass --course DIR", file=sys.stderr)
-        return 2
-    try:
-        folder, ungraded = grading.feedback(course, args.assignment, args.student or ())
-    except RuntimeError as error:
-        print(f"coursekit feedback: {error}", file=sys.stderr)
-        return 1
-    print(f"feedback: {folder}")
-    for student, problem in sorted(ungraded.items()):
-        print(f"  {student}: not graded ({problem}); their page says why and what to do")
-    return 0
-
-
 def run_export(args, extra=()):
     course = Path(args.course).resolve()
     if not CourseDir(course).has_gradebook():  # nbgrader would create an empty gradebook there and export nothing
@@ -125,16 +107,6 @@ def run_export(args, extra=()):
         print(f"coursekit export: {error}", file=sys.stderr)
         return 1
     return 0
-
-
-def add_feedback(subcommands):
-    parser = subcommands.add_parser("feedback", help="nbgrader generate_feedback for an assignment",
-                                    description="Write feedback (nbgrader generate_feedback --force) for "
-                                                "an assignment's autograded submissions.")
-    parser.add_argument("assignment")
-    parser.add_argument("--student", nargs="+", metavar="ID", help="only these students")
-    parser.add_argument("--course", metavar="DIR", default=".", help="the nbgrader course directory")
-    parser.set_defaults(run=run_feedback)
 
 
 def add_export(subcommands):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from autograder.steps import STEPS, grade_id, steps_of
+from coursekit import standing
 from coursekit.course_dir import CourseDir
 from coursekit.paths import ROOT, SOURCE, with_interpreter_on_path
 
@@ -52,15 +53,13 @@ def release(course_dir, assignment):
 def feedback(course_dir, assignment, students=()):
     """nbgrader generate_feedback for `assignment`: every student, or only `students` (one run
     each: nbgrader takes one --student); then a page for each submission that could not be
-    graded, saying why and what the student can do (`coursekit.feedback.write_ungraded_pages`).
+    graded, saying why and what the student can do (`standing.write_ungraded_pages`).
     -> (the feedback folder, {student: why not graded})."""
-    from coursekit.feedback import write_ungraded_pages
-
     for extra in [["--student", s] for s in students] or [[]]:
         code, output = _nbgrader(course_dir, "generate_feedback", assignment, "--force", *extra)
         if code != 0:
             raise RuntimeError(f"nbgrader generate_feedback {assignment} {' '.join(extra)} failed:\n{output}")
-    return CourseDir(course_dir).feedback_root, write_ungraded_pages(course_dir, assignment, students)
+    return CourseDir(course_dir).feedback_root, standing.write_ungraded_pages(course_dir, assignment, students)
 
 
 def export_grades(course_dir):

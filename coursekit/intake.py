@@ -7,9 +7,9 @@ rights: a link to /etc/shadow would be copied into autograded/ and the feedback,
 /dev/zero or a FIFO would stall the run or fill the disk. Here is the one policy, used by every
 path that takes a submission in:
 
-- `coursekit.plugins.SafeCollect` (`nbgrader collect`, configured in nbgrader_config.py) copies
+- `coursekit.nbgrader_plugins.SafeCollect` (`nbgrader collect`, configured in nbgrader_config.py) copies
   from the exchange with `safe_copy`;
-- `coursekit.plugins.SafeZipExtractor` (`nbgrader zip_collect`) copies an archive folder's loose
+- `coursekit.nbgrader_plugins.SafeZipExtractor` (`nbgrader zip_collect`) copies an archive folder's loose
   files the same way (archives are unpacked by nbgrader's unpacker, setuptools', which writes
   regular files only: a link or a device in a tar is skipped);
 - `autograde_hook` (nbgrader's `Autograde.pre_convert_hook`, run by `nbgrader autograde` and by

@@ -11,12 +11,18 @@ never shown as a score of 0 anywhere, and the flags are the same on every path:
 
 flags: the judge's flags in the graded cells' reports, the files intake dropped
 (`coursekit/intake.py`), a late penalty, and the reason a submission was not graded.
+
+A submission that could not be graded gets a feedback page of its own (`write_ungraded_pages`,
+which `coursekit feedback` runs): what went wrong and what the student can do.
 """
 
+import html
 import json
 import os
+import string
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder.errors import FLAG
 from autograder.steps import ASSIGNMENTS, grade_id, graded_step, steps_of
@@ -183,3 +189,31 @@ def standing(root, assignment, student, late_penalty=0.0):
     problem = failure["problem"] if failure else (diagnose(root, assignment, student)
                                                   or "not graded: autograde left no graded notebook")
     return Standing(False, problem, ADVICE[kind_of(problem)], [f"autograde failed: {problem}"] + dropped)
+
+
+UNGRADED_PAGE = Path(__file__).with_name("ungraded_feedback.html")  # the page's template
+
+
+def ungraded_page(assignment, student, where):
+    """The feedback page of a submission that could not be graded: what went wrong, what to do."""
+    fill = {"assignment": assignment, "student": student, "problem": where.problem, "advice": where.advice}
+    return string.Template(UNGRADED_PAGE.read_text()).substitute({k: html.escape(v) for k, v in fill.items()})
+
+
+def write_ungraded_pages(root, assignment, students=()):
+    """feedback/<student>/<assignment>/<assignment>.html for each submission under submitted/ that
+    could not be graded -> {student: problem}."""
+    course = CourseDir(root)
+    written = {}
+    for folder in course.submissions(assignment):
+        student = folder.parent.name
+        if students and student not in students:
+            continue
+        where = standing(root, assignment, student)
+        if where.graded:
+            continue
+        page = course.feedback_page(assignment, student)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(ungraded_page(assignment, student, where), encoding="utf-8")
+        written[student] = where.problem
+    return written

@@ -254,7 +254,7 @@ def test_procfs_finds_grandchildren_and_tells_a_gone_process():
 def test_feedback_sanitiser_cuts_tracebacks_of_grade_cells_only():
     import nbformat
 
-    from coursekit.feedback import SanitizeGradeCells
+    from coursekit.nbgrader_plugins import SanitizeGradeCells
 
     error = nbformat.v4.new_output("error", ename="ImportError", evalue="boom",
                                    traceback=["secret hidden line", "ImportError: boom"])

@@ -403,6 +403,21 @@ def test_students_config_holds_the_course_id_and_exchange_and_imports_nothing(tm
     assert (config.CourseDirectory.course_id, config.Exchange.root) == (COURSE_ID, str(tmp_path / "exchange"))
 
 
+def test_the_students_environment_is_compiled_but_for_what_its_interpreter_cannot_compile(tmp_path):
+    """`coursekit env student` installs without pip's compiling and compiles afterwards, on every
+    core: every module gets its .pyc (students cannot write __pycache__ there), while a file in a
+    later Python's syntax stays uncompiled, as pip leaves it (torch ships one), and fails nothing."""
+    from coursekit.environments import compile_bytecode
+
+    folder = tmp_path / "env"
+    run([sys.executable, "-m", "venv", "--without-pip", folder])
+    (site,) = folder.glob("lib/python3.*/site-packages")
+    (site / "plain.py").write_text("VALUE = 1\n")
+    (site / "later.py").write_text("def identity[T](x: T) -> T:\n    return x\n")  # Python 3.12's syntax
+    compile_bytecode(folder)
+    assert {path.name.split(".")[0] for path in (site / "__pycache__").glob("*.pyc")} == {"plain"}
+
+
 def test_permissions_refuse_an_exchange_inside_the_course_and_change_nothing(tmp_path, monkeypatch):
     from coursekit import permissions
 

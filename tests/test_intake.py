@@ -1,4 +1,4 @@
-"""Files handed in are data (coursekit/intake.py, coursekit/plugins.py), and every CSV is safe in
+"""Files handed in are data (coursekit/intake.py, coursekit/nbgrader_plugins.py), and every CSV is safe in
 a spreadsheet (coursekit/csvsafe.py).
 
 A submission folder with a link to a root-only file, a link to /dev/zero, a link to a folder, a
@@ -128,7 +128,7 @@ def test_nbgrader_collect_takes_in_no_link_from_the_exchange(tmp_path):
 
 
 def test_zip_collect_copies_loose_files_without_following_links(tmp_path):
-    from coursekit.plugins import SafeZipExtractor
+    from coursekit.nbgrader_plugins import SafeZipExtractor
 
     downloads = tmp_path / "downloads"
     hostile_folder(downloads)

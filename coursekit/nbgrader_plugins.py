@@ -1,23 +1,30 @@
-"""nbgrader's own classes, as this course configures them (nbgrader_config.py installs each):
+"""The course's classes for nbgrader: its preprocessors and plugins, each installed by name by
+nbgrader_config.py (nbgrader imports them from there, in its own processes).
 
 - `SafeCollect` (`c.ExchangeFactory.collect`) and `SafeZipExtractor`
   (`c.ZipCollectApp.extractor_plugin`): collect and zip_collect, taking files in by
   `coursekit/intake.py`'s policy;
 - `RestoreCells` (in `c.Autograde.sanitize_preprocessors`, for nbgrader's OverwriteCells): a
   graded cell the student deleted is put back from the gradebook and graded (nbgrader #1682);
+- `SanitizeGradeCells` and `IntakeNote` (in `c.GenerateFeedback.preprocessors`): what a student
+  may see of a graded test cell, and what was left out of their submission;
 - `GradesCsv` (`c.ExportApp.plugin_class`): `nbgrader export`'s grades.csv, safe in a spreadsheet
   and blank where a submission could not be graded.
 """
-
+import html
 import os
+import re
 from pathlib import Path
 
+from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_markdown_cell
+from nbgrader import utils
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.plugins.zipcollect import ExtractorPlugin
 from nbgrader.preprocessors import OverwriteCells
 from nbgrader.utils import is_ignored, unzip
-from traitlets import Bool
+from traitlets import Bool, Unicode
 
 from coursekit import csvsafe, intake, standing
 
@@ -113,3 +120,42 @@ class RestoreCells(OverwriteCells):
         cell = super().missing_cell_transform(source_cell, max_score, is_solution, is_task)
         cell["id"] = source_cell.name
         return cell
+
+
+class SanitizeGradeCells(Preprocessor):
+    """In graded test cells, keep the grader's report but cut tracebacks to their last line.
+
+    A traceback from a hidden cell would quote hidden test code and the grader's paths; the
+    exception's name and message are enough to act on. Runs after ClearHiddenTests.
+    """
+
+    enabled = Bool(True).tag(config=True)  # nbconvert registers a plain Preprocessor disabled: it never ran
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
+        return cell, resources
+
+
+class IntakeNote(Preprocessor):
+    """At the top of the feedback, what was left out of the submission and why (coursekit/intake.py):
+    the student sees that a link or an oversized file was not graded, not a silent absence."""
+
+    course_root = Unicode(".", help="the course directory (nbgrader_config.py sets it)").tag(config=True)
+    enabled = Bool(True).tag(config=True)  # nbconvert registers a plain Preprocessor disabled
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        dropped = intake.recorded(self.course_root, info.get("assignment", ""), info.get("student", ""))
+        if dropped:
+            items = "\n".join(f"- {_markdown_text(str(d))}" for d in dropped)
+            nb.cells.insert(0, new_markdown_cell(
+                "**Left out of your submission** (graded without them; hand in plain files only):\n\n" + items))
+        return nb, resources
+
+
+def _markdown_text(text):
+    """`text` shown literally in Markdown (a file name is the student's to choose)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~])", r"\\\1", html.escape(text, quote=False))
