@@ -17,7 +17,7 @@ the whole course (no ASSIGNMENT: every assignment in the gradebook).
 
 Points come from nbgrader's gradebook; case verdicts from the judge's records in the autograded
 notebooks (`data.py`). The page shows case titles and diagnoses, as the feedback does: never a
-hidden input or an expected value (messages never hold one, `autograder/checks.py`).
+hidden input or an expected value (messages never hold one, `autograder/suites/toolkit/checks.py`).
 """
 
 import csv
