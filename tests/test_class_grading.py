@@ -32,14 +32,12 @@ The local runs share one embedded cluster (`Cluster`), so its workers start once
 import csv
 import json
 import os
-import re
-import shutil
 import signal
-import stat
 import subprocess
 from pathlib import Path
 
 import pytest
+from graded_courses import autograded, copy_course, gradebook
 from processes import free_port, stop_groups
 
 from autograder.steps import A03, STEPS, steps_of
@@ -98,21 +96,6 @@ def submitted(tmp_path_factory, secret):
     return course
 
 
-def copy_course(template, tmp_path, name):
-    """A copy of the course directory, links as links and FIFOs as FIFOs (never read)."""
-    fifos = []
-
-    def fifos_of(folder, names):
-        found = [n for n in names if stat.S_ISFIFO(os.lstat(os.path.join(folder, n)).st_mode)]
-        fifos.extend(Path(folder, n).relative_to(template) for n in found)
-        return found
-
-    copy = Path(shutil.copytree(template, tmp_path / name, symlinks=True, ignore=fifos_of))
-    for relative in fifos:
-        os.mkfifo(copy / relative)
-    return copy
-
-
 @pytest.fixture(scope="module")
 def cluster():
     cluster = Cluster(workers=2)
@@ -133,65 +116,6 @@ def plain_run(submitted, tmp_path_factory):
     return course, code, output
 
 
-def gradebook(course):
-    """Every grade and comment of assignment A: {(student, notebook, cell, kind): values}."""
-    from nbgrader.api import Gradebook
-
-    rows = {}
-    with Gradebook(CourseDir(course).gradebook_url) as gb:
-        for submission in gb.assignment_submissions(A):
-            for nb in submission.notebooks:
-                for g in nb.grades:
-                    rows[(submission.student.id, nb.name, g.name, "grade")] = (
-                        g.auto_score, g.manual_score, g.needs_manual_grade, g.max_score)
-                for c in nb.comments:
-                    rows[(submission.student.id, nb.name, c.name, "comment")] = (c.auto_comment, c.manual_comment)
-            rows[(submission.student.id, "late penalty")] = submission.late_submission_penalty
-    return rows
-
-
-# What two runs of the same notebook print differently: the durations a demo measures ("loop
-# over 128 queries: 20.67 ms") and its verdict on them ("(2.7 times faster here)", or "(no faster
-# this time: ...)" or even "(much slower than the loop: ...)" on a busy machine).
-MEASURED = re.compile(r" *\d+(?:\.\d+)?(?= ?(?:ms|s|µs)\b)"
-                      r"|\((?:[\d.]+ times faster here|no faster this time[^)]*|much slower than the loop[^)]*)\)")
-
-
-def _streams_joined(outputs):
-    """Outputs with consecutive writes to one stream joined (how a kernel chunks a print into
-    messages varies from run to run: "text" and "\\n" or "text\\n") and measured durations masked."""
-    joined = []
-    for output in outputs:
-        if output.get("output_type") == "stream":
-            text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
-            if joined and joined[-1].get("output_type") == "stream" and joined[-1]["name"] == output["name"]:
-                joined[-1]["text"] += text
-                continue
-            output = dict(output, text=text)
-        joined.append(output)
-    for output in joined:
-        if output.get("output_type") == "stream":
-            output["text"] = MEASURED.sub("#", output["text"])
-    return joined
-
-
-def autograded(course):
-    """{path: file}, notebooks parsed, without each cell's execution timestamps, with each
-    stream's consecutive writes joined and the durations its cells measured masked."""
-    files = {}
-    for path in sorted((course / "autograded").rglob("*")):
-        if path.is_file():
-            content = path.read_bytes()
-            if path.suffix == ".ipynb":
-                content = json.loads(content)
-                for cell in content["cells"]:
-                    cell.get("metadata", {}).pop("execution", None)
-                    if "outputs" in cell:
-                        cell["outputs"] = _streams_joined(cell["outputs"])
-            files[str(path.relative_to(course))] = content
-    return files
-
-
 def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
     course, report = local_run
     plain_course, code, output = plain_run
@@ -201,7 +125,7 @@ def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
     problems = {o.student: o.problem for o in report.failed}
     assert "is not a notebook" in problems[NOT_JSON]
     assert "the notebook of another assignment (03_causal_attention)" in problems[WRONG]
-    ours, theirs = gradebook(course), gradebook(plain_course)
+    ours, theirs = gradebook(course, A), gradebook(plain_course, A)
     assert len(ours) > 5 * len(steps_of(A))
     assert ours == theirs
     ours, theirs = autograded(course), autograded(plain_course)
@@ -405,7 +329,7 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     assert lost.ok and lost.worker and lost.worker != killed["worker"], (lost, killed)
     assert sorted(o.student for o in report.failed) == UNGRADABLE
     assert {o.worker for o in report.outcomes if o.ok} == {lost.worker}  # worker-1 finished none
-    assert gradebook(course) == gradebook(local_run[0])
+    assert gradebook(course, A) == gradebook(local_run[0], A)
     assert autograded(course) == autograded(local_run[0])
 
 
@@ -433,7 +357,7 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
     kept = {s: ((course / "autograded" / s / A / f"{A}.ipynb").read_bytes(),
                 (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns,
                 CourseDir(course).marker(A, s).read_bytes()) for s in done}
-    recorded = {k: v for k, v in gradebook(course).items() if k[0] in done}
+    recorded = {k: v for k, v in gradebook(course, A).items() if k[0] in done}
 
     second = autograde.autograde(course, A, cluster=cluster, progress=False)
     assert sorted(second.skipped) == sorted(done)
@@ -443,8 +367,8 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
         path = course / "autograded" / student / A / f"{A}.ipynb"
         assert (path.read_bytes(), path.stat().st_mtime_ns) == (content, mtime)
         assert CourseDir(course).marker(A, student).read_bytes() == marker
-    assert {k: v for k, v in gradebook(course).items() if k[0] in done} == recorded
-    assert gradebook(course) == gradebook(local_run[0])
+    assert {k: v for k, v in gradebook(course, A).items() if k[0] in done} == recorded
+    assert gradebook(course, A) == gradebook(local_run[0], A)
     assert autograded(course) == autograded(local_run[0])
 
     third = autograde.autograde(course, A, cluster=cluster, progress=False)  # only the failure is left
@@ -481,7 +405,7 @@ def test_the_command_finishes_what_nbgrader_autograde_started(plain_run, local_r
     assert sorted(report.skipped) == sorted([mistake, "patch-np-allclose"])
     assert sorted(o.student for o in report.outcomes) == sorted([killed, resubmitted, *UNGRADABLE])
     assert (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes() == kept
-    assert gradebook(course) == gradebook(local_run[0])
+    assert gradebook(course, A) == gradebook(local_run[0], A)
     assert grading.step_scores(course)[(killed, A)] == grading.step_scores(local_run[0])[(killed, A)]
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from processes import free_port, stop_groups
+from unix_accounts import CALL_TIMEOUT, accounts, as_user, run
 
 from autograder.steps import A01, steps_of
 from coursekit import classroom, grading
@@ -51,7 +52,6 @@ SCRIPTS = Path(__file__).with_name("scripts")
 PROXY = Path(sys.prefix) / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 COURSE_ID = "self-attention"
 START_TIMEOUT = 180  # seconds for the hub, or a single-user server, to answer
-CALL_TIMEOUT = 300  # seconds for one command or API call (a class's autograde is the slowest)
 BUILD_TIMEOUT = 1200  # seconds to build the students' environment (torch is unpacked: minutes)
 # What the course directory holds besides the checkout's files: built or written by running it.
 NOT_COPIED = (".venv", ".git", "__pycache__", "*.egg-info", "gradebook.db", "submitted", "autograded",
@@ -63,44 +63,6 @@ MISTAKE = next(v for v in MISTAKES if v.assignment == A01 and v.graded and not v
 def _need(condition, what):
     if not condition:
         pytest.fail(f"test_hub needs {what}", pytrace=False)
-
-
-def run(argv, cwd=None, timeout=CALL_TIMEOUT, check=True):
-    """`argv` to its end; on a timeout its whole process group is killed (pip's children too)."""
-    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop_groups([process], grace=5)
-        raise
-    done = subprocess.CompletedProcess(argv, process.returncode, output)
-    assert not check or done.returncode == 0, f"{' '.join(map(str, argv))}: {done.returncode}\n{output[-4000:]}"
-    return done
-
-
-def as_user(user, argv, bin_dirs, cwd=None, extra_env=(), check=True):
-    """`argv` as `user`, in a clean environment: their home, `bin_dirs` first on PATH."""
-    home = pwd.getpwnam(user).pw_dir
-    path = ":".join([*map(str, bin_dirs), "/usr/bin", "/bin"])
-    env = [f"HOME={home}", f"USER={user}", f"LOGNAME={user}", f"PATH={path}", "MPLBACKEND=Agg",
-           "PYTHONWARNINGS=ignore", *extra_env]
-    return run(["runuser", "-u", user, "--", "env", "-i", *env, *map(str, argv)], cwd=cwd or home, check=check)
-
-
-@contextmanager
-def accounts(*roles):
-    """A fresh Unix account per role, with a home; every one removed at the end."""
-    tag = secrets.token_hex(3)
-    names = {role: f"ck{tag}{role}"[:32] for role in roles}
-    try:
-        for name in names.values():
-            run(["useradd", "--create-home", "--shell", "/bin/bash", name])
-        yield names
-    finally:
-        for name in names.values():
-            with suppress(Exception):
-                run(["userdel", "--force", "--remove", name], check=False)
 
 
 def instructor_environment(folder, course, students_env):
