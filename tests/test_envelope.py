@@ -150,6 +150,8 @@ def test_what_a_killed_grading_process_left_is_removed_by_the_next(tmp_path):
     import signal
     import subprocess
     import sys
+    import tempfile
+    from pathlib import Path
 
     killed = subprocess.run([sys.executable, "-c", (
         "import os, signal\n"
@@ -159,7 +161,7 @@ def test_what_a_killed_grading_process_left_is_removed_by_the_next(tmp_path):
         "os.kill(os.getpid(), signal.SIGKILL)\n")], capture_output=True, text=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     name = killed.stdout.strip()
-    folder = sandbox.Path(sandbox.tempfile.gettempdir()) / name
+    folder = Path(tempfile.gettempdir()) / name
     groups = [root / name for root in envelope._group_folders()]
     assert folder.is_dir() and all(g.is_dir() for g in groups), "the killed process left them"
     alive = sandbox.Enclosure(prefix="judge-test-alive-")  # this process's: it still runs

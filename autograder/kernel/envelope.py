@@ -28,6 +28,7 @@ from autograder.kernel import procfs
 from autograder.limits import MAX_PROCESSES, SUBMISSION_CPUS, SUBMISSION_MEMORY
 
 ROOT = Path("/sys/fs/cgroup")
+V1_CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
 
 
@@ -37,7 +38,7 @@ def _version():
         return 0
     if (ROOT / "cgroup.controllers").exists():
         return 2
-    if all((ROOT / c).is_dir() for c in ("memory", "pids", "cpu")):
+    if all((ROOT / c).is_dir() for c in V1_CONTROLLERS):
         return 1
     return 0
 
@@ -75,7 +76,26 @@ def _read_counts(path):
 def _group_folders():
     """Every folder this process may make groups in: one per v1 controller, or the v2 root."""
     version = _version()
-    return [ROOT / c for c in ("memory", "pids", "cpu")] if version == 1 else [ROOT] if version == 2 else []
+    return [ROOT / c for c in V1_CONTROLLERS] if version == 1 else [ROOT] if version == 2 else []
+
+
+def _remove_group(path):
+    """Kill whatever is still in the group at `path`, and remove it."""
+    for _ in range(100):  # a PID namespace is torn down asynchronously
+        try:
+            path.rmdir()
+            return
+        except OSError:
+            try:
+                pids = (path / "cgroup.procs").read_text().split()
+            except OSError:
+                return
+            for pid in pids:
+                try:
+                    os.kill(int(pid), 9)
+                except OSError:
+                    pass
+            time.sleep(0.02)
 
 
 def remove_abandoned(name):
@@ -88,7 +108,7 @@ def remove_abandoned(name):
         except OSError:
             continue
         for path in found:
-            Envelope(path.name, version=_version(), paths={path.parent.name: path}).remove()
+            _remove_group(path)
 
 
 @dataclass
@@ -101,8 +121,6 @@ class Envelope:
     _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
 
     def __post_init__(self):
-        if self.paths:
-            return  # groups that exist already (`remove_abandoned`)
         if self.version == 1:
             for controller, values in _v1_settings().items():
                 self._make(ROOT / controller / self.name, values, controller)
@@ -190,19 +208,5 @@ class Envelope:
             os.close(self._peak_fd)
             self._peak_fd = None
         for path in self.paths.values():
-            for _ in range(100):  # a PID namespace is torn down asynchronously
-                try:
-                    path.rmdir()
-                    break
-                except OSError:
-                    try:
-                        pids = (path / "cgroup.procs").read_text().split()
-                    except OSError:
-                        break
-                    for pid in pids:
-                        try:
-                            os.kill(int(pid), 9)
-                        except OSError:
-                            pass
-                    time.sleep(0.02)
+            _remove_group(path)
         self.paths = {}
