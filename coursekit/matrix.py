@@ -108,11 +108,18 @@ def rows(assignment, results):
 
 
 def grade_all(course_dir, assignments, workers=2):
-    """{assignment: rows}, releasing into `course_dir`."""
+    """{assignment: rows}, releasing into `course_dir`, on one cluster for every assignment (its
+    workers start and warm up once, as in the catalogue tests)."""
+    from coursekit.cluster import Cluster
+
     out = {}
-    for assignment in assignments:
-        grading.release(course_dir, assignment)
-        out[assignment] = rows(assignment, grade_catalogue(course_dir, assignment, workers))
+    cluster = Cluster(workers=workers)
+    try:
+        for assignment in assignments:
+            grading.release(course_dir, assignment)
+            out[assignment] = rows(assignment, grade_catalogue(course_dir, assignment, workers, cluster))
+    finally:
+        cluster.close()
     return out
 
 
