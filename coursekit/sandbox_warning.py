@@ -9,19 +9,7 @@ keep it to themselves (`keep_quiet`, run on each by `Cluster`). Workers of your 
 worker`, on other machines, still say it where it is true.
 """
 
-import contextlib
-import io
 import warnings
-
-
-def _warn_once(quietly):
-    from autograder.kernel import sandbox
-
-    with warnings.catch_warnings(), contextlib.ExitStack() as stack:
-        warnings.simplefilter("ignore", RuntimeWarning)  # warn_once prints it, and warns it too
-        if quietly:
-            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
-        sandbox.warn_once()
 
 
 def say_once():
@@ -29,9 +17,13 @@ def say_once():
     from autograder.kernel import sandbox
 
     if not sandbox.available():
-        _warn_once(quietly=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # warn_once prints it, and warns it too
+            sandbox.warn_once()
 
 
 def keep_quiet():
     """In a worker of the embedded cluster: the driver, on this machine, says the warning."""
-    _warn_once(quietly=True)
+    from autograder.kernel import sandbox
+
+    sandbox.warn_once(say=False)

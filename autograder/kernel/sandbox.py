@@ -73,12 +73,15 @@ def available():
 _warned = False
 
 
-def warn_once():
+def warn_once(say=True):
+    """Say NO_SANDBOX_WARNING, the first time only; `say=False` only counts it as said (a process
+    whose driver, on the same machine, says it for everyone)."""
     global _warned
     if not _warned:
         _warned = True
-        print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
-        warnings.warn(NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
+        if say:
+            print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
+            warnings.warn(NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
 
 
 def _apply_limits():
