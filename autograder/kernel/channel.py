@@ -115,12 +115,12 @@ class KernelChannel(PeakMemory):
         return found
 
     def reset(self):
-        if self.envelope is not None and self.envelope.counts_memory:
+        if self.envelope is not None and self.envelope.measures_peak:
             return self.envelope.reset_peak()
         return super().reset()
 
     def peak(self):
-        if self.envelope is not None and self.envelope.counts_memory:
+        if self.envelope is not None and self.envelope.measures_peak:
             return self.envelope.peak()
         return super().peak()
 

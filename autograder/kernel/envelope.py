@@ -9,15 +9,22 @@ the judge moves it into its groups before it runs a single instruction of its ow
 (`Envelope.admit`), so nothing it starts is ever counted elsewhere. Cold kernels join in the
 child between fork and exec (`procs_files`).
 
-cgroup v1 (separate hierarchies under /sys/fs/cgroup/<controller>) is what these machines have;
-cgroup v2 (one unified hierarchy) is used where the grading process may create groups in it.
-Where neither is writable (grading as an ordinary user), `Envelope` holds no group: the per-process
-limits of `sandbox.py` and the sized tmpfs mounts of `zygote.py` still hold, and the memory cases
-sum the peaks of the kernel's processes (`procfs`) instead.
+cgroup v1 (separate hierarchies under /sys/fs/cgroup/<controller>) is what these machines have.
+On cgroup v2 (one unified hierarchy) the groups are made inside the grading process's own group,
+the subtree delegated to it (root's, a systemd service's with `Delegate=yes`, a container's), with
+the controllers that subtree offers. v2 lets a group hand controllers down only while it holds no
+process itself, so a grading process that sits in its delegated group first moves into a leaf of
+its own there (`grading-<pid>`), as systemd asks of delegated subtrees; its kernels' groups are
+that leaf's siblings. A controller the subtree does not offer is a budget the envelope does not
+claim (`budgets`), never an error. Where no group can be made (grading as an ordinary user on
+v1), `Envelope` holds none: the per-process limits of `sandbox.py` and the sized tmpfs mounts of
+`zygote.py` still hold, and the memory cases sum the peaks of the kernel's processes (`procfs`).
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import signal
 import time
@@ -29,16 +36,36 @@ from autograder.limits import MAX_PROCESSES, SUBMISSION_CPUS, SUBMISSION_MEMORY
 
 ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
+V2_CONTROLLERS = ("memory", "pids", "cpu")  # those of them a v2 subtree offers are used
+LEAF_PREFIX = "grading-"  # the leaf a grading process moves into on v2 (`_enable_v2`)
 CPU_PERIOD_US = 100_000
 
 
+def _own_v2_group():
+    """This process's group in the unified hierarchy (the `0::` line of /proc/self/cgroup)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    paths = [line[3:].strip() for line in lines if line.startswith("0::")]
+    return ROOT / paths[0].lstrip("/") if paths else None
+
+
+def _v2_base():
+    """The group the kernels' groups go in: this process's own, or, when that is a leaf a
+    grading process moved into (this one, or the one that started it), the leaf's parent."""
+    own = _own_v2_group()
+    return own.parent if own is not None and own.name.startswith(LEAF_PREFIX) else own
+
+
 def _version():
-    """2 on a unified hierarchy, 1 where the v1 controllers are mounted, 0 where neither is ours."""
-    if os.getuid() != 0:
-        return 0
+    """2 on a unified hierarchy whose subtree here is ours to divide, 1 where the v1 controllers
+    are mounted and this is root, 0 where no group can be made."""
     if (ROOT / "cgroup.controllers").exists():
-        return 2
-    if all((ROOT / c).is_dir() for c in V1_CONTROLLERS):
+        base = _v2_base()
+        writable = base is not None and all(os.access(p, os.W_OK) for p in (base, base / "cgroup.subtree_control"))
+        return 2 if writable else 0
+    if os.getuid() == 0 and all((ROOT / c).is_dir() for c in V1_CONTROLLERS):
         return 1
     return 0
 
@@ -54,9 +81,43 @@ def _v1_settings():
     }
 
 
-def _v2_settings():
-    return {"memory.max": str(SUBMISSION_MEMORY), "memory.swap.max": "0", "pids.max": str(MAX_PROCESSES),
-            "cpu.max": f"{CPU_PERIOD_US * SUBMISSION_CPUS} {CPU_PERIOD_US}"}
+def _v2_settings(controllers):
+    """The budgets of a v2 group with `controllers` enabled: one per controller the subtree offers."""
+    settings = {"memory": {"memory.max": str(SUBMISSION_MEMORY), "memory.swap.max": "0"},
+                "pids": {"pids.max": str(MAX_PROCESSES)},
+                "cpu": {"cpu.max": f"{CPU_PERIOD_US * SUBMISSION_CPUS} {CPU_PERIOD_US}"}}
+    return {key: value for c in controllers for key, value in settings.get(c, {}).items()}
+
+
+def _words(path):
+    try:
+        return set(Path(path).read_text().split())
+    except OSError:
+        return set()
+
+
+@functools.cache
+def _enable_v2(base):
+    """Hand the wanted controllers `base` offers down to the groups made in it; those handed down.
+
+    v2's rule "no internal processes": a group (other than the root) that hands controllers down
+    holds no process. When `base` holds this process, it moves into a leaf of its own, once."""
+    wanted = [c for c in V2_CONTROLLERS if c in _words(base / "cgroup.controllers")]
+    request = " ".join(f"+{c}" for c in wanted)
+    if wanted and not set(wanted) <= _words(base / "cgroup.subtree_control"):
+        try:
+            _write(base / "cgroup.subtree_control", request)
+        except OSError as error:
+            if error.errno != errno.EBUSY:
+                return frozenset()
+            try:
+                leaf = base / f"{LEAF_PREFIX}{os.getpid()}"
+                leaf.mkdir(exist_ok=True)
+                _write(leaf / "cgroup.procs", str(os.getpid()))
+                _write(base / "cgroup.subtree_control", request)
+            except OSError:  # other processes sit in `base` too: not ours to move
+                return frozenset()
+    return frozenset(_words(base / "cgroup.subtree_control") & set(wanted))
 
 
 def _write(path, value):
@@ -74,9 +135,9 @@ def _read_counts(path):
 
 
 def _group_folders():
-    """Every folder this process may make groups in: one per v1 controller, or the v2 root."""
+    """Every folder this process may make groups in: one per v1 controller, or its v2 subtree."""
     version = _version()
-    return [ROOT / c for c in V1_CONTROLLERS] if version == 1 else [ROOT] if version == 2 else []
+    return [ROOT / c for c in V1_CONTROLLERS] if version == 1 else [_v2_base()] if version == 2 else []
 
 
 def _remove_group(path):
@@ -109,6 +170,11 @@ def remove_abandoned(name):
             continue
         for path in found:
             _remove_group(path)
+        for leaf in folder.glob(f"{LEAF_PREFIX}*"):  # v2: the leaves of grading processes now gone
+            try:
+                leaf.rmdir()  # only an empty one goes: a live process's leaf holds that process
+            except OSError:
+                pass
 
 
 @dataclass
@@ -118,18 +184,20 @@ class Envelope:
     name: str
     version: int = field(default_factory=_version)
     paths: dict = field(default_factory=dict)  # controller ("memory", "pids", "cpu", or "" in v2) -> folder
+    budgets: frozenset = frozenset()  # the controllers whose budgets hold: "memory", "pids", "cpu"
     _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
 
     def __post_init__(self):
         if self.version == 1:
             for controller, values in _v1_settings().items():
                 self._make(ROOT / controller / self.name, values, controller)
+            self.budgets = frozenset(self.paths)
         elif self.version == 2:
-            try:
-                _write(ROOT / "cgroup.subtree_control", "+memory +pids +cpu")
-            except OSError:
-                pass  # already enabled, or not ours to enable: the group says which below
-            self._make(ROOT / self.name, _v2_settings(), "")
+            base = _v2_base()
+            self.budgets = _enable_v2(base)
+            self._make(base / self.name, _v2_settings(self.budgets), "")
+            if "" not in self.paths:
+                self.budgets = frozenset()
 
     def _make(self, path, values, controller):
         try:
@@ -147,7 +215,22 @@ class Envelope:
 
     @property
     def counts_memory(self):
-        return ("memory" if self.version == 1 else "") in self.paths
+        """Whether the memory budget holds (and its overruns are counted)."""
+        return "memory" in self.budgets
+
+    @functools.cached_property
+    def measures_peak(self):
+        """Whether the group's memory peak can be restarted and read: v1's can; v2's from Linux
+        6.12 on (before that it only ever grows, and the memory cases read `procfs` instead)."""
+        if not self.counts_memory:
+            return False
+        if self.version == 1:
+            return True
+        try:
+            self.reset_peak()
+            return True
+        except OSError:
+            return False
 
     @property
     def procs_files(self):
@@ -178,6 +261,7 @@ class Envelope:
             # the peak is read back through the same one.
             if self._peak_fd is not None:
                 os.close(self._peak_fd)
+                self._peak_fd = None
             self._peak_fd = os.open(self._memory_file("", "memory.peak"), os.O_RDWR)
             os.write(self._peak_fd, b"reset")
         return int(self._memory_file("memory.usage_in_bytes", "memory.current").read_text())
@@ -198,7 +282,7 @@ class Envelope:
                 oom = _read_counts(self._memory_file("", "memory.events"))
             found["memory"] = oom.get("oom_kill", 0)
         pids = self.paths.get("pids" if self.version == 1 else "")
-        if pids is not None:
+        if pids is not None and "pids" in self.budgets:
             found["processes"] = _read_counts(pids / "pids.events").get("max", 0)
         return found
 
