@@ -182,7 +182,17 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     if isinstance(error, TypeError) and "argument" in str(error):
         said = f" ({str(error)[:160]})" if show_details else ""
         return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
-    return f"`{step}` raised {name}{detail}"
+    if any(phrase in " ".join(text) for phrase in SHAPE_MISMATCH):
+        return (f"`{step}` raised {name}, a shape mismatch: two arrays it combines do not fit (compare each "
+                f"one's shape with the docstring's){detail}")
+    return f"`{step}` raised {name}, and the grader cannot name the cause{detail}"
+
+
+# How NumPy and torch word an operation on arrays whose shapes do not fit: the one kind of
+# exception the grader can name without knowing the code.
+SHAPE_MISMATCH = ("must match the size of tensor", "Expected size for first two dimensions",
+                  "shapes cannot be multiplied", "could not be broadcast", "mismatch in its core dimension",
+                  "size mismatch", "is invalid for input of size", "does not match the broadcast shape")
 
 
 def _judged_failure(case_: Case, error: BaseException) -> str:

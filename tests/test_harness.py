@@ -167,6 +167,21 @@ def test_a_wrong_signature_is_named_as_such():
     assert any("could not be called as the assignment specifies" in r.message for r in result.results)
 
 
+def test_an_exception_is_named_a_shape_mismatch_or_said_to_have_no_name():
+    """A raised exception is never shown bare: a shape mismatch (NumPy's or torch's words) is
+    named as one, and any other says plainly that the grader cannot name its cause."""
+    def mismatched(x, axis=-1):
+        return np.ones((2, 3)) @ np.ones((4, 5))
+
+    def lookup(x, axis=-1):
+        return {}["missing"]
+
+    shapes = run_step("softmax", implementation({"softmax": mismatched}))
+    other = run_step("softmax", implementation({"softmax": lookup}))
+    assert all("raised ValueError, a shape mismatch" in r.message for r in shapes.results), format_report(shapes, 3)
+    assert all("raised KeyError, and the grader cannot name the cause" in r.message for r in other.results)
+
+
 def test_graded_outputs_are_the_report_and_the_points():
     def result(passed):
         return CaseResult(Case("softmax", "c", "stored", 1.0, 1.0, None), passed)
