@@ -1,7 +1,12 @@
 """The hidden suites: `test_<step>.py` grades the step of that name (`autograder.steps`).
 
 How case weights are set. A step's points are shared among its cases by weight
-(`harness.StepResult.fraction`), so the weights decide what a mistake costs:
+(`harness.StepResult.fraction`), so the weights decide what a mistake costs, and credit follows
+the size of the misconception: a conceptual error (the step's central computation wrong or
+missing: no mask, no scaling, heads mixed) keeps at most a third of its step
+(`CONCEPTUAL_MAX_KEPT`); a slip (right computation, wrong in one situation or one secondary
+part: the mask not sliced to T, dropout in the wrong place, the input changed in place) keeps
+at least half (`SLIP_MIN_KEPT`). A case's weight is chosen for that:
 
 - **Output cases carry the step.** The worked examples of the notes, the stored reference outputs
   and the PyTorch oracle compare whole outputs, so a conceptual error (no mask, no scaling,
@@ -14,20 +19,34 @@ How case weights are set. A step's points are shared among its cases by weight
   unchanged, gradients reach every layer, a batch item independent of the others). A slip
   breaks one rule and loses that case's weight only, a small share of the step (at most 0.5 of
   about 10 in the layers), so it keeps most of the step.
-- Steps left out of `LAYERS` have properties that are themselves the concept taught
-  (`KVCache`'s appending, `CachedCausalAttention`'s cache consistency, `online_softmax_attention`
-  never holding the score matrix, `dot_product_variance`'s statistics, `sinusoidal_positions`'
-  distances), so a property failing there is a conceptual error too.
+- Steps left out of `LAYERS` weigh the case that sees their concept: `online_softmax_attention`'s
+  memory cases (which check rows of the output too) carry two thirds of it, since a full score
+  matrix gives right numbers; the causal one weighs more, since a wrong causal rule passes the
+  other. `KVCache`'s oracle (torch.cat of everything so far) carries half, since its stored
+  outputs also check `len()`, a slip. `sinusoidal_positions`' stored outputs carry most of it,
+  since a wrong frequency still puts each pair on the unit circle and turns it by shifts, as its
+  properties check; `dot_product_variance`'s stored and theory cases weigh twice its
+  properties, which a wrong variance passes. `CachedCausalAttention`'s cache-consistency
+  properties are outputs through a cache, and weigh as outputs.
 
-`tests/test_case_weights.py` checks the first two rules.
+Every catalogue mistake is sized in `coursekit/catalogue/misconception_sizes.toml` (conceptual,
+slip, or partial with its reason where honestly neither). `tests/test_case_weights.py` checks
+the first two rules, and each sized mistake's points in docs/grading_matrix.md against its size;
+it lists any mistake not yet sized.
 
 Every failed case names a cause or says plainly that the grader cannot: outputs go through
 `toolkit.checks.expect_close` with the suite's known mistakes (tried before nan and shape checks), and a
 fixed-text message is raised only after its own condition was checked.
 """
 
+from fractions import Fraction
+
 # The attention layers whose weights follow the rule above.
 LAYERS = ("softmax", "scaled_dot_product_attention", "SelfAttention", "CausalAttention",
           "MultiHeadAttentionWrapper", "MultiHeadAttention", "CrossAttention", "padding_mask")
 # The largest share of a layer's step one property case may carry: a slip keeps the rest.
 MAX_PROPERTY_SHARE = 0.1
+# What a catalogue mistake may keep of the step it loses, by the size of its misconception
+# (coursekit/catalogue/misconception_sizes.toml): a conceptual error at most, a slip at least.
+CONCEPTUAL_MAX_KEPT = Fraction(1, 3)
+SLIP_MIN_KEPT = Fraction(1, 2)

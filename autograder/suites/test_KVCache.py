@@ -156,7 +156,7 @@ def _expect_lengths(lengths, want, sizes, batch, label):
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
 
-@case(STEP, "oracle")
+@case(STEP, "oracle", weight=6)
 def test_matches_torch_cat(impl):
     """after each update, the keys and values equal torch.cat of everything so far along dim 1"""
     r = rng(1522)

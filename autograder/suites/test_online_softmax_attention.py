@@ -279,13 +279,13 @@ def _check_peak(impl, causal):
                         finite_hint=NAN_HINT)
 
 
-@case(STEP, "property", timeout=15)
+@case(STEP, "property", weight=7, timeout=15)
 def test_memory_far_below_the_score_matrix(impl):
     """on 3072 tokens, holds far less memory at once than one (n_q, n_k) array of scores"""
     _check_peak(impl, False)
 
 
-@case(STEP, "property", timeout=15)
+@case(STEP, "property", weight=15, timeout=15)
 def test_causal_memory_far_below_the_score_matrix(impl):
     """with causal=True on 3072 tokens, holds far less memory at once than one (n_q, n_k) array (no full mask)"""
     _check_peak(impl, True)

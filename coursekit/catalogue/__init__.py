@@ -50,6 +50,9 @@ Where the entries live (this package's folder):
   picked up without registering them); entries of one kind and assignment come in id order.
   `programs/ruff.toml` keeps the linter out of them: they are students' code, not the project's.
 
+`misconception_sizes.toml` sizes every mistake (conceptual, slip, or partial with a reason): how
+much of its step it may keep, which `tests/test_case_weights.py` checks against the grading matrix.
+
 `tests/test_catalogue.py` grades every entry through real nbgrader and asserts its row;
 `python -m coursekit.matrix` writes the same rows to docs/grading_matrix.md.
 """
