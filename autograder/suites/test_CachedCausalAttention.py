@@ -93,7 +93,7 @@ CACHE_MISTAKES = [
 FULL_MISTAKES = toolkit.MASK_MISTAKES + [
     (dict(scale="none"), "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"),
     (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
-]
+] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
 def _cache_symptoms(x, linears, sizes):

@@ -26,7 +26,7 @@ SCALE_MISTAKES = [
                          "the keys (d_out here)"),
     (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
 ]
-MISTAKES = toolkit.MASK_MISTAKES + SCALE_MISTAKES
+MISTAKES = toolkit.MASK_MISTAKES + SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
 def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):

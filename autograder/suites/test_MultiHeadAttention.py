@@ -39,7 +39,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
                                 "[i*head_dim, (i+1)*head_dim)"),
     multihead.HEADS_REVERSED,
     multihead.NO_OUT_PROJ,
-]
+] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
 def _mistakes(x, linears, num_heads):

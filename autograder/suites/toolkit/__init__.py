@@ -27,6 +27,8 @@ from autograder.suites.toolkit import cases, checks  # noqa: F401  (the suites' 
 from autograder.suites.toolkit.model import (  # noqa: F401
     MASK_MISTAKES,
     NAN_HINT,
+    ROLE_MISTAKES,
+    SOFTMAX_AXIS_MISTAKES,
     attention,
     check_stored_outputs,
     heads_side_by_side,

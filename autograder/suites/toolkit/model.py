@@ -115,6 +115,23 @@ MASK_MISTAKES = [
 ]
 
 
+# The softmax along the wrong axis, in a layer that writes its own (not the step's function).
+SOFTMAX_AXIS_MISTAKES = [
+    (dict(axis=-2), "the softmax runs over dim=-2, the queries: each query's weights must sum to 1 over "
+                    "the keys, dim=-1"),
+]
+
+# Projections that serve the wrong role (SelfAttention's ladder, and every layer built like it).
+ROLE_MISTAKES = [
+    (dict(roles="kqv"), "queries and keys are swapped: queries come from W_query, keys from W_key"),
+    (dict(roles="qkk"), "the values come from W_key: use W_value"),
+    (dict(roles="qkq"), "the values come from W_query: use W_value"),
+    (dict(roles="vkq"), "queries and values are swapped: queries from W_query, values from W_value"),
+    (dict(roles="qvk"), "keys and values are swapped: keys from W_key, values from W_value"),
+    (dict(roles="qkx"), "the context weights the raw inputs: weight the values (W_value(x))"),
+]
+
+
 def check_stored_outputs(impl, step, apply, what, symptoms_of):
     """check_stored, with a hint where the output holds nan."""
     try:

@@ -13,8 +13,8 @@ LAYERS = PROJECTIONS + ("out_proj",)
 BIAS_KEYS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
 
 # The mistakes of the heads, as (switches of the model, diagnosis).
-NOT_SCALED = (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_dim), "
-                                  "head_dim = d_out // num_heads")
+NOT_SCALED = (dict(scale="none"), "the scores are not scaled (their divisor is 1): divide them by "
+                                  "sqrt(head_dim), head_dim = d_out // num_heads")
 SCALED_BY_D_OUT = (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
                                         "d_out // num_heads wide: divide by sqrt(head_dim)")
 DIVIDED_BY_HEAD_DIM = (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)")
