@@ -11,6 +11,8 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import stored
+from autograder.fixtures.notes import JOURNEY
+from autograder.fixtures.notes_trainable import self_attention_layers
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
@@ -18,7 +20,6 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "SelfAttention"
-test_notes = notes_cases(STEP, weight=2)
 
 SHORT = {"W_query": "Wq", "W_key": "Wk", "W_value": "Wv"}
 
@@ -148,6 +149,14 @@ def mistakes(x, weights):
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
     return toolkit.symptoms(compute, found)
+
+
+def _notes_symptoms(example):
+    """The known mistakes on the chapter's six tokens with the example's layers."""
+    return mistakes(JOURNEY, self_attention_layers(example.key))
+
+
+test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
 
 
 def _check_stored_records(impl, batched):

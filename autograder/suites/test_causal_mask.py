@@ -9,7 +9,6 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "causal_mask"
-test_notes = notes_cases(STEP)
 
 _SIZES = (1, 2, 3, 6, 10)
 
@@ -22,8 +21,11 @@ def apply(impl, record):
     return impl.causal_mask(int(record["num_tokens"]))
 
 
-def _mistakes(n):
-    ones = np.ones((n, n))
+def stored_symptoms(record, k):
+    """[(mask, diagnosis)] of the known mistakes for `record`'s number of tokens: the ladder of the
+    stored outputs and of the notes' worked example. On one or two tokens some coincide: the first
+    that matches is named, so the plainer description comes first."""
+    ones = np.ones((int(record["num_tokens"]),) * 2)
     return [(np.triu(ones, 0), "the diagonal is True as well: a token must be allowed to attend to "
                                "itself, so only entries strictly above the diagonal are True (diagonal=1)"),
             (np.tril(ones, -1), "True below the diagonal blocks the EARLIER tokens; True belongs strictly "
@@ -31,17 +33,20 @@ def _mistakes(n):
             (np.tril(ones, 0), "True marks the allowed entries (the convention of "
                                "F.scaled_dot_product_attention); here True means blocked: invert it"),
             (0 * ones, "no entry is True: the entries strictly above the diagonal must be True"),
-            (ones, "every entry is True: only the entries strictly above the diagonal must be")]
+            (ones, "every entry is True: only the entries strictly above the diagonal must be"),
+            (np.triu(ones, 2), "True starts one diagonal too high: each token may then attend to the token "
+                               "right after it; every later key (j > i) must be blocked, the next one too"),
+            (np.triu(ones, -1), "True starts one diagonal too low: each token is blocked from itself and "
+                                "from the token before it; only later keys (j > i) are blocked")]
+
+
+test_notes = notes_cases(STEP, replayed=stored_symptoms)
 
 
 @case(STEP, "stored", weight=2)
 def test_stored_outputs(impl):
     """is True exactly strictly above the diagonal, for 1 to 10 tokens"""
-
-    def symptoms(record, k):
-        return _mistakes(int(record["num_tokens"]))
-
-    check_stored(impl, STEP, apply, "causal_mask", atol=0, rtol=0, symptoms=symptoms)
+    check_stored(impl, STEP, apply, "causal_mask", atol=0, rtol=0, symptoms=stored_symptoms)
 
 
 @case(STEP, "property")

@@ -23,7 +23,6 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "online_softmax_attention"
-test_notes = notes_cases(STEP)
 
 NAN_HINT = ("exp overflowed (subtract the running row maximum before exponentiating), or a query was left "
             "with no key to attend to (query i sees keys 0..i, itself included: block key j only when j > i)")
@@ -84,6 +83,14 @@ CAUSAL_MISTAKES = [
 def _symptoms(Q, K, V, block_size, causal):
     found = MISTAKES + (CAUSAL_MISTAKES if causal else [])
     return [((lambda kw=kw: _model(Q, K, V, block_size, causal, **kw)), message) for kw, message in found]
+
+
+def _recorded_symptoms(record, k):
+    """The known mistakes on the arguments of one call, as a worked example makes it."""
+    return _symptoms(record["Q"], record["K"], record["V"], int(record["block_size"]), bool(record["causal"]))
+
+
+test_notes = notes_cases(STEP, replayed=_recorded_symptoms)
 
 
 def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):

@@ -9,11 +9,31 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "project_qkv"
-# Six worked examples (the notes' Bank Q, K, V and the chapter's query_2 and its scores).
-test_notes = notes_cases(STEP, weight=0.5)
-
 ROLES = ("Q", "K", "V")
 WEIGHTS = ("W_q", "W_k", "W_v")
+
+
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes for item k of the tuple on the inputs of
+    `record`: the ladder of the stored outputs and of the notes' worked examples."""
+    X, Ws = record["X"], [record[w] for w in WEIGHTS]
+    found = [(lambda: X @ Ws[k].T,
+              f"{ROLES[k]} uses the transposed weights (W·x per token, or X @ {WEIGHTS[k]}.T): "
+              f"tokens are rows, so {ROLES[k]} = X @ {WEIGHTS[k]}")]
+    for j, W in enumerate(Ws):
+        if j != k:
+            found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}: return "
+                                             "(X @ W_q, X @ W_k, X @ W_v) in that order"))
+    return found
+
+
+def _model(record):
+    """(Q, K, V) on the inputs of `record`: the items a mistake of another item leaves right."""
+    return tuple(record["X"] @ record[w] for w in WEIGHTS)
+
+
+# Six worked examples (the notes' Bank Q, K, V and the chapter's query_2 and its scores).
+test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model)
 
 
 def stored_inputs():
@@ -82,19 +102,7 @@ def _checked_call(impl, record):
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference on non-square and square weights, batches, float32 and long inputs"""
-
-    def symptoms(record, k):
-        X, Ws = record["X"], [record[w] for w in WEIGHTS]
-        found = [(lambda: X @ Ws[k].T,
-                  f"{ROLES[k]} uses the transposed weights (W·x per token, or X @ {WEIGHTS[k]}.T): "
-                  f"tokens are rows, so {ROLES[k]} = X @ {WEIGHTS[k]}")]
-        for j, W in enumerate(Ws):
-            if j != k:
-                found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}: return "
-                                                 "(X @ W_q, X @ W_k, X @ W_v) in that order"))
-        return found
-
-    check_stored(impl, STEP, _checked_call, "project_qkv(X, W_q, W_k, W_v)", symptoms=symptoms)
+    check_stored(impl, STEP, _checked_call, "project_qkv(X, W_q, W_k, W_v)", symptoms=stored_symptoms)
 
 
 @case(STEP, "oracle", weight=2)

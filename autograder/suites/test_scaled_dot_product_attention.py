@@ -9,10 +9,6 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
-# The notes' examples have no mask, so a masking mistake passes them: they weigh little, and the
-# stored outputs (masks included) carry the step, so no mask keeps at most a third of it.
-test_notes = notes_cases(STEP, weight=0.5)
-
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
 
@@ -184,11 +180,30 @@ def mistakes(Q, K, V, mask, k):
     return found
 
 
+def stored_symptoms(record, k):
+    """The known mistakes for output k on the inputs of `record`: the ladder of the stored outputs
+    and of the notes' worked examples."""
+    return mistakes(record["Q"], record["K"], record["V"], record.get("mask"), k)
+
+
+def _model(record):
+    """(context, weights) on the inputs of `record`: the item a mistake of the other leaves right."""
+    Q, K, V, mask = record["Q"], record["K"], record["V"], record.get("mask")
+    scores = _raw(Q, K) / np.sqrt(K.shape[-1])
+    weights = _softmax(scores if mask is None else np.where(mask, -np.inf, scores))
+    return weights @ V, weights
+
+
+# The notes' examples have no mask, so a masking mistake passes them: they weigh little, and the
+# stored outputs (masks included) carry the step, so no mask keeps at most a third of it.
+test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model)
+
+
 @case(STEP, "stored", weight=6)
 def test_stored_outputs(impl):
     """matches the reference with and without masks (causal, mixed, broadcast), batches, float32, long"""
     check_stored(impl, STEP, _checked_apply, "scaled_dot_product_attention(Q, K, V, mask)",
-                 symptoms=lambda rec, k: mistakes(rec["Q"], rec["K"], rec["V"], rec.get("mask"), k))
+                 symptoms=stored_symptoms)
 
 
 @case(STEP, "oracle", weight=2)

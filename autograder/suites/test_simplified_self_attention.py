@@ -8,7 +8,6 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "simplified_self_attention"
-test_notes = notes_cases(STEP)
 
 
 def stored_inputs():
@@ -26,21 +25,37 @@ def apply(impl, record):
     return impl.simplified_self_attention(record["X"])
 
 
+def _scores_and_weights(X):
+    s = X @ np.swapaxes(X, -1, -2)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return s, e / e.sum(-1, keepdims=True)
+
+
+def _model(record):
+    """(context, weights) on the inputs of `record`: the item a mistake of the other leaves right."""
+    _, w = _scores_and_weights(record["X"])
+    return w @ record["X"], w
+
+
+def stored_symptoms(record, k):
+    """[(candidate, diagnosis)] of the known mistakes for item k of (context, weights) on the inputs
+    of `record`: the ladder of the stored outputs and of the notes' worked examples."""
+    X = record["X"]
+    s, w = _scores_and_weights(X)
+    if k == 0:
+        return [(lambda: s @ X, "the context vectors use the raw scores: apply softmax first"),
+                (lambda: w, "returns (weights, context) in the wrong order")]
+    return [(lambda: s, "the second item is the raw scores; return the softmax weights")]
+
+
+test_notes = notes_cases(STEP, replayed=stored_symptoms, correct=_model)
+
+
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """returns (context, weights) matching the reference on single tokens, batches, float32, long inputs"""
 
-    def symptoms(record, k):
-        X = record["X"]
-        s = X @ np.swapaxes(X, -1, -2)
-        e = np.exp(s - s.max(-1, keepdims=True))
-        w = e / e.sum(-1, keepdims=True)
-        if k == 0:
-            return [(lambda: s @ X, "the context vectors use the raw scores: apply softmax first"),
-                    (lambda: w, "returns (weights, context) in the wrong order")]
-        return [(lambda: s, "the second item is the raw scores; return the softmax weights")]
-
-    check_stored(impl, STEP, apply, "simplified_self_attention(X)", symptoms=symptoms)
+    check_stored(impl, STEP, apply, "simplified_self_attention(X)", symptoms=stored_symptoms)
 
 
 @case(STEP, "property")

@@ -1,6 +1,7 @@
 """Case builders the step suites share: the notes' worked examples and stored outputs."""
 
 import inspect
+import itertools
 
 import numpy as np
 import torch
@@ -43,10 +44,38 @@ def _stop(record):
     raise _Stop()
 
 
-def replayed_symptoms(member, step, ladder):
-    """The stored outputs' ladder on a worked example: `ladder(record, 0)` gives [(candidate,
-    message)] on the example's own inputs, and each candidate is pushed through the rest of the
-    example (a row picked, say) by replaying it with the mistake's output in place of the step's."""
+def _value(candidate):
+    """A ladder's candidate is a value or a function that computes it (`checks.expect_close`)."""
+    return candidate() if callable(candidate) else candidate
+
+
+def _replaced(right, choice):
+    """The outputs `right` with each item k whose choice holds a candidate replaced by its value."""
+    return tuple(right[k] if candidate is None else _value(candidate) for k, (candidate, _) in enumerate(choice))
+
+
+def _tuple_symptoms(record, ladder, correct):
+    """[(candidate outputs, message)] of a step that returns a tuple: each item's ladder
+    `ladder(record, k)` with the other items as `correct(record)` gives them, then two or more items
+    wrong at once (an example may combine items, such as Q and K), fewest first; messages of the
+    items joined, each said once."""
+    right = correct(record)
+    options = [[(None, None), *ladder(record, k)] for k in range(len(right))]
+    found = []
+    for choice in itertools.product(*options):
+        messages = [message for candidate, message in choice if candidate is not None]
+        if messages:
+            found.append((len(messages), (lambda choice=choice: _replaced(right, choice)),
+                          "; ".join(dict.fromkeys(messages))))
+    return [(candidate, message) for _, candidate, message in sorted(found, key=lambda item: item[0])]
+
+
+def replayed_symptoms(member, step, ladder, correct=None):
+    """The stored outputs' ladder on a worked example: `ladder(record, k)` gives [(candidate,
+    message)] for output k on the example's own inputs, and each candidate is pushed through the rest
+    of the example (a row picked, say) by replaying it with the mistake's output in place of the
+    step's. A step that returns a tuple names `correct(record)`, its right outputs (the suite's own
+    model), which a mistake of one item leaves as they are."""
     recorder = _Replay(step, _stop)
     try:
         member.call(recorder)
@@ -56,18 +85,19 @@ def replayed_symptoms(member, step, ladder):
         return []
     if recorder.record is None:
         return []
-    return [((lambda candidate=candidate: member.call(_Replay(step, lambda record: candidate()))), message)
-            for candidate, message in ladder(recorder.record, 0)]
+    found = ladder(recorder.record, 0) if correct is None else _tuple_symptoms(recorder.record, ladder, correct)
+    return [((lambda candidate=candidate: member.call(_Replay(step, lambda record: _value(candidate)))), message)
+            for candidate, message in found]
 
 
-def notes_cases(step, weight=1.0, symptoms=None, replayed=None):
+def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
     `symptoms(example)` may return the known mistakes [(candidate, message)] on that example's
     inputs, so a wrong worked example is named by the same ladder as the suite's other cases.
     `replayed(record, k)`, the ladder of the stored outputs, does that for an example that calls
-    the step once on plain inputs (`replayed_symptoms`).
+    the step once on plain inputs (`replayed_symptoms`; `correct` for a step that returns a tuple).
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -78,7 +108,8 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None):
     @case_family(step, "notes", members, weight=weight)
     def test_notes(impl, member):
         actual = member.call(impl)  # inputs travel as copies: nothing can write into them
-        ladder = symptoms(member) if symptoms else replayed_symptoms(member, step, replayed) if replayed else ()
+        ladder = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
+                  if replayed else ())
         checks.expect_close(actual, notes.expected(member), f"the notes' example \"{member.where}\"",
                             atol=member.atol, rtol=0, symptoms=ladder)
 
