@@ -31,7 +31,10 @@ def stored_symptoms(record, k):
             (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)),
              "compares columns, not rows: the rows of X are the tokens"),
             (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
-             "divides each row by its own squared length only; use |x_i|·|x_j|")]
+             "divides each row by its own squared length only; use |x_i|·|x_j|"),
+            (lambda: (X / np.linalg.norm(X, axis=0)) @ (X / np.linalg.norm(X, axis=0)).T,
+             "divides by the lengths of the columns (axis=0); each row is divided by its own length, "
+             "along the features (axis=-1, keepdims=True)")]
 
 
 @case(STEP, "stored", weight=3)

@@ -48,7 +48,10 @@ def stored_symptoms(record, k):
     other = 0 if axis in (-1, x.ndim - 1) and x.ndim > 1 else -1
     return [(lambda: _exp_normalise(x, other), f"normalises along axis {other}, not along axis={axis}"),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
-            (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first")]
+            (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first"),
+            (lambda: _exp_normalise(x - x.max(), axis),
+             "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
+             "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)")]
 
 
 @case(STEP, "stored", weight=6)
