@@ -190,7 +190,7 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
 
 # How NumPy and torch word an operation on arrays whose shapes do not fit: the one kind of
 # exception the grader can name without knowing the code.
-SHAPE_MISMATCH = ("must match the size of tensor", "Expected size for first two dimensions",
+SHAPE_MISMATCH = ("must match the size of tensor", "Sizes of tensors must match", "Expected size for first two dimensions",
                   "shapes cannot be multiplied", "could not be broadcast", "mismatch in its core dimension",
                   "size mismatch", "is invalid for input of size", "does not match the broadcast shape")
 

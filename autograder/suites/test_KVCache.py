@@ -212,7 +212,10 @@ def test_caches_are_independent(impl):
     _update(first, a, a, "update of the first cache")
     keys, _ = _update(second, b, b, "update of a second, new cache")
     keys = checks.to_array(keys, "the keys of the second cache")
-    if keys.shape != (1, 3, 3) or _length(second, "the second cache") != 3 or _length(first, "the first cache") != 2:
+    both = 2 + 3  # what a cache that also holds the other one's tokens holds or counts
+    # A wrong len that is not that count is the length case's to take, not a sign of sharing.
+    if (keys.ndim == 3 and keys.shape[1] == both) or both in (_length(second, "the second cache"),
+                                                             _length(first, "the first cache")):
         raise CaseFailure(f"two KVCache objects share what they hold: a second, new cache returned the first "
                           f"cache's tokens too. {SHARED}")
     checks.expect_close(keys, b.numpy(), "the keys of a second, new cache", atol=1e-6, rtol=1e-5)

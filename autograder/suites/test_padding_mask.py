@@ -39,6 +39,16 @@ def _call(impl, lengths, num_tokens, strict=False):
     return what, out.numpy()
 
 
+def _which_sizes(got, want):
+    """What a wrong shape suggests: a hard-coded batch size or length only where those sizes differ."""
+    if len(got) != len(want):
+        return f"; it has {len(got)} axes, not 3"
+    named = [name for name, g, w in zip(("the batch size", "the query axis (size 1)", "num_tokens"), got, want)
+             if g != w]
+    return "; " + " and ".join(named) + (" differ" if len(named) > 1 else " differs") + (
+        ": is the batch size or num_tokens hard-coded?" if set(named) <= {"the batch size", "num_tokens"} else "")
+
+
 def _diagnose(what, got, lengths, num_tokens):
     """got == the right mask, or a CaseFailure naming the mistake."""
     want = _blocked(lengths, num_tokens)
@@ -51,9 +61,13 @@ def _diagnose(what, got, lengths, num_tokens):
     if got.shape == (batch, num_tokens, 1) and np.array_equal(got[..., 0], want[:, 0]):
         raise CaseFailure(f"{what}: shape (batch, num_tokens, 1) blocks queries (rows), not keys: put the "
                           "axis of size 1 in the middle, (batch, 1, num_tokens)")
+    if got.shape == (batch, num_tokens, num_tokens) and (got == want).all():
+        raise CaseFailure(f"{what}: the right entries, repeated for every query, shape "
+                          f"{checks.fmt_shape(got.shape)}: keep the query axis of size 1, (batch, 1, "
+                          "num_tokens), and let broadcasting repeat it")
     if got.shape != want.shape:
         raise CaseFailure(f"{what} has shape {checks.fmt_shape(got.shape)}, expected (batch, 1, num_tokens) "
-                          f"= {checks.fmt_shape(want.shape)}; is num_tokens or the batch size hard-coded?")
+                          f"= {checks.fmt_shape(want.shape)}{_which_sizes(got.shape, want.shape)}")
     if np.array_equal(got, ~want):
         raise CaseFailure(f"{what}: True and False are swapped; True means blocked, so True marks the "
                           "padding, key positions j >= lengths[b]")
@@ -108,12 +122,18 @@ def test_combines_with_causal_mask(impl):
     """padding_mask | causal_mask broadcasts to (batch, T, T) and blocks the future or the padding"""
     lengths, num_tokens = [4, 2, 3], 4
     what, got = _call(impl, lengths, num_tokens)
-    _diagnose(what, got, lengths, num_tokens)
     causal = np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1)
-    combined = got | causal
-    if combined.shape != (3, num_tokens, num_tokens):
-        raise CaseFailure(f"{what} | causal_mask({num_tokens}) has shape {checks.fmt_shape(combined.shape)}, "
-                          f"expected (3, {num_tokens}, {num_tokens})")
+    want = _blocked(lengths, num_tokens) | causal
+    try:
+        combined = got | causal
+    except ValueError:  # NumPy's words for shapes that do not broadcast
+        combined = None
+    # What this case asks is the combination: a mask of another shape that still combines into the
+    # right (batch, T, T) mask passes here, and loses its points in the cases about its shape.
+    if combined is None or combined.shape != want.shape or not np.array_equal(combined, want):
+        _diagnose(what, got, lengths, num_tokens)
+        raise CaseFailure(f"{what} | causal_mask({num_tokens}) does not block exactly the future and the "
+                          "padding, and the grader cannot name the cause")
 
 
 @case(STEP, "oracle", weight=2)
