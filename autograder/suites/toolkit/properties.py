@@ -129,10 +129,12 @@ def explain_gradients(name, report, paths):
     for path in paths:
         grad = report["grads"].get(path)
         layer = path.rsplit(".", 1)[0]
-        if grad is None:
-            # The output has a graph, so the layer was left out of it: never called, or cut off.
-            raise CaseFailure(f"no gradient reaches {path} of {name}: forward never uses `{layer}` (is it "
-                              "called?), or uses its output through .detach(), .data or NumPy")
+        if grad is None and "called" in report and layer not in report["called"]:
+            raise CaseFailure(f"no gradient reaches {path} of {name}: forward never calls `{layer}`")
+        if grad is None:  # called, yet left out of the output's graph: unused or cut off
+            raise CaseFailure(f"no gradient reaches {path} of {name}: forward calls `{layer}`, but its output "
+                              "does not reach the module's output through torch operations (is it unused, "
+                              "or passed through .detach(), .data or NumPy?)")
         if not bool((checks.to_array(grad, path) != 0).any()):
             raise CaseFailure(f"the gradient of {path} of {name} is zero everywhere: `{layer}`'s output does "
                               "not reach the module's output (is it overwritten, or multiplied by zero?)")
