@@ -184,7 +184,7 @@ class Handle:
 
     def backward(self, args: Sequence[Any], cotangent: Any, paths: Sequence[str]) -> dict[str, Any]:
         """Train mode, forward on `args`, backpropagate `cotangent`: {differentiable,
-        backward_error, grads {path: array or None}}."""
+        backward_error, grads {path: array or None}, called [the layers of `paths` forward called]}."""
         from autograder.kernel import agent
 
         return self._op("backward", args=agent.encode(list(args), _handle_data),

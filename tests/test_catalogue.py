@@ -18,13 +18,13 @@ assignment whose release is missing fails here (the shared `course` fixture rele
 rather than being skipped.
 """
 
-import ast
 import os
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+import suite_messages
 
 from autograder.steps import ASSIGNMENTS, STEPS, steps_of
 from coursekit import catalogue, matrix
@@ -105,72 +105,54 @@ def test_program_files_are_well_formed():
         assert cells or header.get("transform"), f"{path}: no code and no transform"
 
 
-# --- every named diagnosis of the suites is some mistake's symptom ------------------------------
+# --- every message of the suites that names a cause is some mistake's symptom ------------------
 
-SUITES = Path(__file__).resolve().parents[1] / "autograder" / "suites"
-ANY = None  # a placeholder of an f-string: any text
-
-
-def _template(node, constants):
-    """The text of a (possibly formatted) string literal, or of a module-level string constant
-    named by `node`, as characters and ANY placeholders."""
-    if isinstance(node, ast.Name) and node.id in constants:
-        return list(constants[node.id])
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return list(node.value)
-    if isinstance(node, ast.JoinedStr):
-        return [c for part in node.values
-                for c in (list(part.value) if isinstance(part, ast.Constant) else [ANY])]
-    return None
-
-
-def named_diagnoses():
-    """(file, line, template) of every known mistake a suite names: each pair (candidate, message)
-    whose candidate is a computation of the mistake (a lambda) or the switches of a model (dict(...))."""
-    found = []
-    for path in sorted(SUITES.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                     for target in node.targets if isinstance(target, ast.Name)
-                     and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Tuple) and len(node.elts) == 2 and (
-                    isinstance(node.elts[0], ast.Lambda)
-                    or (isinstance(node.elts[0], ast.Call) and getattr(node.elts[0].func, "id", "") == "dict")):
-                template = _template(node.elts[1], constants)
-                if template:
-                    found.append((path.relative_to(SUITES), node.lineno, template))
-    return found
-
-
-def _could_contain(template, phrase):
-    """Whether some rendering of `template` (ANY: any text) contains `phrase`: a walk through the
-    template, where state j means "next, template[j]", and an ANY absorbs any characters."""
-    def closure(states):
-        for j in range(len(template)):  # an ANY may also be left without absorbing anything
-            if j in states and template[j] is ANY:
-                states.add(j + 1)
-        return states
-
-    states = closure(set(range(len(template) + 1)))  # the phrase may start anywhere
-    for char in phrase:
-        states = closure({j if template[j] is ANY else j + 1 for j in states
-                          if j < len(template) and (template[j] is ANY or template[j] == char)})
-        if not states:
-            return False
-    return True
+FIXED_MESSAGES = Path(__file__).resolve().parent / "data" / "fixed_messages.toml"
 
 
 def test_every_named_diagnosis_is_a_mistakes_symptom():
     """Each known mistake a suite can name is exercised: some catalogue mistake has that diagnosis
     as its symptom, so the catalogue's grading shows that the diagnosis fires on the mistake."""
     symptoms = [v.symptom for v in catalogue.MISTAKES]
-    diagnoses = named_diagnoses()
+    diagnoses = suite_messages.named_diagnoses()
     assert len(diagnoses) > 100  # the parse finds the suites' ladders
-    unexercised = [f"{path}:{line}: {''.join(c if c is not ANY else '{}' for c in template)}"
-                   for path, line, template in diagnoses
-                   if not any(_could_contain(template, symptom) for symptom in symptoms)]
+    unexercised = [f"{path}:{line}: {suite_messages.shown(template)}" for path, line, template in diagnoses
+                   if not any(suite_messages.could_contain(template, symptom) for symptom in symptoms)]
     assert unexercised == []
+
+
+def _exercised(messages, symptoms):
+    """The messages some symptom names alone: it lies in the message's fixed text and in no other's,
+    so the mistake's report shows that this message, not a like one, fired."""
+    def holders(symptom):
+        return [i for i, (_, _, text) in enumerate(messages) if suite_messages.literally_contains(text, symptom)]
+
+    return {found[0] for found in map(holders, symptoms) if len(found) == 1}
+
+
+def test_every_fixed_message_that_names_a_cause_is_a_mistakes_symptom():
+    """Each fixed-text CaseFailure message is exercised by a catalogue mistake whose symptom only it
+    contains, or is listed in tests/data/fixed_messages.toml: `structural` (a wrong type, shape or
+    attribute, which names no misconception) or `pending` (a cause no mistake of the catalogue shows
+    yet). A listed phrase that no longer matches a message, and a pending one now exercised, fail too."""
+    messages = suite_messages.fixed_messages()
+    assert len(messages) > 100  # the parse finds the suites' CaseFailures
+    exercised = _exercised(messages, [v.symptom for v in catalogue.MISTAKES])
+    listed = tomllib.loads(FIXED_MESSAGES.read_text())
+    covered, problems = set(), []
+    for kind in ("structural", "pending"):
+        for entry in listed[kind]:
+            assert set(entry) == {"file", "phrase", "reason"} and entry["reason"], entry
+            matches = {i for i, (path, _, text) in enumerate(messages) if str(path) == entry["file"]
+                       and suite_messages.literally_contains(text, entry["phrase"])}
+            if not matches:
+                problems.append(f"stale {kind} entry: no message of {entry['file']} has {entry['phrase']!r}")
+            if kind == "pending" and matches & exercised:
+                problems.append(f"{entry['file']}: {entry['phrase']!r} is exercised now: drop it from pending")
+            covered |= matches
+    problems += [f"{path}:{line}: {suite_messages.shown(text)}" for i, (path, line, text) in enumerate(messages)
+                 if i not in exercised | covered]
+    assert problems == []
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])

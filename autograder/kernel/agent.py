@@ -288,7 +288,18 @@ class Agent:
         for parameter in module.parameters():
             parameter.grad = None
         args = decode(request.get("args", []), self._resolve)
-        out = module(*args)
+        called, hooks = set(), []
+        for layer in {path.rsplit(".", 1)[0] for path in request.get("paths", []) if "." in path}:
+            try:  # which of the layers forward calls: a layer no gradient reaches may be never called
+                hooks.append(self._path(module, layer).register_forward_hook(
+                    lambda *_, layer=layer: called.add(layer)))
+            except (AttributeError, IndexError, TypeError, ValueError):
+                continue
+        try:
+            out = module(*args)
+        finally:
+            for hook in hooks:
+                hook.remove()
         if not isinstance(out, torch.Tensor) or not out.requires_grad:
             return {"differentiable": False}
         cotangent = torch.as_tensor(decode(request["cotangent"])).to(out.dtype)
@@ -300,7 +311,7 @@ class Agent:
         for path in request.get("paths", []):
             grad = self._path(module, path).grad
             grads[path] = grad
-        return {"differentiable": True, "grads": grads}
+        return {"differentiable": True, "grads": grads, "called": sorted(called)}
 
     def op_begin(self, request):
         """Start grading a step: remember the random state, and put the reference of the step's

@@ -36,7 +36,9 @@ it lists any mistake not yet sized.
 
 Every failed case names a cause or says plainly that the grader cannot: outputs go through
 `toolkit.checks.expect_close` with the suite's known mistakes (tried before nan and shape checks), and a
-fixed-text message is raised only after its own condition was checked.
+fixed-text message is raised only after its own condition was checked. Every diagnosis and every
+fixed-text message that names a cause is some catalogue mistake's symptom, or is listed in
+tests/data/fixed_messages.toml (tests/test_catalogue.py).
 """
 
 from fractions import Fraction

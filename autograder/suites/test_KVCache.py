@@ -142,16 +142,14 @@ def _expect_lengths(lengths, want, sizes, batch, label):
     lengths = np.asarray(lengths)
     if lengths.shape == np.shape(want) and (lengths == want).all():
         return
-    steps = ", ".join(str(int(n)) for n in lengths)
+    what = f"after updates of {', '.join(map(str, sizes))} tokens ({label}) len(cache) was " + \
+        ", ".join(str(int(n)) for n in lengths)
     if (lengths == batch).all() and batch != want[-1]:
-        hint = ("len(cache) is the batch size: len() of a (batch, T, d) tensor is its first dim; return the "
-                "number of tokens, keys.shape[1]")
-    elif (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
-        hint = "len(cache) counts the calls to update, not the tokens held"
-    else:
-        hint = "len(cache) must be the number of tokens held"
-    raise CaseFailure(f"after updates of {', '.join(map(str, sizes))} tokens ({label}) len(cache) was {steps}: "
-                      f"{hint}")
+        raise CaseFailure(f"{what}: len(cache) is the batch size: len() of a (batch, T, d) tensor is its first "
+                          "dim; return the number of tokens, keys.shape[1]")
+    if (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
+        raise CaseFailure(f"{what}: len(cache) counts the calls to update, not the tokens held")
+    raise CaseFailure(f"{what}: len(cache) must be the number of tokens held")
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------

@@ -76,6 +76,21 @@ def describe_difference(actual, expected, what):
     return f"{what} is wrong and {UNNAMED}: it is off by up to {float(error.max()):.3g}{where}"
 
 
+def named_mistake(actual, symptoms, atol=1e-5, rtol=1e-4):
+    """The symptom of the first known mistake whose output `actual` matches, or None."""
+    for candidate, symptom in symptoms:
+        try:
+            # A model of a mistake may overflow (that is often the mistake): no warning on the
+            # grader's stderr, where an instructor reads what went wrong.
+            with np.errstate(all="ignore"):
+                value = candidate() if callable(candidate) else candidate
+        except Exception:  # a diagnosis that cannot be computed just does not apply
+            continue
+        if _matches(actual, value, atol, rtol):
+            return symptom
+    return None
+
+
 def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), finite_hint=""):
     """actual ≈ expected, or a message: a known mistake's symptom if one matches (tried first, so
     a mistake that makes nan or changes the shape is named by its cause), else the shape, nan, or
@@ -86,16 +101,9 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
     if tuple(actual.shape) == tuple(expected.shape) and np.isfinite(actual).all() and _matches(
             actual, expected, atol, rtol):
         return actual
-    for candidate, symptom in symptoms:
-        try:
-            # A model of a mistake may overflow (that is often the mistake): no warning on the
-            # grader's stderr, where an instructor reads what went wrong.
-            with np.errstate(all="ignore"):
-                value = candidate() if callable(candidate) else candidate
-        except Exception:  # a diagnosis that cannot be computed just does not apply
-            continue
-        if _matches(actual, value, atol, rtol):
-            raise CaseFailure(f"{what}: {symptom}")
+    symptom = named_mistake(actual, symptoms, atol, rtol)
+    if symptom is not None:
+        raise CaseFailure(f"{what}: {symptom}")
     expect_shape(actual, expected.shape, what)
     if np.isfinite(expected).all():
         expect_finite(actual, what, finite_hint)

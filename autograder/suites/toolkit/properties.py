@@ -40,17 +40,22 @@ def check_finite_and_causal(name, module, d_in, num_tokens, seed):
 def check_last_token(name, module, x, unmasked, expected, mistakes):
     """The last token's causal output equals its unmasked (plain self-attention) output.
 
-    When it does not, the whole output is compared with the correct one (`expected`) through the
-    known `mistakes`, so the message names the mistake that changed the last row (the mask only
-    when the output matches a mask mistake) or says that the grader cannot name it."""
+    When it does not, a known mistake the whole output matches is named; else, when the other
+    tokens' outputs equal the correct ones (`expected`), the message says so and that something
+    blocks part of the last row; else the whole output is compared with the correct one, which
+    names the size and place of the error and says that the grader cannot name the cause."""
     out = checks.to_array(module(x), f"{name}(x)")
     checks.expect_shape(out, unmasked.shape, f"{name}(x)")
     if close(out[:, -1], unmasked[:, -1]):
         return
     what = f"the last token's output of {name} (which must equal unmasked self-attention's)"
-    checks.expect_close(out, expected, what, symptoms=mistakes)
-    raise CaseFailure(f"{what}; the other tokens' outputs are right, so the last row is changed by "
-                      "something that depends on its position: nothing of its row may be blocked")
+    symptom = checks.named_mistake(out, mistakes)
+    if symptom is not None:
+        raise CaseFailure(f"{what}: {symptom}")
+    if close(out[:, :-1], expected[:, :-1]):
+        raise CaseFailure(f"{what}; the other tokens' outputs are right, so the last row is changed by "
+                          "something that depends on its position: nothing of its row may be blocked")
+    checks.expect_close(out, expected, what)  # the other rows are wrong too: where, with no name
 
 
 def check_short_input(name, make, d_in, context_length, lengths, seed):
@@ -62,6 +67,8 @@ def check_short_input(name, make, d_in, context_length, lengths, seed):
         try:
             out = long_module(x)
         except RemoteError as error:  # the usual symptom is a shape error
+            exact = make(num_tokens)
+            exact(x)  # a module built for exactly T tokens must work, or the mask's size is not the cause
             raise CaseFailure(
                 f"{name} with context_length={context_length} failed on an input of {num_tokens} tokens "
                 f"({error.type_name}: {first_line(error, 120)}); inputs may be shorter than "
@@ -113,16 +120,21 @@ def explain_gradients(name, report, paths):
                           "(no autograd graph): do not use torch.no_grad(), .detach() or NumPy in forward")
     if "backward_error" in report:
         first = (str(report["backward_error"]).strip().splitlines() or ["RuntimeError"])[0][:150]
-        raise CaseFailure(f"backpropagating through {name} failed ({first}); "
-                          "an in-place operation (x.mul_(), +=, masked_fill_ on x ...) probably changed a "
-                          "tensor autograd needs: use the out-of-place version")
+        if "inplace" not in str(report["backward_error"]):  # autograd's words for a tensor changed in place
+            raise CaseFailure(f"backpropagating through {name} failed ({first}), and the grader cannot "
+                              "name why")
+        raise CaseFailure(f"backpropagating through {name} failed ({first}): an in-place operation "
+                          "(x.mul_(), +=, masked_fill_ on x ...) changed a tensor autograd needs: use the "
+                          "out-of-place version")
     for path in paths:
         grad = report["grads"].get(path)
         layer = path.rsplit(".", 1)[0]
-        if grad is None:
-            # The output has a graph, so the layer was left out of it: never called, or cut off.
-            raise CaseFailure(f"no gradient reaches {path} of {name}: forward never uses `{layer}` (is it "
-                              "called?), or uses its output through .detach(), .data or NumPy")
+        if grad is None and "called" in report and layer not in report["called"]:
+            raise CaseFailure(f"no gradient reaches {path} of {name}: forward never calls `{layer}`")
+        if grad is None:  # called, yet left out of the output's graph: unused or cut off
+            raise CaseFailure(f"no gradient reaches {path} of {name}: forward calls `{layer}`, but its output "
+                              "does not reach the module's output through torch operations (is it unused, "
+                              "or passed through .detach(), .data or NumPy?)")
         if not bool((checks.to_array(grad, path) != 0).any()):
             raise CaseFailure(f"the gradient of {path} of {name} is zero everywhere: `{layer}`'s output does "
                               "not reach the module's output (is it overwritten, or multiplied by zero?)")

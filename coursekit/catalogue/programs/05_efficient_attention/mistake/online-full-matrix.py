@@ -3,7 +3,7 @@
 # source: written for this catalogue
 # replaces: online_softmax_attention
 # loses: online_softmax_attention
-# symptom: held
+# symptom: as much as a whole (n_q, n_k) array
 
 def online_softmax_attention(Q, K, V, block_size=64, causal=False):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])

@@ -1,0 +1,106 @@
+"""The messages the hidden suites can give, read from their source with `ast`: the named diagnoses
+of their ladders and the fixed text of every `CaseFailure`, as templates (characters, with ANY where
+an f-string puts a value). tests/test_catalogue.py requires each to be some catalogue mistake's
+symptom, so the catalogue's grading shows that the message fires on the mistake it names."""
+
+import ast
+from pathlib import Path
+
+SUITES = Path(__file__).resolve().parents[1] / "autograder" / "suites"
+ANY = None  # a placeholder of an f-string: any text
+
+
+def _constants(tree):
+    return {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            for target in node.targets if isinstance(target, ast.Name)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
+def template(node, constants):
+    """The text of a (possibly formatted or concatenated) string literal, or of a module-level string
+    constant named by `node`, as characters and ANY placeholders; None for anything else."""
+    if isinstance(node, ast.Name) and node.id in constants:
+        return list(constants[node.id])
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return list(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return [c for part in node.values for c in (
+            list(part.value) if isinstance(part, ast.Constant)
+            else (template(part.value, constants) if isinstance(part.value, ast.Name) else None) or [ANY])]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return (template(node.left, constants) or [ANY]) + (template(node.right, constants) or [ANY])
+    return None
+
+
+def _suite_trees():
+    for path in sorted(SUITES.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        yield path.relative_to(SUITES), tree, _constants(tree)
+
+
+def named_diagnoses():
+    """(file, line, template) of every known mistake a suite names: each pair (candidate, message)
+    whose candidate is a computation of the mistake (a lambda) or the switches of a model (dict(...))."""
+    found = []
+    for path, tree, constants in _suite_trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Tuple) and len(node.elts) == 2 and (
+                    isinstance(node.elts[0], ast.Lambda)
+                    or (isinstance(node.elts[0], ast.Call) and getattr(node.elts[0].func, "id", "") == "dict")):
+                text = template(node.elts[1], constants)
+                if text:
+                    found.append((path, node.lineno, text))
+    return found
+
+
+def fixed_messages():
+    """(file, line, template) of every `CaseFailure(...)` whose message has fixed text (a letter
+    outside its placeholders); messages made only of values passed in, such as `f"{what}: {symptom}"`,
+    are the ladders' diagnoses, which `named_diagnoses` finds where they are written."""
+    found = []
+    for path, tree, constants in _suite_trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "CaseFailure" and node.args:
+                text = template(node.args[0], constants)
+                if text and any(c is not ANY and c.isalpha() for c in text):
+                    found.append((path, node.lineno, text))
+    return found
+
+
+def shown(text):
+    return "".join(c if c is not ANY else "{}" for c in text)
+
+
+def literal_runs(text):
+    """The stretches of fixed text between a template's placeholders."""
+    runs = [""]
+    for char in text:
+        if char is ANY:
+            runs.append("")
+        else:
+            runs[-1] += char
+    return runs
+
+
+def literally_contains(text, phrase):
+    """Whether `phrase` lies within one stretch of the template's fixed text (no placeholder may
+    stand for part of it, so no phrase matches just because a value could spell it)."""
+    return any(phrase in run for run in literal_runs(text))
+
+
+def could_contain(text, phrase):
+    """Whether some rendering of `text` (ANY: any text) contains `phrase`: a walk through the
+    template, where state j means "next, text[j]", and an ANY absorbs any characters."""
+    def closure(states):
+        for j in range(len(text)):  # an ANY may also be left without absorbing anything
+            if j in states and text[j] is ANY:
+                states.add(j + 1)
+        return states
+
+    states = closure(set(range(len(text) + 1)))  # the phrase may start anywhere
+    for char in phrase:
+        states = closure({j if text[j] is ANY else j + 1 for j in states
+                          if j < len(text) and (text[j] is ANY or text[j] == char)})
+        if not states:
+            return False
+    return True
