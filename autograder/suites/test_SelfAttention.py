@@ -139,13 +139,7 @@ def mistakes(x, weights):
         (dict(untransposed=True), "the inputs are multiplied by the layers' weights without transposing "
                                   "(x @ W.weight): call the layers, self.W_query(x), which compute "
                                   "x @ W.weight.T"),
-        (dict(roles="kqv"), "queries and keys are swapped: queries come from W_query, keys from W_key"),
-        (dict(roles="qkk"), "the values come from W_key: use W_value"),
-        (dict(roles="qkq"), "the values come from W_query: use W_value"),
-        (dict(roles="vkq"), "queries and values are swapped: queries from W_query, values from W_value"),
-        (dict(roles="qvk"), "keys and values are swapped: keys from W_key, values from W_value"),
-        (dict(roles="qkx"), "the context weights the raw inputs: weight the values (W_value(x))"),
-    ]
+    ] + toolkit.ROLE_MISTAKES
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
     return toolkit.symptoms(compute, found)
