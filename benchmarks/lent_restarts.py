@@ -6,6 +6,15 @@ after another in this process with `judge_notebook` (no nbgrader, no cluster), w
 the new one replays the cells before the step (issue "Sealed submissions", item 5).
 
     python benchmarks/lent_restarts.py [--students 10] [--assignments A ...]   (results: benchmarks/results.md)
+
+To compare two checkouts on the same submissions (each checkout's catalogue draws its own class),
+write one checkout's class to a folder, then judge that folder with each checkout's virtualenv:
+
+    python benchmarks/lent_restarts.py --write DIR
+    OTHER/.venv/bin/python /path/to/this/benchmarks/lent_restarts.py --judge DIR   (from OTHER)
+
+With --judge the script needs nothing of the checkout but `autograder.judge`, so an older
+checkout can judge the same notebooks.
 """
 
 import argparse
@@ -17,12 +26,7 @@ from pathlib import Path
 
 os.environ.setdefault("NBGRADER_EXECUTION", "autograde")  # the notebooks run as when graded
 
-sys.path.insert(0, str(Path(__file__).parent))
-import class_grading  # noqa: E402 - the class: the same as that benchmark's
-
 from autograder.judge import JudgedExecute, judge_notebook  # noqa: E402
-from coursekit import samples  # noqa: E402
-from coursekit.paths import released_notebook  # noqa: E402
 
 
 def timed(method, spent, key):
@@ -36,29 +40,55 @@ def timed(method, spent, key):
     return wrapper
 
 
+def write_class(folder, assignments, students):
+    """This checkout's class, as notebook files folder/<assignment>/<student>/<assignment>.ipynb."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import class_grading  # the class: the same as that benchmark's
+
+    from coursekit import samples
+    from coursekit.paths import released_notebook
+
+    for assignment in assignments:
+        release = samples.read(released_notebook(assignment))
+        for student, nb in class_grading.build_class(release, assignment, students).items():
+            path = Path(folder) / assignment / student / f"{assignment}.ipynb"
+            path.parent.mkdir(parents=True)
+            path.write_bytes(nb) if isinstance(nb, bytes) else samples.write(nb, path)
+
+
+def judge_folder(folder):
+    """Judge every notebook under `folder`, one after another: (total s, {assignment: s}, spent)."""
+    spent = dict.fromkeys(["restart", "restart calls", "judging", "judging calls"], 0.0)
+    JudgedExecute._restart_and_replay = timed(JudgedExecute._restart_and_replay, spent, "restart")
+    JudgedExecute.judge = timed(JudgedExecute.judge, spent, "judging")
+    per_assignment = {}
+    for path in sorted(Path(folder).glob("*/*/*.ipynb")):
+        start = time.perf_counter()
+        judge_notebook(path)
+        per_assignment[path.parts[-3]] = per_assignment.get(path.parts[-3], 0.0) + time.perf_counter() - start
+    return sum(per_assignment.values()), per_assignment, spent
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=10)
     parser.add_argument("--assignments", nargs="*",
                         default=["01_simplified_self_attention", "03_causal_attention"])
+    parser.add_argument("--write", metavar="DIR", help="only write this checkout's class to DIR")
+    parser.add_argument("--judge", metavar="DIR", help="judge the notebooks under DIR instead of this checkout's class")
     args = parser.parse_args(argv)
-    spent = dict.fromkeys(["restart", "restart calls", "judging", "judging calls"], 0.0)
-    JudgedExecute._restart_and_replay = timed(JudgedExecute._restart_and_replay, spent, "restart")
-    JudgedExecute.judge = timed(JudgedExecute.judge, spent, "judging")
-    total = 0.0
+    if args.write:
+        write_class(args.write, args.assignments, args.students)
+        return
     with tempfile.TemporaryDirectory() as scratch:
-        for assignment in args.assignments:
-            release = samples.read(released_notebook(assignment))
-            for student, nb in class_grading.build_class(release, assignment, args.students).items():
-                path = Path(scratch) / assignment / student / f"{assignment}.ipynb"
-                path.parent.mkdir(parents=True)
-                path.write_bytes(nb) if isinstance(nb, bytes) else samples.write(nb, path)
-                start = time.perf_counter()
-                judge_notebook(path)
-                total += time.perf_counter() - start
-    print(f"{args.students * len(args.assignments)} notebooks: {total:.1f} s, judging {spent['judging']:.1f} s, "
-          f"of which {spent['restart']:.1f} s replacing kernels after lent steps "
-          f"({spent['restart calls']:.0f} replacements)")
+        folder = args.judge or scratch
+        if not args.judge:
+            write_class(folder, args.assignments, args.students)
+        total, per_assignment, spent = judge_folder(folder)
+    each = ", ".join(f"{a} {s:.2f} s" for a, s in per_assignment.items())
+    print(f"{sum(1 for _ in Path(folder).glob('*/*/*.ipynb')) if args.judge else args.students * len(args.assignments)} "
+          f"notebooks: {total:.2f} s ({each}), judging {spent['judging']:.1f} s, of which {spent['restart']:.2f} s "
+          f"replacing kernels ({spent['restart calls']:.0f} replacements)")
 
 
 if __name__ == "__main__":
