@@ -29,13 +29,13 @@ STEP = "CrossAttention"
 
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
-                    causal=False, out_proj=True, merge="ok"):
+                    causal=False, out_proj=True, merge="ok", axis=-1):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
     "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" | "d_out" | "head_linear";
-    `causal` (a causal mask as well); `out_proj` False; merge "reversed"."""
+    `causal` (a causal mask as well); `out_proj` False; merge "reversed"; the softmax `axis`."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -58,7 +58,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         blocked |= keys[None, :, None, :] if mask == "heads" else keys[:, None, None, :]
     if causal:
         blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
-    weights = toolkit.softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores))
+    weights = toolkit.softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
     heads = weights @ v
     if merge == "reversed":
         heads = heads[..., ::-1, :, :]
@@ -85,7 +85,7 @@ MISTAKES = [
     multihead.DIVIDED_BY_HEAD_DIM,
     multihead.NO_OUT_PROJ,
     multihead.HEADS_REVERSED,
-]
+] + toolkit.SOFTMAX_AXIS_MISTAKES
 
 
 def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
