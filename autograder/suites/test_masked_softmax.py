@@ -67,7 +67,8 @@ def stored_symptoms(record, k):
             (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
              "(the convention of masked_fill and nn.MultiheadAttention)"),
             (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
-             "dimension: normalise over the last one (the keys)")]
+             "dimension: normalise over the last one (the keys)"),
+            (lambda: _softmax(np.where(np.swapaxes(m, -1, -2), -np.inf, s)), TRANSPOSED)]
 
 
 @case(STEP, "stored", weight=3)
@@ -80,6 +81,11 @@ def test_stored_outputs(impl):
         if str(failure).endswith("contains nan"):
             raise CaseFailure(f"{failure}: {_NAN_HINT}") from None
         raise
+
+
+TRANSPOSED = ("the mask is used transposed: mask[i, j] blocks query i from key j, and the scores "
+              "are (queries, keys), so apply it as given")
+FINITE_FILL_LEAK = 0.01  # the most weight a finite fill value below the row's scores lets through here
 
 
 _NAN_HINT = ("nan means a row had every entry blocked (0/0; is the mask inverted? True means BLOCKED) "
@@ -100,6 +106,13 @@ def test_blocked_entries_exactly_zero(impl):
         checks.expect_finite(out, what, _NAN_HINT)
         if bool((out[..., _causal(5)] != 0).any()):
             largest = float(abs(out[..., _causal(5)]).max())
+            named = checks.named_mistake(out, stored_symptoms(dict(scores=scores.numpy(), mask=_causal(5)), 0),
+                                         atol=1e-4)
+            if named:
+                raise CaseFailure(f"{what}: {named}")
+            if largest > FINITE_FILL_LEAK:  # more than a finite fill far below the scores lets through
+                raise CaseFailure(f"{what}: blocked entries get weight up to {largest:.3g}, and the grader "
+                                  "cannot name the cause")
             raise CaseFailure(f"{what}: blocked entries get weight {largest:.3g}, "
                               "not exactly 0; fill them with float('-inf') (a finite fill value like "
                               "-1e3 fails when the scores are that small too)")
