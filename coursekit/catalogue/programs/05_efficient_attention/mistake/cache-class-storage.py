@@ -2,7 +2,7 @@
 # source: written for this catalogue
 # replaces: KVCache
 # loses: KVCache
-# symptom: share
+# symptom: for a brand-new cache, not 0: do the caches share what they hold
 
 class KVCache:
     keys = []
