@@ -5,6 +5,7 @@ as its result comes back, with a progress bar.
 
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 
 from coursekit import intake, resume, sandbox_warning, standing
@@ -163,8 +164,13 @@ class ClassRun:
         self.report.workers = self.report.workers or cluster.workers
         if self.finished is None:
             self.finished = as_completed(loop=cluster.client.loop)
-        future = cluster.client.submit(judge_submission, task, pure=False, retries=TASK_RETRIES,
-                                       key=f"autograde-{self.driver.assignment}-{student}-{time.time_ns()}")
+        with warnings.catch_warnings():
+            # A submission's files travel in its task (up to MAX_SHIPPED_SUBMISSION_BYTES), once, to
+            # one worker: Dask's advice for a large graph (load the data on the workers, scatter it)
+            # does not apply, and scattered data dies with its worker, where a task can be retried.
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            future = cluster.client.submit(judge_submission, task, pure=False, retries=TASK_RETRIES,
+                                           key=f"autograde-{self.driver.assignment}-{student}-{time.time_ns()}")
         self.pending[future.key] = (student, future)
         self.finished.add(future)
         if self.finished.has_ready():
