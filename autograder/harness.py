@@ -182,13 +182,21 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     if isinstance(error, TypeError) and "argument" in str(error):
         said = f" ({str(error)[:160]})" if show_details else ""
         return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
-    if any(phrase in " ".join(text) for phrase in SHAPE_MISMATCH):
+    # The error's words pick one of these fixed texts even where they are not shown: a kernel
+    # that forged them could only choose which fixed text its own step gets.
+    said = str(error)
+    if NOT_CONTIGUOUS in said:
+        return (f"`{step}` raised {name}: `.view` on a tensor whose memory a transpose reordered; use "
+                ".reshape, or call .contiguous() before .view")
+    if any(phrase in said for phrase in SHAPE_MISMATCH):
         return (f"`{step}` raised {name}, a shape mismatch: two arrays it combines do not fit (compare each "
                 f"one's shape with the docstring's){detail}")
     return f"`{step}` raised {name}, and the grader cannot name the cause{detail}"
 
 
-# How NumPy and torch word an operation on arrays whose shapes do not fit: the one kind of
+# How torch words `.view` on a non-contiguous tensor (after a transpose).
+NOT_CONTIGUOUS = "view size is not compatible with input tensor's size and stride"
+# How NumPy and torch word an operation on arrays whose shapes do not fit: the other kind of
 # exception the grader can name without knowing the code.
 SHAPE_MISMATCH = ("must match the size of tensor", "Sizes of tensors must match", "Expected size for first two dimensions",
                   "shapes cannot be multiplied", "could not be broadcast", "mismatch in its core dimension",

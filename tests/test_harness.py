@@ -176,10 +176,16 @@ def test_an_exception_is_named_a_shape_mismatch_or_said_to_have_no_name():
     def lookup(x, axis=-1):
         return {}["missing"]
 
+    def viewed(x):  # merge_heads with .view where the transpose left the memory reordered
+        return x.transpose(1, 2).view(x.shape[0], x.shape[2], -1)
+
     shapes = run_step("softmax", implementation({"softmax": mismatched}))
     other = run_step("softmax", implementation({"softmax": lookup}))
     assert all("raised ValueError, a shape mismatch" in r.message for r in shapes.results), format_report(shapes, 3)
     assert all("raised KeyError, and the grader cannot name the cause" in r.message for r in other.results)
+    merged = run_step("merge_heads", implementation({"merge_heads": viewed}))
+    assert all("`.view` on a tensor whose memory a transpose reordered" in r.message for r in merged.results), (
+        format_report(merged, 2))
 
 
 def test_graded_outputs_are_the_report_and_the_points():
