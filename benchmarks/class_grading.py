@@ -18,8 +18,8 @@ twice; on the same machine, one after the other per assignment:
    as the issue found it, where every notebook's kernel is a new process that imports torch and
    matplotlib itself (still sandboxed and judged, so its grades are comparable).
 
-Then it checks that the gradebooks agree on every grade cell of every submission and fail
-the same submissions, and reports the wall times, their ratio, and the command's time per
+Then it checks that the gradebooks agree on every grade, comment and late penalty of every
+submission and fail the same submissions, and reports the wall times, their ratio, and the command's time per
 notebook broken down (`coursekit.grading_task.TIMING_KEYS`: the worker's set-up, kernel start,
 the cells that start with an import, the student's other cells, judging, kernel shutdown, the
 rest of the task; and the driver's nbgrader work before and after), and how much of the
@@ -89,18 +89,6 @@ def build_class(release, assignment, size):
     return subs
 
 
-def gradebook(course, assignment):
-    from nbgrader.api import Gradebook
-
-    rows = {}
-    with Gradebook(CourseDir(course).gradebook_url) as gb:
-        for submission in gb.assignment_submissions(assignment):
-            for nb in submission.notebooks:
-                for g in nb.grades:
-                    rows[(submission.student.id, nb.name, g.name)] = (g.auto_score, g.needs_manual_grade)
-    return rows
-
-
 def autograded_students(course, assignment):
     return sorted(p.parent.name for p in (course / "autograded").glob(f"*/{assignment}") if any(p.glob("*.ipynb")))
 
@@ -143,7 +131,7 @@ def regrade_lines(times, assignments, plain, ours, problems):
                 walls[name].append(seconds)
                 if result.returncode != 0:
                     problems.append(f"{assignment}: {name} failed to regrade {student}: {result.stderr[-300:]}")
-        if gradebook(plain, assignment) != gradebook(ours, assignment):
+        if grading.gradebook_contents(plain, assignment) != grading.gradebook_contents(ours, assignment):
             problems.append(f"{assignment}: the regraded gradebooks differ")
         plain_s, ours_s = median(walls["nbgrader"]), median(walls["coursekit"])
         lines.append(f"| {assignment} | {plain_s:.1f} | {ours_s:.1f} | {ours_s / plain_s:.2f} |")
@@ -203,7 +191,7 @@ def main(argv=None):
         for name, other in (("nbgrader", plain), ("nbgrader with cold kernels", cold)):
             if other is None:
                 continue
-            a, b = gradebook(other, assignment), gradebook(ours, assignment)
+            a, b = grading.gradebook_contents(other, assignment), grading.gradebook_contents(ours, assignment)
             differ = sorted({k[0] for k in set(a) | set(b) if a.get(k) != b.get(k)})
             if differ:
                 problems.append(f"{assignment}: {name} and the command grade differently: {', '.join(differ)}")
@@ -263,8 +251,9 @@ def main(argv=None):
     for key in keys:
         lines.append(f"| {names[key]} | {breakdown[key]:.3f} | {middle[key]:.3f} |")
     lines += regrade_lines(args.regrade, args.assignments, plain, ours, problems)
-    lines += ["", "Agreement: " + ("every grade cell of every submission is the same in every gradebook, and "
-                                    "each run failed the same submissions." if not problems else "; ".join(problems))]
+    lines += ["", "Agreement: " + ("every grade, comment and late penalty of every submission is the same in every "
+                                    "gradebook, and each run failed the same submissions." if not problems
+                                    else "; ".join(problems))]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

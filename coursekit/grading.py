@@ -89,6 +89,25 @@ def class_scores(db_url, assignment):
     return scores
 
 
+def gradebook_contents(course, assignment):
+    """Every grade, comment and late penalty of `assignment` in the gradebook of `course` (a course
+    directory): {(student, notebook, cell, kind) or (student, "late penalty"): values}. Two runs
+    that grade alike give equal dicts (the tests and benchmarks/class_grading.py compare them)."""
+    from nbgrader.api import Gradebook
+
+    rows = {}
+    with Gradebook(CourseDir(course).gradebook_url) as gb:
+        for submission in gb.assignment_submissions(assignment):
+            for nb in submission.notebooks:
+                for g in nb.grades:
+                    rows[(submission.student.id, nb.name, g.name, "grade")] = (
+                        g.auto_score, g.manual_score, g.needs_manual_grade, g.max_score)
+                for c in nb.comments:
+                    rows[(submission.student.id, nb.name, c.name, "comment")] = (c.auto_comment, c.manual_comment)
+            rows[(submission.student.id, "late penalty")] = submission.late_submission_penalty
+    return rows
+
+
 def late_penalties(db_url, assignment):
     """{student: late penalty in points} for `assignment`'s submissions (nbgrader's
     AssignLatePenalties, from the due date and `LateSubmissionPlugin`); 0 when on time."""

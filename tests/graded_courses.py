@@ -1,6 +1,7 @@
 """Course directories as the class-grading tests compare them: copied without reading a link or
-a FIFO, and read back as their gradebook's grades and their autograded files, less what differs
-from run to run (timestamps, how a kernel chunks a print, the durations a demo measures)."""
+a FIFO, and read back as their autograded files, less what differs from run to run (timestamps,
+how a kernel chunks a print, the durations a demo measures). Their gradebooks are read by
+`coursekit.grading.gradebook_contents`, which benchmarks/class_grading.py compares too."""
 
 import json
 import os
@@ -8,8 +9,6 @@ import re
 import shutil
 import stat
 from pathlib import Path
-
-from coursekit.course_dir import CourseDir
 
 
 def copy_course(template, tmp_path, name):
@@ -25,23 +24,6 @@ def copy_course(template, tmp_path, name):
     for relative in fifos:
         os.mkfifo(copy / relative)
     return copy
-
-
-def gradebook(course, assignment):
-    """Every grade and comment of `assignment`: {(student, notebook, cell, kind): values}."""
-    from nbgrader.api import Gradebook
-
-    rows = {}
-    with Gradebook(CourseDir(course).gradebook_url) as gb:
-        for submission in gb.assignment_submissions(assignment):
-            for nb in submission.notebooks:
-                for g in nb.grades:
-                    rows[(submission.student.id, nb.name, g.name, "grade")] = (
-                        g.auto_score, g.manual_score, g.needs_manual_grade, g.max_score)
-                for c in nb.comments:
-                    rows[(submission.student.id, nb.name, c.name, "comment")] = (c.auto_comment, c.manual_comment)
-            rows[(submission.student.id, "late penalty")] = submission.late_submission_penalty
-    return rows
 
 
 # What two runs of the same notebook print differently: the durations a demo measures ("loop

@@ -37,7 +37,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from graded_courses import autograded, copy_course, gradebook
+from graded_courses import autograded, copy_course
 from processes import free_port, stop_groups
 
 from autograder.steps import A03, STEPS, steps_of
@@ -125,7 +125,7 @@ def test_the_command_grades_as_nbgrader_does(local_run, plain_run):
     problems = {o.student: o.problem for o in report.failed}
     assert "is not a notebook" in problems[NOT_JSON]
     assert "the notebook of another assignment (03_causal_attention)" in problems[WRONG]
-    ours, theirs = gradebook(course, A), gradebook(plain_course, A)
+    ours, theirs = grading.gradebook_contents(course, A), grading.gradebook_contents(plain_course, A)
     assert len(ours) > 5 * len(steps_of(A))
     assert ours == theirs
     ours, theirs = autograded(course), autograded(plain_course)
@@ -329,7 +329,7 @@ def test_a_real_scheduler_and_two_workers_grade_as_the_local_run(local_run, subm
     assert lost.ok and lost.worker and lost.worker != killed["worker"], (lost, killed)
     assert sorted(o.student for o in report.failed) == UNGRADABLE
     assert {o.worker for o in report.outcomes if o.ok} == {lost.worker}  # worker-1 finished none
-    assert gradebook(course, A) == gradebook(local_run[0], A)
+    assert grading.gradebook_contents(course, A) == grading.gradebook_contents(local_run[0], A)
     assert autograded(course) == autograded(local_run[0])
 
 
@@ -357,7 +357,7 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
     kept = {s: ((course / "autograded" / s / A / f"{A}.ipynb").read_bytes(),
                 (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns,
                 CourseDir(course).marker(A, s).read_bytes()) for s in done}
-    recorded = {k: v for k, v in gradebook(course, A).items() if k[0] in done}
+    recorded = {k: v for k, v in grading.gradebook_contents(course, A).items() if k[0] in done}
 
     second = autograde.autograde(course, A, cluster=cluster, progress=False)
     assert sorted(second.skipped) == sorted(done)
@@ -367,8 +367,8 @@ def test_a_second_run_grades_only_what_the_first_left(local_run, submitted, clus
         path = course / "autograded" / student / A / f"{A}.ipynb"
         assert (path.read_bytes(), path.stat().st_mtime_ns) == (content, mtime)
         assert CourseDir(course).marker(A, student).read_bytes() == marker
-    assert {k: v for k, v in gradebook(course, A).items() if k[0] in done} == recorded
-    assert gradebook(course, A) == gradebook(local_run[0], A)
+    assert {k: v for k, v in grading.gradebook_contents(course, A).items() if k[0] in done} == recorded
+    assert grading.gradebook_contents(course, A) == grading.gradebook_contents(local_run[0], A)
     assert autograded(course) == autograded(local_run[0])
 
     third = autograde.autograde(course, A, cluster=cluster, progress=False)  # only the failure is left
@@ -405,7 +405,7 @@ def test_the_command_finishes_what_nbgrader_autograde_started(plain_run, local_r
     assert sorted(report.skipped) == sorted([mistake, "patch-np-allclose"])
     assert sorted(o.student for o in report.outcomes) == sorted([killed, resubmitted, *UNGRADABLE])
     assert (course / "autograded" / mistake / A / f"{A}.ipynb").read_bytes() == kept
-    assert gradebook(course, A) == gradebook(local_run[0], A)
+    assert grading.gradebook_contents(course, A) == grading.gradebook_contents(local_run[0], A)
     assert grading.step_scores(course)[(killed, A)] == grading.step_scores(local_run[0])[(killed, A)]
 
 
