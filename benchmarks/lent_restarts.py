@@ -51,22 +51,21 @@ def write_class(folder, assignments, students):
     for assignment in assignments:
         release = samples.read(released_notebook(assignment))
         for student, nb in class_grading.build_class(release, assignment, students).items():
-            path = Path(folder) / assignment / student / f"{assignment}.ipynb"
-            path.parent.mkdir(parents=True)
-            path.write_bytes(nb) if isinstance(nb, bytes) else samples.write(nb, path)
+            samples.write(nb, Path(folder) / assignment / student / f"{assignment}.ipynb")
 
 
 def judge_folder(folder):
-    """Judge every notebook under `folder`, one after another: (total s, {assignment: s}, spent)."""
+    """Judge every notebook under `folder`, one after another: ({assignment: s}, how many, spent)."""
     spent = dict.fromkeys(["restart", "restart calls", "judging", "judging calls"], 0.0)
     JudgedExecute._restart_and_replay = timed(JudgedExecute._restart_and_replay, spent, "restart")
     JudgedExecute.judge = timed(JudgedExecute.judge, spent, "judging")
     per_assignment = {}
-    for path in sorted(Path(folder).glob("*/*/*.ipynb")):
+    notebooks = sorted(Path(folder).glob("*/*/*.ipynb"))
+    for path in notebooks:
         start = time.perf_counter()
         judge_notebook(path)
         per_assignment[path.parts[-3]] = per_assignment.get(path.parts[-3], 0.0) + time.perf_counter() - start
-    return sum(per_assignment.values()), per_assignment, spent
+    return per_assignment, len(notebooks), spent
 
 
 def main(argv=None):
@@ -84,11 +83,10 @@ def main(argv=None):
         folder = args.judge or scratch
         if not args.judge:
             write_class(folder, args.assignments, args.students)
-        total, per_assignment, spent = judge_folder(folder)
+        per_assignment, notebooks, spent = judge_folder(folder)
     each = ", ".join(f"{a} {s:.2f} s" for a, s in per_assignment.items())
-    print(f"{sum(1 for _ in Path(folder).glob('*/*/*.ipynb')) if args.judge else args.students * len(args.assignments)} "
-          f"notebooks: {total:.2f} s ({each}), judging {spent['judging']:.1f} s, of which {spent['restart']:.2f} s "
-          f"replacing kernels ({spent['restart calls']:.0f} replacements)")
+    print(f"{notebooks} notebooks: {sum(per_assignment.values()):.2f} s ({each}), judging {spent['judging']:.1f} s, "
+          f"of which {spent['restart']:.2f} s replacing kernels ({spent['restart calls']:.0f} replacements)")
 
 
 if __name__ == "__main__":
