@@ -36,6 +36,7 @@ from autograder.harness import GRADER_ERROR, RECORD_KEY, CaseResult, StepResult,
 from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
+from autograder.kernel.lending import LendingKernel, SideKernel
 from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
 from autograder.limits import (
     CELL_TIMEOUT,
@@ -49,6 +50,9 @@ from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
 
 TRAINS = re.compile(r"\boptim\b")
+# The lending kernel's outputs are never read: its figures are closed as the notebook's are, but
+# never drawn (drawing was most of the time its cells took).
+LENDER_PRELUDE = "get_ipython().display_formatter.active_types = ['text/plain']"
 
 
 def format_report(result: StepResult, max_points: float) -> str:
@@ -168,10 +172,17 @@ class JudgedExecute(Execute):
                 pass  # each kernel builds its first optimiser itself
         self._box = SandboxedKernel(folder).open(self._warm)
         self._channel = None
+        # Cold kernels (no warm parent) are replaced after each lending step instead.
+        self._lending = None
+        if self._warm is not None:
+            self._lending = LendingKernel(self._start_lender, self._ordinary_cells, self._replay_timeout,
+                                          self.startup_timeout, prelude=LENDER_PRELUDE)
         try:
             return super().preprocess(nb, resources, km)
         finally:
             self._close_channel()
+            if self._lending is not None:
+                self._lending.discard()
             self._box.close()
 
     def create_kernel_manager(self):
@@ -185,28 +196,31 @@ class JudgedExecute(Execute):
     # the channel to the agent
     def _close_channel(self):
         if self._channel is not None:
-            self._channel.shutdown()
-            self._channel.client.stop_channels()
-            self._channel.client.context.destroy(linger=0)
+            self._channel.stop()
             self._channel = None
 
     def _open_channel(self):
         if self._channel is None:
             self._channel = self._new_channel()
-        agent_path = self._box.inbox / "grader_agent.py"
+        return self._boot(self._channel, self._box)
+
+    def _boot(self, channel, box):
+        agent_path = box.inbox / "grader_agent.py"
         if not agent_path.exists():
             agent_path.write_text(Path(agent.__file__).read_text())
-        self._channel.boot(agent_path, max(min(CELL_TIMEOUT, self._left()), 0.01))
-        return self._channel
+        channel.boot(agent_path, max(min(CELL_TIMEOUT, self._left()), 0.01))
+        return channel
 
-    def _new_channel(self):
-        """A channel to the current kernel, over a blocking client of the shell channel only."""
-        client = BlockingKernelClient(connection_file=self.km.connection_file, context=limited_context())
+    def _new_channel(self, km=None, box=None):
+        """A channel to the current kernel (or `km`'s, in `box`), over a blocking client of the
+        shell channel only."""
+        km, box = km or self.km, box or self._box
+        client = BlockingKernelClient(connection_file=km.connection_file, context=limited_context())
         client.load_connection_file()
-        client.ip = self._box.host_path(client.ip)
+        client.ip = box.host_path(client.ip)
         client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
-        return KernelChannel(client, self._box.inbox, run_sync(self.km.interrupt_kernel),
-                             self.km.provisioner.process.pid, self._box.envelope)
+        return KernelChannel(client, box.inbox, run_sync(km.interrupt_kernel),
+                             km.provisioner.process.pid, box.envelope)
 
     def _restart_and_replay(self, upto):
         """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""
@@ -215,15 +229,40 @@ class JudgedExecute(Execute):
         channel = self._new_channel()
         try:
             channel.wait_until_ready(self.startup_timeout, alive=run_sync(self.km.is_alive))
-            for cell in self.nb.cells[:upto]:
-                if cell.cell_type == "code" and not graded_step(cell):
-                    # Replayed cells get the limits the notebook's own run gave them: a cell that
-                    # hung there hangs here, and costs the shorter limit once one cell has timed out.
-                    if not channel._execute(cell.source, self._get_timeout(cell) or CELL_TIMEOUT):
-                        self._cell_timed_out = True
+            self._replay(channel, 0, upto)
         except (KernelStuck, RuntimeError):
             pass  # what did not replay costs the later steps that needed it
         self._channel = channel
+
+    def _replay(self, channel, first, upto):
+        """Run the notebook's ordinary cells `first` to `upto` (not included) through `channel`."""
+        for index, source in self._ordinary_cells(first, upto):
+            # Replayed cells get the limits the notebook's own run gave them: a cell that hung
+            # there hangs here, and costs the shorter limit once one cell has timed out.
+            if not channel._execute(source, self._replay_timeout(index)):
+                self._cell_timed_out = True
+
+    # the lending kernel (`lending.py`)
+    def _start_lender(self) -> SideKernel:
+        """A started kernel of this submission, in its envelope, for lending steps."""
+        box = SandboxedKernel(self._box.submission_dir).open(self._warm, envelope=self._box.envelope)
+        km = SandboxKernelManager(kernel_name=self.km.kernel_name, config=self.config)
+        km.sandbox, km.use_bwrap, km.warm = box, sandbox.available(), self._warm
+        lender = SideKernel(km, box)
+        try:
+            run_sync(km.start_kernel)(extra_arguments=self.extra_arguments)
+            lender.channel = self._new_channel(km, box)
+        except Exception:
+            lender.stop()
+            raise
+        return lender
+
+    def _ordinary_cells(self, first, upto):
+        return [(index, cell.source) for index, cell in enumerate(self.nb.cells[first:upto], first)
+                if cell.cell_type == "code" and not graded_step(cell)]
+
+    def _replay_timeout(self, index):
+        return self._get_timeout(self.nb.cells[index]) or CELL_TIMEOUT
 
     # cells
     def _get_timeout(self, cell):
@@ -242,6 +281,11 @@ class JudgedExecute(Execute):
             if cell.cell_type == "code" and self._left() <= 0:
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=self._spent() + "\n")]
                 return cell, self.resources
+            if self._lending is not None and self._lending.kernel is not None and cell.cell_type == "code":
+                if self._may_lend_later():
+                    self._lending.follow(index + 1)  # it runs the cell while this kernel does
+                else:
+                    self._lending.discard()  # no step to come can be lent anything
             return super().preprocess_cell(cell, resources, index)
         if step in self._pending:
             self._pending.remove(step)
@@ -250,6 +294,8 @@ class JudgedExecute(Execute):
         else:
             result = self.judge(step, index)
         self.step_results[step] = result
+        if self._lending is not None and result.fraction < 1 and self._needed_later(step):
+            self._lending.open()  # a later step will borrow its reference
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
         # The verdicts as data, for the class report (coursekit/report): never shown in feedback.
@@ -265,20 +311,68 @@ class JudgedExecute(Execute):
             self._restart_and_replay(index)
             channel = self._open_channel()
         lent = self.lent_references(step, channel, index)
+        if lent:
+            return self._judge_lending(step, lent, index)
+        if self._lending is not None:
+            try:
+                self._lending.catch_up(index)  # idle while a step is judged: peaks are the envelope's
+            except (KernelStuck, RuntimeError, OSError):
+                self._lending.discard()
         channel = self._channel  # a check of an ungraded dependency may have replaced the kernel
-        result = run_step(step, Implementation(channel), reference_source(with_dependencies(lent)), lent,
-                          budget=self._left())
-        if result.kernel_lost or lent:
-            # A kernel that held a reference is replaced before the notebook goes on: the new one
-            # has fresh mounts and processes, and replays the cells before this one, so nothing of
-            # the reference (an object kept, its source recorded) is there for later cells.
+        result = run_step(step, Implementation(channel), budget=self._left())
+        if result.kernel_lost:
             self._restart_and_replay(index)
-        elif self._channel is not None:
-            # The agent's connection lives as long as its step: the student's later cells find
-            # no socket to the judge (one that wrote to it held each later cell until its time
-            # limit), and the agent's thread ends.
-            self._channel.close()
+        else:
+            self._close_agent()
         return result
+
+    def _close_agent(self):
+        """The agent's connection lives as long as its step: the student's later cells find no
+        socket to the judge (one that wrote to it held each later cell until its time limit), and
+        the agent's thread ends."""
+        if self._channel is not None:
+            self._channel.close()
+
+    def _judge_lending(self, step: str, lent: list[str], index: int) -> StepResult:
+        """Judge `step` with the reference of `lent` in the lending kernel, never in the
+        notebook's own: nothing of the reference (an object kept, its source recorded) is ever
+        where the notebook's later cells run. Without a lending kernel (none would start), in
+        the notebook's kernel, replaced afterwards."""
+        source, names = reference_source(with_dependencies(lent)), lent
+        lender = None
+        if self._lending is not None:
+            self._close_agent()  # the notebook's kernel is not judged here
+            try:
+                lender = self._lending.ready_for(with_dependencies(lent), index)
+                channel = self._boot(lender.channel, lender.box)
+            except Exception:  # noqa: BLE001 - it did not start or answer: the old way
+                self._lending.discard()
+                lender = None
+        if lender is None:
+            channel = self._open_channel()
+        result = run_step(step, Implementation(channel), source, names, budget=self._left())
+        if lender is None:
+            self._restart_and_replay(index)
+        elif result.kernel_lost:
+            self._lending.discard()
+        else:
+            channel.close()
+        return result
+
+    def _needed_later(self, step: str) -> bool:
+        return any(step in STEPS[later].depends_on for later in self._pending)
+
+    def _may_lend_later(self) -> bool:
+        """Whether a step still to come may be lent a reference: one it depends on lost points,
+        or is not graded in this notebook (it is checked when the step comes)."""
+        for later in self._pending:
+            for name in STEPS[later].depends_on:
+                verdict = self.step_results.get(name) or self._unrecorded.get(name)
+                if verdict is None and name not in self._pending:
+                    return True
+                if verdict is not None and (verdict.fraction < 1 or verdict.kernel_lost):
+                    return True
+        return False
 
     def _spent(self) -> str:
         return f"not run: grading of this notebook stopped after its {self.submission_timeout:g} s"

@@ -5,9 +5,9 @@ submission runs can (the sandbox hides the package). While a step is graded, the
 builds on (`Step.depends_on`) may be replaced in the student's kernel by the reference's, so a
 mistake costs points at its own step only. They travel as source text, only for names whose own
 grading in that notebook is over without full marks (or that the notebook does not grade at
-all), and the kernel that received them is replaced after the step (`JudgedExecute.judge`): the
-reference of a step never reaches the kernel before that step's verdict is recorded, and never
-stays there after the step it was lent for.
+all), and only into a kernel where no later cell of the notebook runs with them
+(`kernel/lending.py`): the reference of a step never reaches a kernel before that step's verdict
+is recorded, and never stays where the student's later code runs.
 """
 
 import inspect

@@ -1,9 +1,11 @@
-"""How much of judging goes to replacing kernels after lent steps.
+"""How much of judging goes to keeping lent references away from the student's later cells.
 
 The class of `class_grading.py` (--students per assignment, the same mix), judged one notebook
 after another in this process with `judge_notebook` (no nbgrader, no cluster), with the judge's
-`_restart_and_replay` and `judge` timed: a kernel that held a lent reference is replaced, and
-the new one replays the cells before the step (issue "Sealed submissions", item 5).
+`judge` timed, and inside it what keeps the references lent to a step away from the notebook's
+later cells (issue "Sealed submissions", item 5): before the lending kernel, a restart of the
+notebook's kernel and a replay of the cells before the step (`_restart_and_replay`); with it
+(`autograder/kernel/lending.py`), starting that kernel and waiting for it to catch up.
 
     python benchmarks/lent_restarts.py [--students 10] [--assignments A ...]   (results: benchmarks/results.md)
 
@@ -56,8 +58,15 @@ def write_class(folder, assignments, students):
 
 def judge_folder(folder):
     """Judge every notebook under `folder`, one after another: ({assignment: s}, how many, spent)."""
-    spent = dict.fromkeys(["restart", "restart calls", "judging", "judging calls"], 0.0)
+    spent = dict.fromkeys(["restart", "restart calls", "judging", "judging calls", "lending", "lending calls"], 0.0)
     JudgedExecute._restart_and_replay = timed(JudgedExecute._restart_and_replay, spent, "restart")
+    try:
+        from autograder.kernel.lending import LendingKernel
+    except ImportError:
+        pass  # a checkout from before the lending kernel
+    else:
+        JudgedExecute._start_lender = timed(JudgedExecute._start_lender, spent, "lending")
+        LendingKernel.catch_up = timed(LendingKernel.catch_up, spent, "lending")
     JudgedExecute.judge = timed(JudgedExecute.judge, spent, "judging")
     per_assignment = {}
     notebooks = sorted(Path(folder).glob("*/*/*.ipynb"))
@@ -86,7 +95,8 @@ def main(argv=None):
         per_assignment, notebooks, spent = judge_folder(folder)
     each = ", ".join(f"{a} {s:.2f} s" for a, s in per_assignment.items())
     print(f"{notebooks} notebooks: {sum(per_assignment.values()):.2f} s ({each}), judging {spent['judging']:.1f} s, "
-          f"of which {spent['restart']:.2f} s replacing kernels ({spent['restart calls']:.0f} replacements)")
+          f"of which {spent['restart']:.2f} s replacing kernels ({spent['restart calls']:.0f} replacements); "
+          f"{spent['lending']:.2f} s starting lending kernels and waiting for them")
 
 
 if __name__ == "__main__":

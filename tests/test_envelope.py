@@ -104,8 +104,8 @@ REPORT_KEPT = ("import builtins\n"
 @needs_sandbox
 def test_a_lent_reference_is_gone_once_its_step_is_graded(tmp_path):
     """A wrong softmax: attention_weights is graded with the reference's softmax in its place. The
-    student's code keeps it and records its source; later cells find neither (the kernel that
-    held it was replaced), and the step still gets its points."""
+    student's code keeps it and records its source; later cells find neither (it was lent only in
+    the lending kernel, `test_lending.py`), and the step still gets its points."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         program("wrong_softmax"), ("grade", "softmax"), program("keep_reference"),
         ("grade", "attention_weights"), REPORT_KEPT]))

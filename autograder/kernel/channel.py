@@ -104,6 +104,7 @@ class KernelChannel(PeakMemory):
         self.socket_path = os.path.join(str(inbox), agent.SOCKET_NAME)
         self.listener = None
         self.connection = None
+        self._ready, self._info_id = False, None  # `ready()`
 
     def pids(self):
         """The kernel's processes, as this process sees them: everything under the one that was
@@ -126,8 +127,19 @@ class KernelChannel(PeakMemory):
 
     def _execute(self, code, timeout):
         """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""
-        msg_id = self.client.execute(code, silent=True, store_history=False, allow_stdin=False,
-                                     stop_on_error=False)
+        return self.wait(self.send(code), timeout)
+
+    def send(self, code) -> str:
+        """Ask the kernel to run `code` silently, without waiting: the request's id. The kernel
+        runs what it is sent in order."""
+        return self.client.execute(code, silent=True, store_history=False, allow_stdin=False,
+                                   stop_on_error=False)
+
+    def wait(self, msg_id, timeout):
+        """Wait for the reply to `msg_id`, at most `timeout` seconds, then interrupt the kernel
+        and give it INTERRUPT_GRACE more: True once it replied, False if it needed the
+        interrupt. Raises KernelStuck if it never replied. Replies to earlier requests are
+        passed over."""
         deadline = time.monotonic() + timeout
         interrupted = False
         while True:
@@ -146,6 +158,21 @@ class KernelChannel(PeakMemory):
             if reply.get("parent_header", {}).get("msg_id") == msg_id:
                 return not interrupted
 
+    def ready(self) -> bool:
+        """Whether the kernel has answered a kernel_info request yet (asked on the first call);
+        never waits."""
+        if self._ready:
+            return True
+        if self._info_id is None:
+            self._info_id = self.client.kernel_info()
+        while not self._ready:
+            try:
+                reply = self.client.get_shell_msg(timeout=0)
+            except Exception:  # noqa: BLE001 - queue.Empty: not yet
+                return False
+            self._ready = reply.get("parent_header", {}).get("msg_id") == self._info_id
+        return True
+
     def wait_until_ready(self, timeout, alive):
         """Return once the kernel answers a kernel_info request on the shell channel.
 
@@ -153,6 +180,8 @@ class KernelChannel(PeakMemory):
         this channel never opens: it paid 0.2 s timeouts, about 0.45 s a restart, and the judge
         restarts a kernel after every step it lent a reference for. Raises RuntimeError when
         the kernel died (`alive()` false) or did not answer in `timeout` seconds."""
+        if self._ready:
+            return
         deadline = time.monotonic() + timeout
         while True:
             msg_id = self.client.kernel_info()
@@ -162,6 +191,7 @@ class KernelChannel(PeakMemory):
                 except Exception:  # noqa: BLE001 - queue.Empty: ask again, if it is alive
                     break
                 if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    self._ready = True
                     return
             if not alive():
                 raise RuntimeError("the kernel died before it answered")
@@ -195,6 +225,12 @@ class KernelChannel(PeakMemory):
         if self.listener is not None:
             self.listener.close()
             self.listener = None
+
+    def stop(self):
+        """Close the agent's sockets and the client's, for good."""
+        self.shutdown()
+        self.client.stop_channels()
+        self.client.context.destroy(linger=0)
 
     def _answer(self, timeout):
         data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, time.monotonic() + max(timeout, 1e-3))

@@ -36,14 +36,19 @@ class SandboxedKernel:
         self.submission_dir = Path(submission_dir)
         self.root = self.enclosure = self.envelope = None
         self.forked = False  # whether the kernel's outbox is its own tmpfs (a warm kernel)
+        self.owns_envelope = True
 
-    def open(self, warm=None):
+    def open(self, warm=None, envelope=None):
+        """`envelope`: another kernel's of the same submission (`lending.py`), to share its
+        budgets; it is that kernel's to remove. Only with a warm parent."""
         if warm is None:
             self.enclosure = sandbox.Enclosure()
             self.root, uid, self.envelope = self.enclosure.root, self.enclosure.uid, self.enclosure.envelope
         else:
             self.root = Path(tempfile.mkdtemp(prefix="job-", dir=warm.jobs))
-            uid, self.envelope = warm.enclosure.uid, Envelope(f"kernel-{warm.enclosure.root.name}-{self.root.name}")
+            uid, self.owns_envelope = warm.enclosure.uid, envelope is None
+            self.envelope = envelope if envelope is not None else Envelope(
+                f"kernel-{warm.enclosure.root.name}-{self.root.name}")
         os.chmod(self.root, 0o755)
         self.inbox = self.root / "inbox"  # judge -> kernel, read-only inside
         self.outbox = self.root / "outbox"  # the kernel's ZeroMQ sockets
@@ -85,7 +90,7 @@ class SandboxedKernel:
         if self.enclosure is not None:
             self.enclosure.close()
         else:
-            if self.envelope is not None:
+            if self.envelope is not None and self.owns_envelope:
                 self.envelope.remove()
             if self.root is not None and not os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
                 shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,124 @@
+"""The lending kernel: where the steps that borrow a reference are judged.
+
+A step whose dependency did not score full marks is graded with the dependency's reference in
+place of the student's own (`reference.py`), so one mistake costs points once. Whatever held a
+reference must never run the student's code again with it in reach (issue "Sealed submissions",
+item 5): student code can keep a reference it was lent, or record its source.
+
+The notebook's own kernel therefore never holds one. A second kernel of the same submission, in
+the same envelope (one budget for both) but with its own mounts and processes, follows the
+notebook: it is started once a step that later steps depend on loses points, is sent each
+ordinary cell as the notebook's kernel runs it (both run at once, on two cores where there are
+two), and is waited for before any step is judged, so that no step is judged while it works
+(a memory peak is the whole envelope's). A borrowing step is judged there. The kernel may go on
+to the next borrowing step only if everything it has held is lent to that step anyway
+(`needs_fresh`): a reference kept from an earlier step then gives nothing the step does not get.
+Otherwise it is replaced by a fresh one, which replays the notebook from the top.
+
+Each borrowing step used to cost a restart of the notebook's kernel and a replay, one cell at a
+time, of every cell before it (about 0.2 s each, most of the judging of a weak notebook).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_core.utils import run_sync
+
+
+def needs_fresh(held: Collection[str], lent: Collection[str]) -> bool:
+    """Whether a kernel that has held the references `held` must be replaced before a step that
+    is lent `lent` (with their own dependencies): it must, if it held anything the step is not lent."""
+    return not set(held) <= set(lent)
+
+
+@dataclass
+class SideKernel:
+    """A started lending kernel: its manager, its job folder (sharing the notebook kernel's
+    envelope) and the judge's channel to it."""
+
+    km: Any
+    box: Any
+    channel: Any = None
+
+    def wait_until_ready(self, timeout):
+        self.channel.wait_until_ready(timeout, alive=run_sync(self.km.is_alive))
+
+    def stop(self):
+        """Kill the kernel, without waiting for it to go: killing its monitor ends its PID
+        namespace, and the envelope it shares is removed, with anything still in it, when the
+        notebook's kernel's is (a wait was 0.03 s a kernel)."""
+        if self.channel is not None:
+            self.channel.stop()
+            self.channel = None
+        process = getattr(self.km.provisioner, "process", None) if self.km.provisioner else None
+        if process is not None:
+            process.kill()
+        self.box.close()
+
+
+@dataclass
+class LendingKernel:
+    """The lending kernel's bookkeeping, for one notebook.
+
+    `start()` gives a started SideKernel (not yet waited for); `cells(first, upto)` the indexes
+    and sources of the notebook's ordinary code cells from `first` to `upto` (not included);
+    `timeout(index)` the seconds cell `index` may run."""
+
+    start: Callable[[], SideKernel]
+    cells: Callable[[int, int], list[tuple[int, str]]]
+    timeout: Callable[[int], float]
+    startup_timeout: float
+    prelude: str = ""  # run first in each kernel, before the notebook's cells
+    kernel: SideKernel | None = None
+    sent_to: int = 0  # the cells before this one have been sent to `kernel`
+    pending: list[tuple[str, int]] = field(default_factory=list)  # (request id, cell) not yet answered
+    held: set[str] = field(default_factory=set)
+
+    def open(self):
+        """Start the kernel, if there is none (once a step that later steps need lost points)."""
+        if self.kernel is None:
+            self.kernel, self.sent_to, self.pending, self.held = self.start(), 0, [], set()
+
+    def follow(self, upto: int):
+        """Send the kernel the cells before `upto` it has not been sent, once it answers; never
+        waits."""
+        if self.kernel is not None and self.kernel.channel.ready():
+            self._send(upto)
+
+    def catch_up(self, upto: int):
+        """Wait until the kernel has run every ordinary cell before `upto`. Raises KernelStuck or
+        RuntimeError where it cannot."""
+        if self.kernel is None:
+            return
+        self.kernel.wait_until_ready(self.startup_timeout)
+        self._send(upto)
+        while self.pending:
+            msg_id, index = self.pending[0]
+            self.kernel.channel.wait(msg_id, self.timeout(index) if index >= 0 else self.startup_timeout)
+            self.pending.pop(0)
+
+    def _send(self, upto: int):
+        if self.sent_to == 0 and self.prelude:
+            self.pending.append((self.kernel.channel.send(self.prelude), -1))
+        for index, source in self.cells(self.sent_to, upto):
+            self.pending.append((self.kernel.channel.send(source), index))
+        self.sent_to = max(self.sent_to, upto)
+
+    def ready_for(self, lent: Collection[str], upto: int) -> SideKernel:
+        """The kernel, having run the notebook's ordinary cells before `upto`, that may be lent
+        `lent` (closed under dependencies) for the step there."""
+        if self.kernel is not None and needs_fresh(self.held, lent):
+            self.discard()
+        self.open()
+        self.catch_up(upto)
+        self.held |= set(lent)
+        return self.kernel
+
+    def discard(self):
+        """Stop the kernel (it stopped answering, or held what the next step is not lent)."""
+        if self.kernel is not None:
+            kernel, self.kernel, self.held, self.pending = self.kernel, None, set(), []
+            kernel.stop()

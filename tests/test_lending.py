@@ -1,0 +1,164 @@
+"""The lending kernel (`autograder/kernel/lending.py`): where steps that borrow a reference are
+judged, so that the notebook's own kernel never holds one.
+
+The bookkeeping is tested here with stand-in kernels; `test_envelope.py` grades notebooks that
+keep what they are lent, through real kernels.
+"""
+
+from test_envelope import needs_sandbox
+from test_judge import notebook, printed, processes_left, program
+
+from autograder.judge import JudgedExecute, judge_notebook
+from autograder.kernel.lending import LendingKernel, needs_fresh
+
+
+class FakeChannel:
+    def __init__(self, log, answers_after=0):
+        self.log, self.asked = log, 0
+        self.answers_after = answers_after  # how many `ready()` calls before the kernel answers
+
+    def ready(self):
+        self.asked += 1
+        return self.asked > self.answers_after
+
+    def send(self, source):
+        self.log.append(("sent", source))
+        return f"id-{source}"
+
+    def wait(self, msg_id, timeout):
+        self.log.append(("waited", msg_id, timeout))
+        return True
+
+
+class FakeKernel:
+    def __init__(self, name, answers_after=0):
+        self.name, self.log, self.stopped = name, [], False
+        self.channel = FakeChannel(self.log, answers_after)
+
+    def wait_until_ready(self, timeout):
+        self.log.append(("ready", timeout))
+
+    def stop(self):
+        self.stopped = True
+
+
+def lending(cells, answers_after=0):
+    """A LendingKernel over a notebook whose ordinary cells are `cells` ({index: source})."""
+    started = []
+
+    def start():
+        started.append(FakeKernel(f"kernel {len(started)}", answers_after))
+        return started[-1]
+
+    def ordinary(first, upto):
+        return [(i, cells[i]) for i in sorted(cells) if first <= i < upto]
+
+    return LendingKernel(start, ordinary, lambda index: 10.0 + index, startup_timeout=60), started
+
+
+def sent(kernel):
+    return [entry[1] for entry in kernel.log if entry[0] == "sent"]
+
+
+def test_a_kernel_is_replaced_when_it_held_what_the_next_step_is_not_lent():
+    assert not needs_fresh(set(), {"softmax"})
+    assert not needs_fresh({"softmax"}, {"softmax", "attention_weights"})
+    assert needs_fresh({"dot_product"}, {"softmax"})
+    assert needs_fresh({"softmax", "attention_weights"}, {"softmax"})
+
+
+def test_the_kernel_follows_the_notebook_and_is_caught_up_before_each_step():
+    lender, started = lending({0: "a", 2: "b", 3: "c", 5: "d"})
+    lender.follow(1)
+    assert started == [], "no kernel before a step that later steps need lost points"
+    lender.open()
+    lender.follow(1)
+    lender.follow(3)  # cell 2 runs in both kernels at once
+    (kernel,) = started
+    assert sent(kernel) == ["a", "b"] and not any(e[0] == "waited" for e in kernel.log)
+    assert lender.ready_for({"softmax"}, 4) is kernel
+    assert sent(kernel) == ["a", "b", "c"]
+    waited = [e[1:] for e in kernel.log if e[0] == "waited"]
+    assert waited == [("id-a", 10.0), ("id-b", 12.0), ("id-c", 13.0)], "each cell with its own limit"
+    lender.follow(6)
+    assert sent(kernel) == ["a", "b", "c", "d"], "the cells run once each, in order"
+
+
+def test_cells_wait_until_the_kernel_answers():
+    lender, started = lending({0: "a", 1: "b"}, answers_after=2)
+    lender.open()
+    lender.follow(1)
+    lender.follow(2)
+    assert sent(started[0]) == []
+    lender.catch_up(2)
+    assert sent(started[0]) == ["a", "b"]
+    assert started[0].log[0][0] == "ready", "waited for the kernel before the first cell"
+
+
+def test_a_kernel_goes_on_only_while_everything_it_held_is_lent_again():
+    lender, started = lending({0: "a", 2: "b", 4: "c"})
+    first = lender.ready_for({"softmax"}, 1)
+    assert lender.ready_for({"softmax", "attention_weights"}, 3) is first, "nothing kept that is not lent anyway"
+    second = lender.ready_for({"dot_product"}, 5)
+    assert second is not first and first.stopped
+    assert sent(second) == ["a", "b", "c"], "a fresh kernel replays the notebook from the top"
+    assert lender.held == {"dot_product"}
+    lender.discard()
+    assert second.stopped and lender.kernel is None
+
+
+KEEP_DOT_PRODUCT = """\
+import builtins
+
+def cosine_similarity(a, b):
+    builtins.kept_dot_product = dot_product  # the reference, lent for this step
+    import numpy as np
+    return dot_product(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
+"""
+
+WRONG_DOT_PRODUCT = "def dot_product(a, b):\n    return float((a * b).sum()) + 1.0\n"
+
+USES_KEPT = """\
+import builtins
+
+def attention_weights(scores):
+    # Scores the full step only where no reference kept by an earlier step is in reach.
+    if hasattr(builtins, 'kept_dot_product'):
+        return scores * 0
+    return softmax(scores)
+"""
+
+REPORT_KEPT = "import builtins\nprint('KEPT', hasattr(builtins, 'kept_dot_product'))"
+
+
+@needs_sandbox
+def test_a_reference_kept_by_one_lending_step_is_not_there_for_a_step_it_was_not_lent_to(tmp_path, monkeypatch):
+    """A wrong dot product lends the reference's to cosine_similarity, which keeps it; a wrong
+    softmax lends softmax (not dot_product) to attention_weights, which is judged in a fresh
+    lending kernel and never finds it; the notebook's own kernel never had it."""
+    starts = []
+    start = JudgedExecute._start_lender
+    monkeypatch.setattr(JudgedExecute, "_start_lender", lambda self: starts.append(1) or start(self))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_DOT_PRODUCT, ("grade", "dot_product"), KEEP_DOT_PRODUCT, ("grade", "cosine_similarity"),
+        program("wrong_softmax"), ("grade", "softmax"), USES_KEPT, ("grade", "attention_weights"), REPORT_KEPT]))
+    assert judged.steps["dot_product"].fraction < 1 and judged.steps["softmax"].fraction < 1
+    assert judged.steps["cosine_similarity"].fraction == 1, judged.steps["cosine_similarity"].results
+    assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
+    assert printed(judged, 8) == "KEPT False\n"
+    assert len(starts) == 2, "the kernel that held dot_product was replaced"
+    assert processes_left() == []
+
+
+@needs_sandbox
+def test_a_lending_kernel_goes_on_to_the_next_step_that_is_lent_the_same(tmp_path, monkeypatch):
+    starts = []
+    start = JudgedExecute._start_lender
+    monkeypatch.setattr(JudgedExecute, "_start_lender", lambda self: starts.append(1) or start(self))
+    correct_weights = "def attention_weights(scores):\n    return softmax(scores)\n"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), correct_weights, ("grade", "attention_weights"),
+        "x = 1", ("grade", "simplified_self_attention")]))
+    assert judged.steps["attention_weights"].fraction == 1
+    assert len(starts) == 1, "softmax is lent to simplified_self_attention too: the same kernel went on"
+    assert processes_left() == []
