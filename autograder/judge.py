@@ -36,12 +36,13 @@ from autograder.harness import GRADER_ERROR, RECORD_KEY, CaseResult, StepResult,
 from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
-from autograder.kernel.lending import LendingKernel, SideKernel
+from autograder.kernel.lending import LendingKernel, SideKernel, may_lend_later
 from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
 from autograder.limits import (
     CELL_TIMEOUT,
     ENDLESS_CELL_RETRY,
     INTERRUPT_GRACE,
+    LENDING_ROOM,
     MAX_NOTEBOOK_OUTPUT_BYTES,
     SUBMISSION_TIMEOUT,
 )
@@ -282,7 +283,10 @@ class JudgedExecute(Execute):
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=self._spent() + "\n")]
                 return cell, self.resources
             if self._lending is not None and self._lending.kernel is not None and cell.cell_type == "code":
-                if self._may_lend_later():
+                if not self._room_for_lending(2 * LENDING_ROOM):
+                    self._lending.discard()
+                    self._lending = None  # the rest of the notebook lends the older way
+                elif may_lend_later(self._pending, {**self._unrecorded, **self.step_results}):
                     self._lending.follow(index + 1)  # it runs the cell while this kernel does
                 else:
                     self._lending.discard()  # no step to come can be lent anything
@@ -294,7 +298,9 @@ class JudgedExecute(Execute):
         else:
             result = self.judge(step, index)
         self.step_results[step] = result
-        if self._lending is not None and result.fraction < 1 and self._needed_later(step):
+        if (self._lending is not None and result.fraction < 1
+                and any(step in STEPS[later].depends_on for later in self._pending)
+                and self._room_for_lending(LENDING_ROOM)):
             self._lending.open()  # a later step will borrow its reference
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
@@ -336,11 +342,12 @@ class JudgedExecute(Execute):
     def _judge_lending(self, step: str, lent: list[str], index: int) -> StepResult:
         """Judge `step` with the reference of `lent` in the lending kernel, never in the
         notebook's own: nothing of the reference (an object kept, its source recorded) is ever
-        where the notebook's later cells run. Without a lending kernel (none would start), in
-        the notebook's kernel, replaced afterwards."""
+        where the notebook's later cells run. Without a lending kernel (cold kernels, no room in
+        the memory budget, or none would start), in the notebook's kernel, replaced afterwards."""
         source, names = reference_source(with_dependencies(lent)), lent
         lender = None
-        if self._lending is not None:
+        room = LENDING_ROOM if self._lending is None or self._lending.kernel is None else 2 * LENDING_ROOM
+        if self._lending is not None and self._room_for_lending(room):
             self._close_agent()  # the notebook's kernel is not judged here
             try:
                 lender = self._lending.ready_for(with_dependencies(lent), index)
@@ -359,20 +366,13 @@ class JudgedExecute(Execute):
             channel.close()
         return result
 
-    def _needed_later(self, step: str) -> bool:
-        return any(step in STEPS[later].depends_on for later in self._pending)
-
-    def _may_lend_later(self) -> bool:
-        """Whether a step still to come may be lent a reference: one it depends on lost points,
-        or is not graded in this notebook (it is checked when the step comes)."""
-        for later in self._pending:
-            for name in STEPS[later].depends_on:
-                verdict = self.step_results.get(name) or self._unrecorded.get(name)
-                if verdict is None and name not in self._pending:
-                    return True
-                if verdict is not None and (verdict.fraction < 1 or verdict.kernel_lost):
-                    return True
-        return False
+    def _room_for_lending(self, room: int) -> bool:
+        """Whether the submission holds less than `room` bytes (where its memory is counted)."""
+        envelope = self._box.envelope
+        try:
+            return not envelope.counts_memory or envelope.usage() < room
+        except OSError:
+            return True
 
     def _spent(self) -> str:
         return f"not run: grading of this notebook stopped after its {self.submission_timeout:g} s"

@@ -32,6 +32,11 @@ MAX_NOTEBOOK_OUTPUT_BYTES = 16 * 1024**2  # what the notebook's cells print and 
 # write (`autograder/kernel/zygote.py`). Files in RAM count against the memory budget too.
 SUBMISSION_MEMORY = 4 * 1024**3  # resident memory and tmpfs files of all its processes (bytes)
 SUBMISSION_CPUS = 1  # cores its processes may use together, at most
+# A lending kernel (`autograder/kernel/lending.py`) runs the submission's cells a second time, in
+# the same envelope: it is started only while the submission holds less than this, and kept only
+# while it holds less than twice this, so it never pushes a submission over its budget (beyond,
+# a lending step is judged in the notebook's own kernel, which is then replaced).
+LENDING_ROOM = SUBMISSION_MEMORY // 4
 TMP_BYTES = 512 * 1024**2  # its private /tmp
 SHM_BYTES = 256 * 1024**2  # its private /dev/shm
 SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder

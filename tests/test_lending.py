@@ -5,11 +5,15 @@ The bookkeeping is tested here with stand-in kernels; `test_envelope.py` grades 
 keep what they are lent, through real kernels.
 """
 
-from test_envelope import needs_sandbox
+from types import SimpleNamespace
+
+from test_envelope import REPORT_KEPT as REPORT_KEPT_SOFTMAX
+from test_envelope import needs_groups, needs_sandbox
 from test_judge import notebook, printed, processes_left, program
 
+from autograder import judge
 from autograder.judge import JudgedExecute, judge_notebook
-from autograder.kernel.lending import LendingKernel, needs_fresh
+from autograder.kernel.lending import LendingKernel, may_lend_later, needs_fresh
 
 
 class FakeChannel:
@@ -65,6 +69,19 @@ def test_a_kernel_is_replaced_when_it_held_what_the_next_step_is_not_lent():
     assert not needs_fresh({"softmax"}, {"softmax", "attention_weights"})
     assert needs_fresh({"dot_product"}, {"softmax"})
     assert needs_fresh({"softmax", "attention_weights"}, {"softmax"})
+
+
+def verdict(fraction, kernel_lost=False):
+    return SimpleNamespace(fraction=fraction, kernel_lost=kernel_lost)
+
+
+def test_a_kernel_is_needed_while_a_step_to_come_may_borrow():
+    assert not may_lend_later([], {"softmax": verdict(0.5)})
+    assert not may_lend_later(["attention_weights"], {"softmax": verdict(1.0)})
+    assert may_lend_later(["attention_weights"], {"softmax": verdict(0.5)})
+    assert may_lend_later(["attention_weights"], {"softmax": verdict(1.0, kernel_lost=True)})
+    assert may_lend_later(["attention_weights"], {}), "softmax not graded here: checked when the step comes"
+    assert not may_lend_later(["attention_weights", "softmax"], {}), "graded later: never lent"
 
 
 def test_the_kernel_follows_the_notebook_and_is_caught_up_before_each_step():
@@ -161,4 +178,25 @@ def test_a_lending_kernel_goes_on_to_the_next_step_that_is_lent_the_same(tmp_pat
         "x = 1", ("grade", "simplified_self_attention")]))
     assert judged.steps["attention_weights"].fraction == 1
     assert len(starts) == 1, "softmax is lent to simplified_self_attention too: the same kernel went on"
+    assert processes_left() == []
+
+
+@needs_sandbox
+@needs_groups
+def test_without_room_in_the_memory_budget_the_notebooks_kernel_is_lent_and_replaced(tmp_path, monkeypatch):
+    """A second kernel doubles what the cells hold: where the submission already holds more
+    than LENDING_ROOM, the step is judged in the notebook's kernel, which is replaced after it,
+    and the reference is gone all the same."""
+    monkeypatch.setattr(judge, "LENDING_ROOM", 0)
+    starts, restarts = [], []
+    start, restart = JudgedExecute._start_lender, JudgedExecute._restart_and_replay
+    monkeypatch.setattr(JudgedExecute, "_start_lender", lambda self: starts.append(1) or start(self))
+    monkeypatch.setattr(JudgedExecute, "_restart_and_replay",
+                        lambda self, upto: restarts.append(upto) or restart(self, upto))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), program("keep_reference"),
+        ("grade", "attention_weights"), REPORT_KEPT_SOFTMAX]))
+    assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
+    assert "KEPT False RECORDED 0" in printed(judged, 4), printed(judged, 4)
+    assert starts == [] and restarts == [3]
     assert processes_left() == []

@@ -264,6 +264,10 @@ class Envelope:
                 self._peak_fd = None
             self._peak_fd = os.open(self._memory_file("", "memory.peak"), os.O_RDWR)
             os.write(self._peak_fd, b"reset")
+        return self.usage()
+
+    def usage(self):
+        """The memory the submission's processes and files hold now (bytes)."""
         return int(self._memory_file("memory.usage_in_bytes", "memory.current").read_text())
 
     def peak(self):

@@ -27,11 +27,27 @@ from typing import Any
 
 from jupyter_core.utils import run_sync
 
+from autograder.steps import STEPS
+
 
 def needs_fresh(held: Collection[str], lent: Collection[str]) -> bool:
     """Whether a kernel that has held the references `held` must be replaced before a step that
     is lent `lent` (with their own dependencies): it must, if it held anything the step is not lent."""
     return not set(held) <= set(lent)
+
+
+def may_lend_later(pending: Collection[str], verdicts: dict[str, Any]) -> bool:
+    """Whether a step still to come (`pending`, in the notebook's order) may be lent a
+    reference: one it depends on lost points, or is not graded in this notebook and has no
+    verdict yet (it is checked when the step comes). `verdicts`: name -> StepResult."""
+    for later in pending:
+        for name in STEPS[later].depends_on:
+            verdict = verdicts.get(name)
+            if verdict is None and name not in pending:
+                return True
+            if verdict is not None and (verdict.fraction < 1 or verdict.kernel_lost):
+                return True
+    return False
 
 
 @dataclass
