@@ -183,7 +183,7 @@ class JudgedExecute(Execute):
         finally:
             self._close_channel()
             if self._lending is not None:
-                self._lending.discard()
+                self._lending.discard(wait=False)  # the envelope is removed next, with it
             self._box.close()
 
     def create_kernel_manager(self):

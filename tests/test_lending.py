@@ -13,7 +13,8 @@ from test_judge import notebook, printed, processes_left, program
 
 from autograder import judge
 from autograder.judge import JudgedExecute, judge_notebook
-from autograder.kernel.lending import LendingKernel, may_lend_later, needs_fresh
+from autograder.kernel import procfs
+from autograder.kernel.lending import LendingKernel, SideKernel, _running, may_lend_later, needs_fresh
 
 
 class FakeChannel:
@@ -42,7 +43,7 @@ class FakeKernel:
     def wait_until_ready(self, timeout):
         self.log.append(("ready", timeout))
 
-    def stop(self):
+    def stop(self, wait=True):
         self.stopped = True
 
 
@@ -153,9 +154,17 @@ def test_a_reference_kept_by_one_lending_step_is_not_there_for_a_step_it_was_not
     """A wrong dot product lends the reference's to cosine_similarity, which keeps it; a wrong
     softmax lends softmax (not dot_product) to attention_weights, which is judged in a fresh
     lending kernel and never finds it; the notebook's own kernel never had it."""
-    starts = []
-    start = JudgedExecute._start_lender
+    starts, still_running = [], []
+    start, stop = JudgedExecute._start_lender, SideKernel.stop
     monkeypatch.setattr(JudgedExecute, "_start_lender", lambda self: starts.append(1) or start(self))
+
+    def watched_stop(kernel, wait=True):
+        pids = [kernel.km.provisioner.process.pid, *procfs.descendants(kernel.km.provisioner.process.pid)]
+        stop(kernel, wait)
+        if wait:  # mid-notebook: nothing of it may still be counted in the envelope
+            still_running.extend(pid for pid in pids if _running(pid))
+
+    monkeypatch.setattr(SideKernel, "stop", watched_stop)
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         WRONG_DOT_PRODUCT, ("grade", "dot_product"), KEEP_DOT_PRODUCT, ("grade", "cosine_similarity"),
         program("wrong_softmax"), ("grade", "softmax"), USES_KEPT, ("grade", "attention_weights"), REPORT_KEPT]))
@@ -164,6 +173,7 @@ def test_a_reference_kept_by_one_lending_step_is_not_there_for_a_step_it_was_not
     assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
     assert printed(judged, 8) == "KEPT False\n"
     assert len(starts) == 2, "the kernel that held dot_product was replaced"
+    assert still_running == []
     assert processes_left() == []
 
 

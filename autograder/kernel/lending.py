@@ -21,13 +21,18 @@ time, of every cell before it (about 0.2 s each, most of the judging of a weak n
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_core.utils import run_sync
 
+from autograder.kernel import procfs
+from autograder.limits import INTERRUPT_GRACE
 from autograder.steps import STEPS
+
+STOP_WAIT = INTERRUPT_GRACE  # the most a stopped lending kernel's processes are waited for
 
 
 def needs_fresh(held: Collection[str], lent: Collection[str]) -> bool:
@@ -62,17 +67,30 @@ class SideKernel:
     def wait_until_ready(self, timeout):
         self.channel.wait_until_ready(timeout, alive=run_sync(self.km.is_alive))
 
-    def stop(self):
-        """Kill the kernel, without waiting for it to go: killing its monitor ends its PID
-        namespace, and the envelope it shares is removed, with anything still in it, when the
-        notebook's kernel's is (a wait was 0.03 s a kernel)."""
+    def stop(self, wait=True):
+        """Kill the kernel. With `wait`, return once its processes are gone, so that what they
+        held is no longer counted in the envelope it shares (a step judged next may measure the
+        envelope's memory peak); without, at the end of a notebook, the envelope is removed with
+        anything still in it (a wait was 0.03 s a kernel)."""
         if self.channel is not None:
             self.channel.stop()
             self.channel = None
         process = getattr(self.km.provisioner, "process", None) if self.km.provisioner else None
         if process is not None:
+            inside = [process.pid, *procfs.descendants(process.pid)] if wait else []
             process.kill()
+            deadline = time.monotonic() + STOP_WAIT
+            while inside and time.monotonic() < deadline:
+                inside = [pid for pid in inside if _running(pid)]
+                time.sleep(0.002)
         self.box.close()
+
+
+def _running(pid):
+    try:
+        return procfs.state(pid) not in ("Z", "X")  # a zombie holds no memory
+    except OSError:
+        return False
 
 
 @dataclass
@@ -133,8 +151,9 @@ class LendingKernel:
         self.held |= set(lent)
         return self.kernel
 
-    def discard(self):
-        """Stop the kernel (it stopped answering, or held what the next step is not lent)."""
+    def discard(self, wait=True):
+        """Stop the kernel (it stopped answering, held what the next step is not lent, or no
+        step to come may borrow); `wait`: see SideKernel.stop."""
         if self.kernel is not None:
             kernel, self.kernel, self.held, self.pending = self.kernel, None, set(), []
-            kernel.stop()
+            kernel.stop(wait)
