@@ -142,9 +142,16 @@ def test_same_dot_products_scaled(impl):
         if abs(ratio - d_k) < 1e-4 * d_k:
             raise CaseFailure(f"{call}: var_scaled equals var_unscaled; divide the dot products by sqrt(d_k)")
         if abs(ratio - d_k ** 2) < 1e-4 * d_k ** 2:
+            if _near(scaled, d_k ** 2, 0.25):  # var_unscaled is right (about d_k): not swapped, multiplied
+                raise CaseFailure(f"{call}: var_scaled = var_unscaled · d_k, the dot products were multiplied "
+                                  "by sqrt(d_k); divide them by it")
             raise CaseFailure(f"{call}: var_unscaled = var_scaled / d_k, the two are swapped; return "
                               "(var_unscaled, var_scaled)")
         if abs(ratio - d_k ** 0.5) < 1e-4 * d_k ** 0.5:
+            if _near(scaled, math.sqrt(d_k), 0.2):  # var_unscaled is right (about d_k): a variance, divided
+                raise CaseFailure(f"{call}: var_scaled = var_unscaled / sqrt(d_k), the variance itself was "
+                                  "divided by sqrt(d_k); divide the dot products by it, which divides their "
+                                  "variance by d_k")
             raise CaseFailure(f"{call}: the two values differ by a factor sqrt(d_k), as standard deviations "
                               "do; return variances (np.var)")
         raise CaseFailure(f"{call}: var_scaled is not var_unscaled / d_k; take both variances from the same "

@@ -107,7 +107,8 @@ def _call(impl, Q, K, V, mask, label):
         first = (0,) * (Q.ndim - 2)
         if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None):
             raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
-                              "two axes of K (np.swapaxes(K, -1, -2)); K.T reverses every axis") from None
+                              "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
+                              "axis") from None
         raise
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CaseFailure(f"scaled_dot_product_attention should return a tuple (context, weights) ({label})")
@@ -120,13 +121,14 @@ def _call(impl, Q, K, V, mask, label):
                           f"is K Qᵀ; compute Q Kᵀ, one row per query ({label})")
     if weights.shape == w_shape and np.isnan(weights).any():
         rows = np.isnan(weights).any(axis=-1)
-        if mask is not None:
+        large = np.abs(_raw(Q, K)).max() > 50  # exp of such scores overflows, or all of a row's underflow
+        if mask is not None and not large:
             open_rows = ~np.broadcast_to(mask, w_shape).any(axis=-1)
             if (rows & open_rows).any():
                 raise CaseFailure(f"the weights are nan in rows where nothing is blocked: the mask looks "
                                   "inverted; True means blocked (this query may NOT attend to that key) "
                                   f"({label})")
-        if np.abs(_raw(Q, K)).max() > 50:
+        if large:
             raise CaseFailure(f"the weights contain nan for large scores: exp overflows; subtract each row's "
                               f"maximum score before exponentiating ({label})")
     return context, weights
@@ -234,11 +236,18 @@ def test_matches_torch_sdpa(impl):
 def test_weights_are_probabilities(impl):
     """gives non-negative weights, rows summing to 1, and weight exactly 0 on blocked keys"""
     r = rng(1303)
+    # scores near -990: a last feature of +c in every query and -c in every key adds -c² to each q·k, and
+    # c² = 990 sqrt(5) makes that -990 once divided by sqrt(d_k = 5). A finite fill value like -1e3 lies
+    # only ~10 below such scores, so the keys it blocks keep a little weight.
+    far, c = rng(1309), np.sqrt(990 * np.sqrt(5))
+    Q_far = np.hstack([far.normal(size=(6, 4)), np.full((6, 1), c)])
+    K_far = np.hstack([far.normal(size=(6, 4)), np.full((6, 1), -c)])
     for label, Q, K, mask in [
         ("5 tokens, no mask", r.normal(size=(5, 4)), r.normal(size=(5, 4)), None),
         ("a causal mask over 6 tokens", r.normal(size=(6, 4)), r.normal(size=(6, 4)), _causal(6)),
         ("a (2, 3, 4) batch with a (1, 5) padding mask", r.normal(size=(2, 3, 4)), r.normal(size=(2, 5, 4)),
          np.array([[False, False, True, False, True]])),
+        ("a causal mask over 6 tokens whose scores are near -990", Q_far, K_far, _causal(6)),
     ]:
         V = r.normal(size=(*K.shape[:-1], 2))
         _, weights = _call(impl, Q, K, V, mask, label)
