@@ -78,8 +78,9 @@ def problems(kind, variant, result, results=None):
         if name in loses:
             if points >= max_points:
                 found.append(f"{name}: kept full marks ({points:g}), expected to lose points")
-            elif variant.symptom and variant.symptom not in report:
-                found.append(f"{name}: the report lacks {variant.symptom!r}")
+            else:
+                found += [f"{name}: the report lacks {phrase!r}" for phrase in (variant.symptom, *variant.also)
+                          if phrase and phrase not in report]
         elif kind in ("mistake", "correct", "control") and points != max_points:
             found.append(f"{name}: {points:g}/{max_points:g}, expected full marks")
     if kind in ("mistake", "correct", "control") and result.flags:
@@ -204,6 +205,7 @@ def render(graded):
                 what = variant.description
                 if variant.symptom:
                     what += f"; the report says \"{variant.symptom}\""
+                what += "".join(f" and \"{phrase}\"" for phrase in variant.also)
                 if variant.baseline:
                     what += f"; scores no more than `{variant.baseline}` at any step"
                 lines.append(f"- `{variant.id}` ({kind}): {_cell(what)}.")

@@ -113,12 +113,26 @@ FIXED_MESSAGES = Path(__file__).resolve().parent / "data" / "fixed_messages.toml
 def test_every_named_diagnosis_is_a_mistakes_symptom():
     """Each known mistake a suite can name is exercised: some catalogue mistake has that diagnosis
     as its symptom, so the catalogue's grading shows that the diagnosis fires on the mistake."""
-    symptoms = [v.symptom for v in catalogue.MISTAKES]
+    symptoms = [phrase for v in catalogue.MISTAKES for phrase in (v.symptom, *v.also)]
     diagnoses = suite_messages.named_diagnoses()
     assert len(diagnoses) > 100  # the parse finds the suites' ladders
     unexercised = [f"{path}:{line}: {suite_messages.shown(template)}" for path, line, template in diagnoses
                    if not any(suite_messages.could_contain(template, symptom) for symptom in symptoms)]
     assert unexercised == []
+
+
+def test_a_mistake_must_show_every_phrase_it_claims():
+    """`also` phrases are checked as the symptom is: a report that lacks one is a problem."""
+    from coursekit.results_table import StudentResult
+
+    variant = next(v for v in catalogue.MISTAKES if v.also)
+    (step,) = variant.loses
+    full = {s.name: s.points for s in steps_of(variant.assignment)}
+    result = StudentResult("s", variant.assignment, True, points={**full, step: 0.0},
+                           reports={step: f"{step}: 0 points\n  {variant.symptom}"})
+    assert matrix.problems("mistake", variant, result, {}) == [f"{step}: the report lacks {variant.also[0]!r}"]
+    result.reports[step] += " " + " ".join(variant.also)
+    assert matrix.problems("mistake", variant, result, {}) == []
 
 
 def _exercised(messages, symptoms):
@@ -137,7 +151,7 @@ def test_every_fixed_message_that_names_a_cause_is_a_mistakes_symptom():
     yet). A listed phrase that no longer matches a message, and a pending one now exercised, fail too."""
     messages = suite_messages.fixed_messages()
     assert len(messages) > 100  # the parse finds the suites' CaseFailures
-    exercised = _exercised(messages, [v.symptom for v in catalogue.MISTAKES])
+    exercised = _exercised(messages, [phrase for v in catalogue.MISTAKES for phrase in (v.symptom, *v.also)])
     listed = tomllib.loads(FIXED_MESSAGES.read_text())
     covered, problems = set(), []
     for kind in ("structural", "pending"):

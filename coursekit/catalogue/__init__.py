@@ -6,8 +6,8 @@ optional top-level code in a cell of its own (`extra_cell`, after the last solut
 `transform` of the finished notebook (for broken files). `classroom.build_submission` turns a
 Variant into the notebook.
 
-- MISTAKES: plausible errors. Every step in `loses` must lose points, with `symptom` in that
-  step's report; every other step keeps full marks, and the instructor's report flags nothing.
+- MISTAKES: plausible errors. Every step in `loses` must lose points, with `symptom` (and each
+  phrase of `also`) in that step's report; every other step keeps full marks, and the instructor's report flags nothing.
 - CORRECT: other correct styles. Full marks everywhere, and nothing flagged.
 - HOSTILE: attacks and breakage. No step in `loses` may keep full marks, no other step may
   gain, grading of everyone else goes on, and when `flagged` the instructor's report names it
@@ -20,7 +20,7 @@ Variant into the notebook.
 Where the entries live (this package's folder):
 
 - `mistakes.toml`: one `[[mistake]]` table per mistake (`id`, `assignment`, `description`,
-  `loses`, `symptom`, `edits`). A mistake is the reference as a student would type it
+  `loses`, `symptom`, optional `also`, `edits`). A mistake is the reference as a student would type it
   (`samples.reference_cell`) with small edits: each `{name, old, new}` replaces the text `old`,
   which must occur exactly once, in the cell of graded name `name` (`apply_edits`). Edits of one name
   apply in order, each to the result of the previous one. A reviewer reads a mistake as its diff.
@@ -78,6 +78,7 @@ class Variant:
     replace: dict = field(default_factory=dict)
     loses: tuple = ()
     symptom: str = ""  # a phrase the losing step's report must contain
+    also: tuple = ()  # more phrases it must contain: messages its other cases give (mistakes.toml)
     extra_cell: str = ""  # top-level code in a cell of its own, after the solution cells
     transform: object = None  # callable(notebook dict) -> notebook dict, or bytes for the file
     flagged: bool = False
@@ -117,13 +118,13 @@ def apply_edits(edits, where="edits"):
 def load_mistakes(path=HERE / "mistakes.toml"):
     variants = []
     for entry in tomllib.loads(Path(path).read_text())["mistake"]:
-        unknown = set(entry) - {"id", "assignment", "description", "loses", "symptom", "edits"}
+        unknown = set(entry) - {"id", "assignment", "description", "loses", "symptom", "also", "edits"}
         if unknown:
             raise ValueError(f"{path}: mistake {entry.get('id')!r} has unknown keys {sorted(unknown)}")
         variants.append(Variant(
             entry["id"], entry["assignment"], entry["description"],
             apply_edits(entry["edits"], f"{path.name}: mistake {entry['id']!r}"),
-            loses=tuple(entry["loses"]), symptom=entry["symptom"]))
+            loses=tuple(entry["loses"]), symptom=entry["symptom"], also=tuple(entry.get("also", ()))))
     return variants
 
 
