@@ -249,6 +249,7 @@ class JudgedExecute(Execute):
         box = SandboxedKernel(self._box.submission_dir).open(self._warm, envelope=self._box.envelope)
         km = SandboxKernelManager(kernel_name=self.km.kernel_name, config=self.config)
         km.sandbox, km.use_bwrap, km.warm = box, sandbox.available(), self._warm
+        km.oom_score_adj = 1000  # out of memory, the envelope loses this kernel, never the notebook's
         lender = SideKernel(km, box)
         try:
             run_sync(km.start_kernel)(extra_arguments=self.extra_arguments)

@@ -30,7 +30,7 @@ class FakeChannel:
         self.log.append(("sent", source))
         return f"id-{source}"
 
-    def wait(self, msg_id, timeout):
+    def wait(self, msg_id, timeout, alive=None):
         self.log.append(("waited", msg_id, timeout))
         return True
 
@@ -39,6 +39,9 @@ class FakeKernel:
     def __init__(self, name, answers_after=0):
         self.name, self.log, self.stopped = name, [], False
         self.channel = FakeChannel(self.log, answers_after)
+
+    def alive(self):
+        return True
 
     def wait_until_ready(self, timeout):
         self.log.append(("ready", timeout))

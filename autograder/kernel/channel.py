@@ -135,11 +135,12 @@ class KernelChannel(PeakMemory):
         return self.client.execute(code, silent=True, store_history=False, allow_stdin=False,
                                    stop_on_error=False)
 
-    def wait(self, msg_id, timeout):
+    def wait(self, msg_id, timeout, alive=None):
         """Wait for the reply to `msg_id`, at most `timeout` seconds, then interrupt the kernel
         and give it INTERRUPT_GRACE more: True once it replied, False if it needed the
-        interrupt. Raises KernelStuck if it never replied. Replies to earlier requests are
-        passed over."""
+        interrupt. Raises KernelStuck if it never replied, and RuntimeError as soon as
+        `alive()` (checked each second) says the kernel is gone. Replies to earlier requests
+        are passed over."""
         deadline = time.monotonic() + timeout
         interrupted = False
         while True:
@@ -154,6 +155,8 @@ class KernelChannel(PeakMemory):
             try:
                 reply = self.client.get_shell_msg(timeout=min(left, 1.0))
             except Exception:  # noqa: BLE001 - queue.Empty: keep waiting until the deadline
+                if alive is not None and not alive():
+                    raise RuntimeError("the kernel died") from None
                 continue
             if reply.get("parent_header", {}).get("msg_id") == msg_id:
                 return not interrupted

@@ -64,8 +64,11 @@ class SideKernel:
     box: Any
     channel: Any = None
 
+    def alive(self):
+        return run_sync(self.km.is_alive)()
+
     def wait_until_ready(self, timeout):
-        self.channel.wait_until_ready(timeout, alive=run_sync(self.km.is_alive))
+        self.channel.wait_until_ready(timeout, alive=self.alive)
 
     def stop(self, wait=True):
         """Kill the kernel. With `wait`, return once its processes are gone, so that what they
@@ -131,7 +134,8 @@ class LendingKernel:
         self._send(upto)
         while self.pending:
             msg_id, index = self.pending[0]
-            self.kernel.channel.wait(msg_id, self.timeout(index) if index >= 0 else self.startup_timeout)
+            self.kernel.channel.wait(msg_id, self.timeout(index) if index >= 0 else self.startup_timeout,
+                                     alive=self.kernel.alive)
             self.pending.pop(0)
 
     def _send(self, upto: int):

@@ -131,6 +131,7 @@ class SandboxKernelManager(AsyncKernelManager):
     sandbox = None
     use_bwrap = True
     warm = None  # a WarmParent to fork the kernel from, instead of starting it
+    oom_score_adj = 0  # see WarmParent.spawn
     client_factory = Type(QuickStartClient, klass=AsyncKernelClient)  # ready 0.2 s sooner
 
     async def _async_wait(self, pollinterval=0.1):
@@ -171,7 +172,8 @@ class SandboxKernelManager(AsyncKernelManager):
             # Forked by the warm parent instead of started: the command's arguments after the
             # interpreter and `-m ipykernel_launcher` are the kernel's.
             argv = kernel_cmd[kernel_cmd.index("ipykernel_launcher") + 1:]
-            process = self.warm.spawn(self.sandbox.root, argv, self.sandbox.envelope, sandbox.passed_environment())
+            process = self.warm.spawn(self.sandbox.root, argv, self.sandbox.envelope, sandbox.passed_environment(),
+                                      self.oom_score_adj)
             self.sandbox.link_sockets(process.pid)
             self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, process.pid, None
             self._reconcile_connection_info(self.provisioner.connection_info)

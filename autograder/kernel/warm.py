@@ -166,8 +166,10 @@ class WarmParent:
         self.warmed.add(name)
 
     def spawn(self, job: str | os.PathLike, argv: list[str], envelope: Envelope,
-              env: dict[str, str] | None = None) -> HostProcess:
-        """Fork a kernel for the job folder `job`, inside `envelope`; its monitor as a HostProcess."""
+              env: dict[str, str] | None = None, oom_score_adj: int = 0) -> HostProcess:
+        """Fork a kernel for the job folder `job`, inside `envelope`; its monitor as a HostProcess.
+        `oom_score_adj` (inherited by all it starts): 1000 makes it the first the kernel kills
+        when the envelope runs out of memory (a lending kernel, before the notebook's own)."""
         request = SpawnRequest(job=str(job), argv=list(argv), env=dict(env or {}), mounts=MOUNT_SIZES)
         reply = self._ask(dict(request))
         if "pid" not in reply:
@@ -179,6 +181,11 @@ class WarmParent:
                 except OSError:
                     continue
                 if len(nspid) >= 2 and int(nspid[1]) == reply["pid"]:
+                    if oom_score_adj:
+                        try:
+                            Path(f"/proc/{child}/oom_score_adj").write_text(str(oom_score_adj))
+                        except OSError:
+                            pass  # not ours to raise: it is killed as any other process of the envelope
                     envelope.admit(int(child))  # before it runs on: it waits, stopped
                     return HostProcess(int(child))
             time.sleep(0.01)
