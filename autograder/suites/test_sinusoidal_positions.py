@@ -136,6 +136,9 @@ def test_unit_circle_pairs(impl):
     if not np.allclose(out[0], np.tile([0.0, 1.0], d // 2), atol=1e-6):
         raise CaseFailure(f"row 0 of {what} should be [0, 1, 0, 1, ...] (sin 0 = 0 in the even columns, "
                           "cos 0 = 1 in the odd ones)")
+    if np.array_equal(out, np.round(out)):  # truncated codes would be blamed on the angles below
+        raise CaseFailure(f"{what} holds whole numbers only: its sines and cosines were truncated; fill an array "
+                          "of floats (np.zeros((T, d)) is float64; dtype=int is not)")
     radius = out[:, 0::2] ** 2 + out[:, 1::2] ** 2
     if not np.allclose(radius, 1.0, atol=1e-4):
         raise CaseFailure(f"{what}: sin² + cos² of columns (2i, 2i+1) is not 1 everywhere (found "
