@@ -15,6 +15,12 @@ at least half (`SLIP_MIN_KEPT`). A case's weight is chosen for that:
   keeps at most a third of the step. Where the notes' examples cannot show a conceptual error
   (those of `scaled_dot_product_attention` have no mask, those of `softmax` are single rows),
   they weigh little and the stored outputs carry the step.
+- **Output cases are split by kind of input** where a slip tells the kinds apart: one sequence
+  and a batch, a mask of the weights' full shape and one that must broadcast, d_in == d_out and
+  d_in != d_out, one new token and a prompt through a cache (`check_stored`'s `where`). A wrong
+  central computation fails every kind; a slip that fails on one kind keeps the others' weight.
+  Where two slips fail complementary kinds (`SelfAttention`: keys.T fails a batch,
+  transpose(1, 2) one sequence), the two kinds weigh the same, so each keeps half.
 - **Each property case checks one rule** (dropout off in eval mode, the mask sliced to T, inputs
   unchanged, gradients reach every layer, a batch item independent of the others). A slip
   breaks one rule and loses that case's weight only, a small share of the step (at most 0.5 of

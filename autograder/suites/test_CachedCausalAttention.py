@@ -4,8 +4,8 @@ Worked examples: the chapter's `CausalAttention(3, 2, 6, 0.0)` context vectors (
 without a cache and with the six tokens fed one at a time through a `KVCache`
 (`fixtures/notes_efficient.py`). Oracle: `F.scaled_dot_product_attention`, with `is_causal=True`
 on a whole sequence and with an explicit mask (its True = attend) for new tokens after a cached
-prefix. Properties (all in eval mode): generation one token and several at a time equals the
-full causal forward; the cache grows by exactly the new tokens; seed 003's claim that the last
+prefix. Properties (all in eval mode): generation one token at a time equals causal attention,
+and several at a time the layer's own full forward; the cache grows by exactly the new tokens; seed 003's claim that the last
 token's causal output is plain self-attention, checked through the cache; the cache refusing to
 grow past context_length (ValueError); the attributes of `CausalAttention`.
 
@@ -175,19 +175,39 @@ def apply(impl, record):
     return full, cached
 
 
-@case(STEP, "stored", weight=3)
-def test_stored_outputs(impl):
-    """matches the reference without a cache, and fed in chunks through a cache"""
+def _check_stored_records(impl, one_token_at_a_time):
+    """The outputs through a cache of the records fed one token at a time (one_token_at_a_time), or
+    the rest: every record's output without a cache, and through a cache where a chunk holds a prompt
+    of several tokens."""
     from autograder.fixtures import stored
 
     for record in stored.load(STEP):
         linears, sizes, label = _record_linears(record), [int(s) for s in record["sizes"]], record["label"]
         full, cached = apply(impl, record)
-        checks.expect_close(full, record["expected_0"], f"CachedCausalAttention without a cache on {label}",
-                            finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(record["x"], linears))
-        checks.expect_close(cached, record["expected_1"],
-                            f"CachedCausalAttention through a cache, {_sizes_text(sizes)} ({label})",
-                            finite_hint=toolkit.NAN_HINT, symptoms=_cache_symptoms(record["x"], linears, sizes))
+        if not one_token_at_a_time:
+            checks.expect_close(full, record["expected_0"], f"CachedCausalAttention without a cache on {label}",
+                                finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(record["x"], linears))
+        if (max(sizes) == 1) == one_token_at_a_time:
+            checks.expect_close(cached, record["expected_1"],
+                                f"CachedCausalAttention through a cache, {_sizes_text(sizes)} ({label})",
+                                finite_hint=toolkit.NAN_HINT,
+                                symptoms=_cache_symptoms(record["x"], linears, sizes))
+
+
+# One new token at a time (the cache's main use, where a single query needs no mask) and prompts of
+# several tokens (the whole sequence without a cache, chunks after a cached prefix) are cases of
+# their own, here and in the properties: a mask that ignores the cache's offset, or a cache never
+# read, fails both, while a layer that forgets the causal mask keeps the first.
+@case(STEP, "stored", weight=2)
+def test_stored_outputs(impl):
+    """matches the reference without a cache, and fed through a cache in chunks that hold a prompt"""
+    _check_stored_records(impl, one_token_at_a_time=False)
+
+
+@case(STEP, "stored")
+def test_stored_outputs_one_token_at_a_time(impl):
+    """matches the reference fed through a cache one token at a time"""
+    _check_stored_records(impl, one_token_at_a_time=True)
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
@@ -233,30 +253,37 @@ def test_matches_torch(impl):
 
 # --- properties -------------------------------------------------------------------------------
 
-def _check_generation(impl, sizes, seed, bias):
+def _check_generation(impl, sizes, seed, bias, with_full_forward=True):
+    """x fed in chunks of `sizes` through a cache gives causal attention's outputs and grows the cache
+    by the new tokens. with_full_forward: they must equal the layer's own output on the whole
+    sequence, which must be right too; without, they are compared with causal attention computed
+    here, so only the cache is judged (one token at a time, no prompt)."""
     r = rng(seed)
     d_in, d_out, total = 5, 4, sum(sizes)
     linears = toolkit.random_projections(r, d_in, d_out, bias)
     x = toolkit.tensor(r.normal(size=(2, total, d_in)))
     what = f"CachedCausalAttention({d_in}, {d_out}, {total}, 0.0, qkv_bias={bias})"
     module = _module(impl, d_in, d_out, total, linears, bias=bias)
-    full = checks.to_array(module(x), f"{what}(x)")
+    causal = toolkit.attention(x.numpy(), linears)
+    full = checks.to_array(module(x), f"{what}(x)") if with_full_forward else causal
     cached, lengths = _generate(impl, module, x, sizes, what)
     if not any(lengths):
         raise CaseFailure(f"{what} fed {_sizes_text(sizes)}: the cache stays empty (len 0 after every call), "
                           "so nothing is remembered. An empty cache is falsy (len 0): test `cache is not None`, "
                           "not `if cache:`, and call cache.update with the new keys and values")
-    checks.expect_close(cached, full, f"{what} fed {_sizes_text(sizes)} through a cache, compared with its own "
-                        "output on the whole sequence (eval mode)", finite_hint=toolkit.NAN_HINT,
-                        symptoms=_cache_symptoms(x.numpy(), linears, sizes))
-    checks.expect_close(full, toolkit.attention(x.numpy(), linears), f"{what}(x) without a cache",
-                        finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
+    compared = ("its own output on the whole sequence (eval mode)" if with_full_forward
+                else "causal attention on the whole sequence")
+    checks.expect_close(cached, full, f"{what} fed {_sizes_text(sizes)} through a cache, compared with {compared}",
+                        finite_hint=toolkit.NAN_HINT, symptoms=_cache_symptoms(x.numpy(), linears, sizes))
+    if with_full_forward:
+        checks.expect_close(full, causal, f"{what}(x) without a cache",
+                            finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
 
 
 @case(STEP, "property", weight=2)
 def test_one_token_at_a_time_equals_full_forward(impl):
-    """generating one token at a time through the cache gives the full causal forward's outputs"""
-    _check_generation(impl, [1] * 8, 1533, True)
+    """generating one token at a time through the cache gives causal attention's outputs on the whole sequence"""
+    _check_generation(impl, [1] * 8, 1533, True, with_full_forward=False)
 
 
 @case(STEP, "property", weight=2)

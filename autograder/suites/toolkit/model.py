@@ -132,10 +132,10 @@ ROLE_MISTAKES = [
 ]
 
 
-def check_stored_outputs(impl, step, apply, what, symptoms_of):
-    """check_stored, with a hint where the output holds nan."""
+def check_stored_outputs(impl, step, apply, what, symptoms_of, where=None):
+    """check_stored (of the records `where` selects), with a hint where the output holds nan."""
     try:
-        check_stored(impl, step, apply, what, symptoms=symptoms_of)
+        check_stored(impl, step, apply, what, symptoms=symptoms_of, where=where)
     except CaseFailure as failure:
         if str(failure).endswith("contains nan"):
             raise CaseFailure(f"{failure}: {NAN_HINT}") from None
