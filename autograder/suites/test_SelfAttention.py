@@ -218,7 +218,7 @@ def _check_against_torch(impl, r, settings):
 
 @case(STEP, "oracle", weight=2)
 def test_matches_torch_sdpa(impl):
-    """on one sequence, agrees with torch's linear layers and scaled_dot_product_attention, with and without bias"""
+    """agrees with torch's linear layers and scaled_dot_product_attention, with and without bias"""
     _check_against_torch(impl, rng(1502), ((4, 3, False, (5, 4)), (6, 2, True, (4, 6)), (3, 5, True, (7, 3))))
 
 
