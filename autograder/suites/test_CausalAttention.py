@@ -25,6 +25,8 @@ SCALE_MISTAKES = [
     (dict(scale="d_in"), "the scores are divided by sqrt(d_in); divide by sqrt(d_k), d_k = the width of "
                          "the keys (d_out here)"),
     (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
+    (dict(scale="tokens"), "the scores are divided by sqrt(T), the number of tokens (keys.shape[-2]); divide "
+                           "by sqrt(d_k), the keys' width (keys.shape[-1])"),
 ]
 MISTAKES = toolkit.MASK_MISTAKES + SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 

@@ -28,6 +28,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
                          "head_dim = d_out // num_heads"),
     multihead.DIVIDED_BY_HEAD_DIM,
     (dict(scale="d_out_linear"), "the scores are divided by d_out; divide by sqrt(head_dim)"),
+    multihead.SCALED_BY_HEADS,
     (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
                                  "without a transpose, which mixes tokens across heads: view as (batch, T, "
                                  "num_heads, head_dim), then transpose(1, 2)"),

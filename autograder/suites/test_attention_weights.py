@@ -28,9 +28,14 @@ def apply(impl, record):
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
-    s = record["scores"]
+    s = np.asarray(record["scores"], dtype=float)
     e = np.exp(s - s.max(axis=-2, keepdims=True))
-    return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1")]
+    whole = np.exp(s - s.max())  # one sum for everything: `e / e.sum()`
+    matrices = np.exp(s - s.max(axis=(-2, -1), keepdims=True))
+    at_once = "normalises the whole score matrix at once; each row (one query) must sum to 1 on its own"
+    return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1"),
+            (lambda: whole / whole.sum(), at_once),
+            (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once)]
 
 
 @case(STEP, "stored", weight=3)

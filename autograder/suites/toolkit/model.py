@@ -30,7 +30,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
     or None)}. The defaults are the correct model; each switch reproduces a known mistake:
     mask "none" | "lower" | "diagonal"; `fill` for blocked scores; `after`: mask the weights after
-    the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear"; the softmax
+    the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "tokens"
+    (sqrt(T)) | "heads" (sqrt(num_heads)); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
     split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False.
@@ -59,7 +60,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
 
     q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
-               "head_linear": head_dim, "d_out_linear": d_out}[scale]
+               "head_linear": head_dim, "d_out_linear": d_out, "tokens": math.sqrt(num_tokens),
+               "heads": math.sqrt(num_heads)}[scale]
     scores = q @ np.swapaxes(k, -1, -2) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),

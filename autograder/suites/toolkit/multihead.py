@@ -18,6 +18,8 @@ NOT_SCALED = (dict(scale="none"), "the scores are not scaled (their divisor is 1
 SCALED_BY_D_OUT = (dict(scale="d_out"), "the scores are divided by sqrt(d_out); each head's keys are head_dim = "
                                         "d_out // num_heads wide: divide by sqrt(head_dim)")
 DIVIDED_BY_HEAD_DIM = (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)")
+SCALED_BY_HEADS = (dict(scale="heads"), "the scores are divided by sqrt(num_heads); divide by sqrt(head_dim), the "
+                                        "width of each head's keys (head_dim = d_out // num_heads)")
 HEADS_REVERSED = (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first")
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
