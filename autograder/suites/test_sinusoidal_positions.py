@@ -4,7 +4,9 @@ No worked example: the notes print no position code (seed 003 asks "Why do need 
 Encoding?" and leaves the answer empty; the chapter stops before positions), so this step is
 graded by stored outputs, an independent PyTorch construction, and properties. A NumPy model
 with switches names the usual mistakes: sin and cos swapped, the exponent i/d instead of 2i/d,
-the cosine column using its own index, integer division, sines and cosines in two halves.
+the cosine column using its own index, integer division, sines and cosines in two halves, the
+power applied to p / 10000; and codes whose pairs turn steadily at wrong speeds (another base,
+another width in the exponent) are named from the speeds the student's own rows show.
 """
 
 import math
@@ -21,13 +23,15 @@ STEP = "sinusoidal_positions"
 NAME = "sinusoidal_positions"
 
 
-def _model(num_tokens, d_model, *, swap=False, exponent="2i", layout="interleaved", first=0, divide=True):
+def _model(num_tokens, d_model, *, swap=False, exponent="2i", layout="interleaved", first=0, divide=True,
+           brackets=False):
     """The position codes in float64; each keyword reproduces one known mistake."""
     p = np.arange(first, first + num_tokens, dtype=np.float64)[:, None]
     i = np.arange(d_model // 2, dtype=np.float64)[None, :]
     power = {"2i": 2 * i / d_model, "i": i / d_model, "int": (2 * i) // d_model}[exponent]
     speed = 10000.0 ** -power if divide else 10000.0 ** power
-    sin, cos = np.sin(p * speed), np.cos(p * speed)
+    angles = (p / 10000.0) ** power if brackets else p * speed
+    sin, cos = np.sin(angles), np.cos(angles)
     if swap:
         sin, cos = cos, sin
     if layout == "halves":
@@ -58,14 +62,36 @@ MISTAKES = [
     (dict(divide=False), "the angle is p * 10000**(2i/d_model); divide instead: p / 10000**(2i/d_model)"),
     (dict(swap=True, exponent="i"), "sin and cos are swapped, and the exponent is i / d_model instead of "
                                     "2i / d_model"),
+    (dict(brackets=True), "the angle is (p / 10000) ** (2i / d_model): the power belongs to 10000 alone, "
+                          "p / 10000**(2i / d_model) (mind the brackets)"),
 ]
 OWN_COLUMN = ("the cosine in column 2i+1 uses the exponent (2i+1) / d_model; both columns of a pair "
               "share one angle, p / 10000**(2i / d_model)")
 
 
-def _symptoms(num_tokens, d_model):
+def _symptoms(num_tokens, d_model, out=None):
+    """The known mistakes; with the student's `out`, also a measured one: every pair turns at a
+    steady speed, but not the right one (a wrong base, or d_model replaced in the exponent)."""
     found = [((lambda kw=kw: _model(num_tokens, d_model, **kw)), message) for kw, message in MISTAKES]
-    return found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN)]
+    return found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN)] + _steady_speeds(out)
+
+
+def _steady_speeds(out):
+    """[(the codes of pairs turning at the speeds `out` shows from row 0 to row 1, the diagnosis)]."""
+    try:
+        out = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return []  # not numbers: the case says so
+    if out.ndim != 2 or out.shape[0] < 2 or out.shape[1] % 2 or not np.isfinite(out).all():
+        return []
+    speeds = np.arctan2(out[1, 0::2], out[1, 1::2])  # radians per position, if each pair turns steadily
+    p = np.arange(out.shape[0], dtype=np.float64)[:, None]
+    steady = np.empty(out.shape)
+    steady[:, 0::2], steady[:, 1::2] = np.sin(p * speeds), np.cos(p * speeds)
+    worst = int(np.argmax(abs(speeds - 10000.0 ** -(np.arange(len(speeds)) * 2 / out.shape[1]))))
+    return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
+                             f"{float(speeds[worst]):.4g} radians per position; pair i must turn by "
+                             "1 / 10000**(2i / d_model) (check the base, 10000, and the exponent, 2i / d_model)")]
 
 
 def _call(impl, num_tokens, d_model):
@@ -99,8 +125,9 @@ def test_stored_outputs(impl):
     for record in stored.load(STEP):
         n, d = int(record["num_tokens"]), int(record["d_model"])
         what = f"{NAME}({n}, {d}) ({record['label']})"
-        checks.expect_close(apply(impl, record), record["expected_0"], what, atol=float(record["atol"]),
-                            rtol=0, symptoms=_symptoms(n, d))
+        out = apply(impl, record)
+        checks.expect_close(out, record["expected_0"], what, atol=float(record["atol"]),
+                            rtol=0, symptoms=_symptoms(n, d, out))
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
@@ -121,7 +148,7 @@ def test_matches_torch_tutorial(impl):
     for n, d in ((20, 12), (64, 32), (9, 2)):
         out, what = _call(impl, n, d)
         checks.expect_close(out, _torch_positions(n, d), f"{what} compared with PyTorch's tutorial encoding",
-                            atol=2e-5, rtol=0, symptoms=_symptoms(n, d))
+                            atol=2e-5, rtol=0, symptoms=_symptoms(n, d, out))
 
 
 # --- properties -------------------------------------------------------------------------------
@@ -196,4 +223,4 @@ def test_many_sizes(impl):
     for _ in range(4):
         n, d = int(r.integers(1, 40)), 2 * int(r.integers(1, 20))
         out, what = _call(impl, n, d)
-        checks.expect_close(out, _model(n, d), what, atol=2e-5, rtol=0, symptoms=_symptoms(n, d))
+        checks.expect_close(out, _model(n, d), what, atol=2e-5, rtol=0, symptoms=_symptoms(n, d, out))
