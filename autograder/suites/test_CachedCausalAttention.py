@@ -26,6 +26,7 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN
 
 STEP = "CachedCausalAttention"
 
@@ -73,7 +74,7 @@ def _expect_grown(cache, start, size, call):
 def _model(x, linears, sizes, *, offset=True, read=True, scale=True):
     """Outputs of feeding x in chunks through a cache, float64. offset False: the mask of the new
     tokens is the top rows (mask[:t, :start + t]); read False: the new tokens attend only to
-    themselves (causally); scale False: no division by sqrt(d_k)."""
+    themselves (causally); scale False: no division by sqrt(d_k), "d_in": by sqrt(d_in)."""
     x = np.asarray(x, dtype=np.float64)
 
     def project(name):
@@ -82,7 +83,7 @@ def _model(x, linears, sizes, *, offset=True, read=True, scale=True):
         return y if bias is None else y + np.asarray(bias, dtype=np.float64)
 
     q, k, v = project("W_query"), project("W_key"), project("W_value")
-    divisor = np.sqrt(k.shape[-1]) if scale else 1.0
+    divisor = {True: np.sqrt(k.shape[-1]), False: 1.0, "d_in": np.sqrt(x.shape[-1])}[scale]
     outs, start = [], 0
     for size in sizes:
         keys_from = 0 if read else start
@@ -101,13 +102,12 @@ CACHE_MISTAKES = [
                          "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),
     (dict(read=False), "the cache is filled but never read: the new tokens attend only to themselves; attend "
                        "to all the keys and values cache.update returns"),
-    (dict(scale=False), "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"),
+    (dict(scale=False), NOT_SCALED),
     (dict(offset=False, scale=False), "the scores are not scaled, and the mask ignores the cache's offset"),
+    (dict(scale="d_in"), SCALED_BY_D_IN),
 ]
-FULL_MISTAKES = toolkit.MASK_MISTAKES + [
-    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"),
-    (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
-] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
+FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
+                 + toolkit.ROLE_MISTAKES)
 
 
 def _cache_symptoms(x, linears, sizes):

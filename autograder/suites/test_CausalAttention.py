@@ -20,15 +20,7 @@ STEP = "CausalAttention"
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
-SCALE_MISTAKES = [
-    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"),
-    (dict(scale="d_in"), "the scores are divided by sqrt(d_in); divide by sqrt(d_k), d_k = the width of "
-                         "the keys (d_out here)"),
-    (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
-    (dict(scale="tokens"), "the scores are divided by sqrt(T), the number of tokens (keys.shape[-2]); divide "
-                           "by sqrt(d_k), the keys' width (keys.shape[-1])"),
-]
-MISTAKES = toolkit.MASK_MISTAKES + SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
+MISTAKES = toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
 def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):

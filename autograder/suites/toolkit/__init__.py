@@ -28,6 +28,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     MASK_MISTAKES,
     NAN_HINT,
     ROLE_MISTAKES,
+    SCALE_MISTAKES,
     SOFTMAX_AXIS_MISTAKES,
     attention,
     check_stored_outputs,

@@ -117,6 +117,18 @@ MASK_MISTAKES = [
 ]
 
 
+# The scale of one head's scores: d_k is the keys' width (CausalAttention, CachedCausalAttention).
+NOT_SCALED = "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"
+SCALED_BY_D_IN = "the scores are divided by sqrt(d_in); divide by sqrt(d_k), d_k = the width of the keys (d_out here)"
+SCALE_MISTAKES = [
+    (dict(scale="none"), NOT_SCALED),
+    (dict(scale="d_in"), SCALED_BY_D_IN),
+    (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
+    (dict(scale="tokens"), "the scores are divided by sqrt(T), the number of tokens (keys.shape[-2]); divide "
+                           "by sqrt(d_k), the keys' width (keys.shape[-1])"),
+]
+
+
 # The softmax along the wrong axis, in a layer that writes its own (not the step's function).
 SOFTMAX_AXIS_MISTAKES = [
     (dict(axis=-2), "the softmax runs over dim=-2, the queries: each query's weights must sum to 1 over "
