@@ -178,11 +178,17 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
         raise CaseFailure(f"{name} in train mode with dropout={p} gives the same output twice: dropout "
                           f"is not applied ({not_applied})")
     kept_any = dropped_any = False
+    renormalised = (f"{name} in train mode: dropout zeroes attention weights after the softmax, but the rows "
+                    "are then divided by their sums again; leave them as dropout returns them (its 1/(1-p) keeps "
+                    "each weight right on average, and rows need not sum to 1 in training)")
     for run in runs:
+        weights, doubled = blocks(run, f"{name}(x) in train mode")
+        whole = np.isfinite(weights).all(axis=-1)  # rows that are numbers
+        if not whole.all() and whole.any() and _renormalised(weights[whole], clean[whole], weights[whole] == 0):
+            raise CaseFailure(renormalised + " (a row whose every weight was dropped became 0 / 0 = nan)")
         checks.expect_finite(checks.to_array(run, f"{name}(x) in train mode"), f"{name}(x) in train mode",
                              "dropout on the masked scores turns -inf into nan (-inf * 0); apply dropout to "
                              "the attention weights after the softmax")
-        weights, doubled = blocks(run, f"{name}(x) in train mode")
         if not close(doubled, 2 * weights, 1e-5, 1e-4):
             raise CaseFailure(f"{name} in train mode: the outputs are not (dropped attention weights) @ "
                               "values; apply dropout to the attention weights after the softmax, not to "
@@ -194,6 +200,8 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
             if (dropped | (abs(weights - clean) <= tol)).all():
                 raise CaseFailure(f"{name} in train mode: the kept attention weights are not rescaled by "
                                   f"1/(1-p); use nn.Dropout, which does that")
+            if _renormalised(weights, clean, dropped):
+                raise CaseFailure(renormalised)
             if close(weights.sum(axis=-1), np.ones(weights.shape[:-1])):
                 # rows still sum to 1 although entries changed: the softmax ran after the dropout
                 raise CaseFailure(f"{name} in train mode: the attention weights still sum to 1 but are not the "
@@ -207,6 +215,14 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     if not (kept_any and dropped_any):
         raise CaseFailure(f"{name} in train mode with dropout={p} should zero some attention weights "
                           "and keep others")
+
+
+def _renormalised(weights, clean, dropped):
+    """Whether `weights` are `clean` with the `dropped` entries zeroed and each row divided by its
+    new sum (dropout, then a second normalisation)."""
+    kept = np.where(dropped, 0.0, clean)
+    sums = kept.sum(axis=-1, keepdims=True)
+    return bool(dropped.any()) and close(weights, kept / np.where(sums > 0, sums, 1.0))
 
 
 def check_eval_mode_without_dropout(name, make, x, p=0.5):
