@@ -18,6 +18,7 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.model import SCALED_BY_TOKENS
 
 STEP = "SelfAttention"
 
@@ -132,6 +133,7 @@ def mistakes(x, weights):
         (dict(scale="head_linear"), "the scores are divided by d_k: divide by sqrt(d_k)"),
         (dict(scale="d_in"), "the scores are divided by sqrt(d_in), the input width; d_k is the width of "
                              "the keys, keys.shape[-1]"),
+        (dict(scale="tokens"), SCALED_BY_TOKENS),
         (dict(axis=-2), "the softmax runs over the wrong axis: each query's row of weights must sum to 1 "
                         "(dim=-1)"),
         (dict(transpose_weights=True), "the context uses weightsᵀ @ values: row i of the weights belongs "

@@ -120,12 +120,13 @@ MASK_MISTAKES = [
 # The scale of one head's scores: d_k is the keys' width (CausalAttention, CachedCausalAttention).
 NOT_SCALED = "the scores are not scaled: divide them by sqrt(d_k), d_k = the width of the keys"
 SCALED_BY_D_IN = "the scores are divided by sqrt(d_in); divide by sqrt(d_k), d_k = the width of the keys (d_out here)"
+SCALED_BY_TOKENS = ("the scores are divided by sqrt(T), the number of tokens (keys.shape[-2]); divide by "
+                    "sqrt(d_k), the keys' width (keys.shape[-1])")
 SCALE_MISTAKES = [
     (dict(scale="none"), NOT_SCALED),
     (dict(scale="d_in"), SCALED_BY_D_IN),
     (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
-    (dict(scale="tokens"), "the scores are divided by sqrt(T), the number of tokens (keys.shape[-2]); divide "
-                           "by sqrt(d_k), the keys' width (keys.shape[-1])"),
+    (dict(scale="tokens"), SCALED_BY_TOKENS),
 ]
 
 
