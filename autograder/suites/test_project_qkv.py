@@ -22,8 +22,8 @@ def stored_symptoms(record, k):
               f"tokens are rows, so {ROLES[k]} = X @ {WEIGHTS[k]}")]
     for j, W in enumerate(Ws):
         if j != k:
-            found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}: return "
-                                             "(X @ W_q, X @ W_k, X @ W_v) in that order"))
+            found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}; {ROLES[k]} = "
+                                             f"X @ {WEIGHTS[k]}: return (X @ W_q, X @ W_k, X @ W_v) in that order"))
     return found
 
 
