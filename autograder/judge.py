@@ -51,9 +51,6 @@ from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
 
 TRAINS = re.compile(r"\boptim\b")
-# The lending kernel's outputs are never read: its figures are closed as the notebook's are, but
-# never drawn (drawing was most of the time its cells took).
-LENDER_PRELUDE = "get_ipython().display_formatter.active_types = ['text/plain']"
 
 
 def format_report(result: StepResult, max_points: float) -> str:
@@ -177,7 +174,7 @@ class JudgedExecute(Execute):
         self._lending = None
         if self._warm is not None:
             self._lending = LendingKernel(self._start_lender, self._ordinary_cells, self._replay_timeout,
-                                          self.startup_timeout, prelude=LENDER_PRELUDE)
+                                          self.startup_timeout)
         try:
             return super().preprocess(nb, resources, km)
         finally:

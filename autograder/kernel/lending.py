@@ -108,7 +108,6 @@ class LendingKernel:
     cells: Callable[[int, int], list[tuple[int, str]]]
     timeout: Callable[[int], float]
     startup_timeout: float
-    prelude: str = ""  # run first in each kernel, before the notebook's cells
     kernel: SideKernel | None = None
     sent_to: int = 0  # the cells before this one have been sent to `kernel`
     pending: list[tuple[str, int]] = field(default_factory=list)  # (request id, cell) not yet answered
@@ -134,13 +133,10 @@ class LendingKernel:
         self._send(upto)
         while self.pending:
             msg_id, index = self.pending[0]
-            self.kernel.channel.wait(msg_id, self.timeout(index) if index >= 0 else self.startup_timeout,
-                                     alive=self.kernel.alive)
+            self.kernel.channel.wait(msg_id, self.timeout(index), alive=self.kernel.alive)
             self.pending.pop(0)
 
     def _send(self, upto: int):
-        if self.sent_to == 0 and self.prelude:
-            self.pending.append((self.kernel.channel.send(self.prelude), -1))
         for index, source in self.cells(self.sent_to, upto):
             self.pending.append((self.kernel.channel.send(source), index))
         self.sent_to = max(self.sent_to, upto)
