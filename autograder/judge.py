@@ -281,7 +281,7 @@ class JudgedExecute(Execute):
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=self._spent() + "\n")]
                 return cell, self.resources
             if self._lending is not None and self._lending.kernel is not None and cell.cell_type == "code":
-                if not self._room_for_lending(2 * LENDING_ROOM):
+                if not self._room_for_lending():
                     self._lending.discard()
                     self._lending = None  # the rest of the notebook lends the older way
                 elif may_lend_later(self._pending, {**self._unrecorded, **self.step_results}):
@@ -298,7 +298,7 @@ class JudgedExecute(Execute):
         self.step_results[step] = result
         if (self._lending is not None and result.fraction < 1
                 and any(step in STEPS[later].depends_on for later in self._pending)
-                and self._room_for_lending(LENDING_ROOM)):
+                and self._room_for_lending()):
             self._lending.open()  # a later step will borrow its reference
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
@@ -342,20 +342,19 @@ class JudgedExecute(Execute):
         notebook's own: nothing of the reference (an object kept, its source recorded) is ever
         where the notebook's later cells run. Without a lending kernel (cold kernels, no room in
         the memory budget, or none would start), in the notebook's kernel, replaced afterwards."""
-        source, names = reference_source(with_dependencies(lent)), lent
+        needed = with_dependencies(lent)
         lender = None
-        room = LENDING_ROOM if self._lending is None or self._lending.kernel is None else 2 * LENDING_ROOM
-        if self._lending is not None and self._room_for_lending(room):
+        if self._lending is not None and self._room_for_lending():
             self._close_agent()  # the notebook's kernel is not judged here
             try:
-                lender = self._lending.ready_for(with_dependencies(lent), index)
+                lender = self._lending.ready_for(needed, index)
                 channel = self._boot(lender.channel, lender.box)
             except Exception:  # noqa: BLE001 - it did not start or answer: the old way
                 self._lending.discard()
                 lender = None
         if lender is None:
             channel = self._open_channel()
-        result = run_step(step, Implementation(channel), source, names, budget=self._left())
+        result = run_step(step, Implementation(channel), reference_source(needed), lent, budget=self._left())
         if lender is None:
             self._restart_and_replay(index)
         elif result.kernel_lost:
@@ -364,8 +363,11 @@ class JudgedExecute(Execute):
             channel.close()
         return result
 
-    def _room_for_lending(self, room: int) -> bool:
-        """Whether the submission holds less than `room` bytes (where its memory is counted)."""
+    def _room_for_lending(self) -> bool:
+        """Whether a lending kernel fits in the submission's memory (where it is counted): one
+        may start while the submission holds less than LENDING_ROOM, and one that runs (holding
+        about as much as the notebook's) may go on below twice that."""
+        room = LENDING_ROOM if self._lending.kernel is None else 2 * LENDING_ROOM
         envelope = self._box.envelope
         try:
             return not envelope.counts_memory or envelope.usage() < room
