@@ -152,14 +152,25 @@ def attention_weights(scores):
 REPORT_KEPT = "import builtins\nprint('KEPT', hasattr(builtins, 'kept_dot_product'))"
 
 
+def calls_to(monkeypatch, owner, name):
+    """The arguments (after self) of every call to owner.name, which still runs."""
+    calls, method = [], getattr(owner, name)
+
+    def spy(self, *args):
+        calls.append(args)
+        return method(self, *args)
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
 @needs_sandbox
 def test_a_reference_kept_by_one_lending_step_is_not_there_for_a_step_it_was_not_lent_to(tmp_path, monkeypatch):
     """A wrong dot product lends the reference's to cosine_similarity, which keeps it; a wrong
     softmax lends softmax (not dot_product) to attention_weights, which is judged in a fresh
     lending kernel and never finds it; the notebook's own kernel never had it."""
-    starts, still_running = [], []
-    start, stop = JudgedExecute._start_lender, SideKernel.stop
-    monkeypatch.setattr(JudgedExecute, "_start_lender", lambda self: starts.append(1) or start(self))
+    starts, still_running = calls_to(monkeypatch, JudgedExecute, "_start_lender"), []
+    stop = SideKernel.stop
 
     def watched_stop(kernel, wait=True):
         pids = [kernel.km.provisioner.process.pid, *procfs.descendants(kernel.km.provisioner.process.pid)]
@@ -182,9 +193,7 @@ def test_a_reference_kept_by_one_lending_step_is_not_there_for_a_step_it_was_not
 
 @needs_sandbox
 def test_a_lending_kernel_goes_on_to_the_next_step_that_is_lent_the_same(tmp_path, monkeypatch):
-    starts = []
-    start = JudgedExecute._start_lender
-    monkeypatch.setattr(JudgedExecute, "_start_lender", lambda self: starts.append(1) or start(self))
+    starts = calls_to(monkeypatch, JudgedExecute, "_start_lender")
     correct_weights = "def attention_weights(scores):\n    return softmax(scores)\n"
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         program("wrong_softmax"), ("grade", "softmax"), correct_weights, ("grade", "attention_weights"),
@@ -201,15 +210,12 @@ def test_without_room_in_the_memory_budget_the_notebooks_kernel_is_lent_and_repl
     than LENDING_ROOM, the step is judged in the notebook's kernel, which is replaced after it,
     and the reference is gone all the same."""
     monkeypatch.setattr(judge, "LENDING_ROOM", 0)
-    starts, restarts = [], []
-    start, restart = JudgedExecute._start_lender, JudgedExecute._restart_and_replay
-    monkeypatch.setattr(JudgedExecute, "_start_lender", lambda self: starts.append(1) or start(self))
-    monkeypatch.setattr(JudgedExecute, "_restart_and_replay",
-                        lambda self, upto: restarts.append(upto) or restart(self, upto))
+    starts = calls_to(monkeypatch, JudgedExecute, "_start_lender")
+    restarts = calls_to(monkeypatch, JudgedExecute, "_restart_and_replay")
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         program("wrong_softmax"), ("grade", "softmax"), program("keep_reference"),
         ("grade", "attention_weights"), REPORT_KEPT_SOFTMAX]))
     assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
     assert "KEPT False RECORDED 0" in printed(judged, 4), printed(judged, 4)
-    assert starts == [] and restarts == [3]
+    assert starts == [] and restarts == [(3,)]
     assert processes_left() == []
