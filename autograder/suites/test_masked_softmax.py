@@ -127,15 +127,17 @@ def test_matches_scaled_dot_product_attention(impl):
     r = rng(1403)
     q, k, v = (torch.tensor(r.normal(size=(2, 3, 6, 4)), dtype=torch.float32) for _ in range(3))
     mask = torch.tensor(_random_mask(r, (6, 6)))
-    weights = impl.masked_softmax(q @ k.transpose(-2, -1) / 2.0, mask)
+    halved = q @ k.transpose(-2, -1) / 2.0
+    weights = impl.masked_softmax(halved, mask)
     if not torch.is_tensor(weights):
         raise CaseFailure(f"masked_softmax returned a {type(weights).__name__}; return a torch tensor")
     checks.expect_shape(weights, (2, 3, 6, 6), "masked_softmax of (2, 3, 6, 6) scores with a (6, 6) mask")
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
-    known = stored_symptoms({"scores": (q @ k.transpose(-2, -1) / 2.0).numpy(), "mask": mask.numpy()}, 0)
+    known = stored_symptoms({"scores": halved.numpy(), "mask": mask.numpy()}, 0)  # the kernel got a copy
     checks.expect_close(weights @ v, want, "masked_softmax(q kᵀ / 2, mask) @ v compared with "
                         "F.scaled_dot_product_attention(q, k, v, attn_mask=~mask)",
-                        symptoms=[(lambda weights=weights: weights() @ v.numpy(), why) for weights, why in known])
+                        symptoms=[(lambda candidate=candidate: candidate() @ v.numpy(), why)
+                                  for candidate, why in known])
     scores = q @ k.transpose(-2, -1)
     got = impl.masked_softmax(scores, torch.zeros(6, 6, dtype=torch.bool))
     checks.expect_close(got, torch.softmax(scores, dim=-1),
