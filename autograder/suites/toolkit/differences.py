@@ -83,7 +83,8 @@ def _patterns(actual, expected, atol, rtol, facts):
         if actual.ndim < 2 or actual.shape[axis] < 2 or actual.shape[-1 if axis == -2 else -2] < 2:
             return False
         factors = _scaled(actual, expected, atol, rtol, axis)
-        if factors is None:
+        # a factor of 0 is a slice left out, not scaled (truncated codes, a row never written)
+        if factors is None or np.any(abs(factors) < 1e-6):
             return False
         facts["spread"] = f"{np.min(factors):.3g} to {np.max(factors):.3g}"
         return True
@@ -102,8 +103,9 @@ def _patterns(actual, expected, atol, rtol, facts):
          "every entry is {factor} times the right value: one constant factor of the formula is wrong (a "
          "scale, or a division that is missing, extra or by the wrong number)"),
         (lambda: some_batch_items_right(),
-         "only item(s) {items} of the batch (the axes before the last two) are right: each item must be "
-         "computed from its own inputs only, the same way (does a step use one item, or mix items?)"),
+         "only item(s) {items} of the batch (the axes before the last two) are right: the other items "
+         "are computed differently (does a step use one item's inputs, mask or length for every item, "
+         "or mix items?)"),
         (lambda: scaled_per_slice(-1),
          "each row is the right row times a factor of its own (from {spread}): each row's normaliser "
          "or scale is wrong (missing, or computed from the wrong numbers)"),
