@@ -28,8 +28,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
                          "head_dim = d_out // num_heads"),
     multihead.DIVIDED_BY_HEAD_DIM,
     (dict(scale="d_out_linear"), "the scores are divided by d_out; divide by sqrt(head_dim)"),
-    (dict(scale="twice_linear"), "the scores are divided by 2 head_dim: `/ head_dim ** 1 / 2` divides by head_dim, "
-                                 "then by 2 (** binds first, and / runs left to right); divide by sqrt(head_dim)"),
+    multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     multihead.SCALED_BY_HEADS,
     (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
                                  "without a transpose, which mixes tokens across heads: view as (batch, T, "
