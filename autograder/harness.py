@@ -188,6 +188,9 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     if NOT_CONTIGUOUS in said:
         return (f"`{step}` raised {name}: `.view` on a tensor whose memory a transpose reordered; use "
                 ".reshape, or call .contiguous() before .view")
+    if any(f"'{number}' object is not callable" in said for number in ("float", "int")):
+        return (f"`{step}` raised {name}: it calls a number as if it were a function; does an attribute that "
+                "should hold a module (an nn.Dropout, say) hold the number it was built from?")
     if any(phrase in said for phrase in SHAPE_MISMATCH):
         return (f"`{step}` raised {name}, a shape mismatch: two arrays it combines do not fit (compare each "
                 f"one's shape with the docstring's){detail}")

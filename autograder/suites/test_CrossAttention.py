@@ -5,68 +5,27 @@ copied into W_query, W_key, W_value and out_proj by attribute name (`toolkit.loa
 The cases make d_q, d_kv and d_out differ, and T_q differ from T_k, so that keys taken from the
 wrong sequence fail with a shape the message can name. `cross_attention` is a NumPy model of the
 layer whose switches reproduce the known mistakes, so a wrong output is named by its cause
-(`MISTAKES`); every case that compares outputs runs that same ladder.
+(`MISTAKES`); every case that compares outputs runs that same ladder (the model is
+`multihead.cross_attention`).
 
 The notes work no example of cross-attention: its oracle is torch.nn.MultiheadAttention with
 kdim/vdim and key_padding_mask.
 """
-
-import math
 
 import numpy as np
 import torch
 from torch import nn
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.fixtures import stored
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks, multihead
 from autograder.suites.toolkit.cases import check_stored, rng
-from autograder.suites.toolkit.multihead import LAYERS, record_linears
+from autograder.suites.toolkit.multihead import LAYERS, cross_attention, record_linears
 
 STEP = "CrossAttention"
-
-
-def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
-                    causal=False, out_proj=True, merge="ok", axis=-1):
-    """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
-    context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
-
-    The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
-    "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" | "d_out" | "head_linear";
-    `causal` (a causal mask as well); `out_proj` False; merge "reversed"; the softmax `axis`."""
-    x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
-
-    def project(name, source):
-        weight, bias = linears[name]
-        y = source @ np.asarray(weight, dtype=np.float64).T
-        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
-
-    def split(z):
-        return np.swapaxes(z.reshape(*z.shape[:-1], num_heads, z.shape[-1] // num_heads), -3, -2)
-
-    q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project("W_value", context))
-    head_dim, d_out = q.shape[-1], num_heads * q.shape[-1]
-    divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim}[scale]
-    scores = q @ np.swapaxes(k, -1, -2) / divisor  # (batch, heads, T_q, T_k)
-    blocked = np.zeros(scores.shape, dtype=bool)
-    if key_padding_mask is not None and mask != "ignored":
-        keys = np.asarray(key_padding_mask, dtype=bool)
-        keys = ~keys if mask == "inverted" else keys
-        # "heads": the mask reshaped to (batch, 1, T_k), which lines sequence b up with head b
-        blocked |= keys[None, :, None, :] if mask == "heads" else keys[:, None, None, :]
-    if causal:
-        blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
-    weights = toolkit.softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
-    heads = weights @ v
-    if merge == "reversed":
-        heads = heads[..., ::-1, :, :]
-    merged = np.swapaxes(heads, -3, -2).reshape(*x.shape[:-1], d_out)
-    if not out_proj:
-        return merged
-    weight, bias = linears["out_proj"]
-    return merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
 
 
 MISTAKES = [
@@ -85,6 +44,14 @@ MISTAKES = [
     multihead.DIVIDED_BY_HEAD_DIM,
     multihead.NO_OUT_PROJ,
     multihead.HEADS_REVERSED,
+    multihead.DIVIDED_BY_TWICE_HEAD_DIM,
+    (dict(scale="d_kv"), "the scores are divided by sqrt(d_kv), the context's width; divide by sqrt(head_dim), "
+                         "the width of each head's keys (head_dim = d_out // num_heads)"),
+    (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
+                                 "dimensions back first, which mixes the queries"),
+    (dict(values="W_key"), "the values come from W_key: use W_value"),
+    (dict(after=True), "the padding mask is applied after the softmax without renormalising, so rows no longer "
+                       "sum to 1: fill the blocked scores with -inf before the softmax"),
 ] + toolkit.SOFTMAX_AXIS_MISTAKES
 
 
@@ -107,6 +74,10 @@ NAN_HINT = ("nan appears when a query has every key blocked: True means blocked,
             "masked scores)")
 
 
+ONE_ROW_PER_CONTEXT_TOKEN = ": one row per CONTEXT token"
+WRONG_INPUT = "a layer gets the wrong input"
+
+
 def _self_mask(key_padding_mask, x):
     return None if key_padding_mask is None or np.shape(key_padding_mask)[-1] != np.shape(x)[-2] \
         else key_padding_mask
@@ -117,7 +88,7 @@ def _explain_shape(out, x, context, d_out, what):
     out = checks.to_array(out, what)
     batch, t_q, t_k = x.shape[0], x.shape[1], context.shape[1]
     if out.shape == (batch, t_k, d_out) and t_k != t_q:
-        raise CaseFailure(f"{what} has shape {checks.fmt_shape(out.shape)}: one row per CONTEXT token; the "
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(out.shape)}{ONE_ROW_PER_CONTEXT_TOKEN}; the "
                           "queries come from x (W_query(x)), keys and values from context, so the output "
                           "has one row per token of x, (batch, T_q, d_out)")
     checks.expect_shape(out, (batch, t_q, d_out), what)
@@ -137,8 +108,8 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
     except RemoteError as error:
         if "shapes cannot be multiplied" in str(error) and x.shape[-1] != context.shape[-1]:
             raise CaseFailure(f"{what} raised {error.type_name} (a matrix product of mismatched shapes) on x "
-                              f"{x.shape[-1]} wide and context {context.shape[-1]} wide: a layer gets the wrong "
-                              "input; W_query takes x (d_q), W_key and W_value take context (d_kv)") from None
+                              f"{x.shape[-1]} wide and context {context.shape[-1]} wide: {WRONG_INPUT}; W_query "
+                              "takes x (d_q), W_key and W_value take context (d_kv)") from None
         if key_padding_mask is None:
             raise
         try:
@@ -228,7 +199,21 @@ def test_stored_outputs(impl):
         return _explain_shape(out, record["x"], record["context"], int(record["d_out"]),
                               f"CrossAttention on {record['label']}")
 
-    check_stored(impl, STEP, checked, "CrossAttention", symptoms=_stored_symptoms)
+    try:
+        check_stored(impl, STEP, checked, "CrossAttention", symptoms=_stored_symptoms)
+    except CaseFailure as failure:
+        if WRONG_INPUT not in str(failure):
+            raise
+        # x and context mixed up fail on the widths first; where d_q == d_kv (and T_q != T_k) the layer runs,
+        # and its output's rows say which input the queries came from
+        for record in stored.load(STEP):
+            if int(record["d_q"]) == int(record["d_kv"]) and record["x"].shape[1] != record["context"].shape[1]:
+                try:
+                    checked(impl, record)
+                except CaseFailure as rows:
+                    if ONE_ROW_PER_CONTEXT_TOKEN in str(rows):
+                        raise rows from None
+        raise
 
 
 # --- the oracle ---------------------------------------------------------------------------
@@ -323,6 +308,9 @@ def test_not_causal(impl):
     changed = context.clone()
     changed[:, -1] += 3.0
     if toolkit.close(checks.to_array(module(x, changed), what)[:, 0], out[:, 0]):
+        if toolkit.close(out, cross_attention(context.numpy(), x.numpy(), linears, 2)):
+            raise CaseFailure(f"{what}: x and context swap roles (is forward's signature (self, context, x)?): the "
+                              "queries come from x, the keys and values from context")
         causal = cross_attention(x.numpy(), context.numpy(), linears, 2, causal=True)
         if toolkit.close(out, causal):
             raise CaseFailure(f"{what}: a causal mask is applied; cross-attention is not causal, every query "

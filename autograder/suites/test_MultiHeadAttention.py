@@ -28,6 +28,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
                          "head_dim = d_out // num_heads"),
     multihead.DIVIDED_BY_HEAD_DIM,
     (dict(scale="d_out_linear"), "the scores are divided by d_out; divide by sqrt(head_dim)"),
+    multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     multihead.SCALED_BY_HEADS,
     (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
                                  "without a transpose, which mixes tokens across heads: view as (batch, T, "
@@ -43,8 +44,15 @@ MISTAKES = toolkit.MASK_MISTAKES + [
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
+# With 2 heads, d_out is 2 head_dim: a divisor of d_out may be either mistake, and the message says so.
+D_OUT_OR_PRECEDENCE = ("the scores are divided by d_out, which is 2 head_dim here (d_out itself, or "
+                       "`/ head_dim ** 1 / 2`, where ** binds first?); divide by sqrt(head_dim)")
+
+
 def _mistakes(x, linears, num_heads):
-    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), MISTAKES)
+    mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else why)
+                for switches, why in MISTAKES]
+    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), mistakes)
 
 
 def _notes_symptoms(example):

@@ -36,6 +36,10 @@ def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False):
     what = _what(d_in, d_out, context_length, len(heads), dropout, bias)
     module = toolkit.construct(impl, STEP, (d_in, d_out, context_length, dropout, len(heads), bias), what=what)
     _check_heads(module, len(heads), what)
+    width = module.describe("heads.0.W_query").get("weight_shape", (d_out,))[0]
+    if width != d_out and width == d_out // len(heads):
+        raise CaseFailure(f"{what}: each head is d_out // num_heads = {width} wide; in the wrapper d_out is the "
+                          "width of ONE head, and the output is num_heads * d_out wide")
     linears = {f"heads.{i}.{name}": head[name] for i, head in enumerate(heads) for name in PROJECTIONS}
     for path, (weight, b) in linears.items():
         toolkit.load_linear(module, path, weight, b, what)
@@ -83,7 +87,21 @@ def _wrapper_mistakes(x, heads):
             (lambda: toolkit.heads_side_by_side(x, [heads[-1]] * len(heads)), SAME_HEAD),
             (lambda: toolkit.heads_side_by_side(x, [heads[0]] * len(heads)), SAME_HEAD),
             (lambda: toolkit.heads_side_by_side(x, heads, mask="none"), "the heads are not causal: use causal "
-             "single-head modules (CausalAttention)")]
+             "single-head modules (CausalAttention)"),
+            *_joined_wrongly(x, heads)]
+
+
+def _joined_wrongly(x, heads):
+    """The heads' outputs put together along another axis than the features, or added up."""
+    outputs = lambda: [toolkit.attention(x, head) for head in heads]  # noqa: E731 - computed only when asked
+    side_by_side = "they go side by side along the last dimension, the features"
+    return [(lambda: np.concatenate(outputs(), axis=-2), f"the heads' outputs are concatenated along the tokens "
+             f"(dim=1): {side_by_side}"),
+            (lambda: np.concatenate(outputs(), axis=0), f"the heads' outputs are concatenated along the batch "
+             f"(dim=0): {side_by_side}"),
+            (lambda: np.sum(outputs(), axis=0), f"the heads' outputs are added, not concatenated: {side_by_side}"),
+            (lambda: np.mean(outputs(), axis=0), f"the heads' outputs are averaged, not concatenated: "
+             f"{side_by_side}")]
 
 
 def _notes_symptoms(example):

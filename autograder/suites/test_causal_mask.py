@@ -17,8 +17,23 @@ def stored_inputs():
     return [dict(label=f"num_tokens={n}", num_tokens=np.int64(n)) for n in _SIZES]
 
 
+def _not_additive(mask, what):
+    """A float mask with negative entries is the additive convention (-inf or a large negative number
+    added to the blocked scores, 0 elsewhere), not a 0/1 mask of the wrong dtype: named by its own cause."""
+    if torch.is_tensor(mask) and mask.is_floating_point() and bool((mask < 0).any()):
+        raise CaseFailure(f"{what} is an additive float mask (negative where blocked, 0 elsewhere, as "
+                          "nn.Transformer's float masks are); causal_mask returns a torch.bool tensor, True "
+                          "where a key is blocked")
+
+
+def _mask(impl, num_tokens):
+    mask = impl.causal_mask(num_tokens)
+    _not_additive(mask, f"causal_mask({num_tokens})")
+    return mask
+
+
 def apply(impl, record):
-    return impl.causal_mask(int(record["num_tokens"]))
+    return _mask(impl, int(record["num_tokens"]))
 
 
 def stored_symptoms(record, k):
@@ -37,10 +52,13 @@ def stored_symptoms(record, k):
             (np.triu(ones, 2), "True starts one diagonal too high: each token may then attend to the token "
                                "right after it; every later key (j > i) must be blocked, the next one too"),
             (np.triu(ones, -1), "True starts one diagonal too low: each token is blocked from itself and "
-                                "from the token before it; only later keys (j > i) are blocked")]
+                                "from the token before it; only later keys (j > i) are blocked"),
+            (np.tril(ones, 1), "True fills the lower triangle up to one diagonal above the main one (tril "
+                               "with triu's offset): the blocked keys lie strictly above the diagonal, the "
+                               "rest of the mask is False")]
 
 
-test_notes = notes_cases(STEP, replayed=stored_symptoms)
+test_notes = notes_cases(STEP, replayed=stored_symptoms, examine=_not_additive)
 
 
 @case(STEP, "stored", weight=2)
@@ -53,7 +71,7 @@ def test_stored_outputs(impl):
 def test_bool_tensor(impl):
     """returns a torch.bool tensor of shape (T, T)"""
     for n in (4, 1):
-        out = impl.causal_mask(n)
+        out = _mask(impl, n)
         if not torch.is_tensor(out):
             raise CaseFailure(f"causal_mask({n}) returned a {type(out).__name__}; return a torch tensor")
         if out.dtype != torch.bool:
@@ -68,7 +86,7 @@ def test_matches_torch_causal_attention(impl):
     r = rng(1201)
     n, d = 7, 4
     q, k, v = (torch.tensor(r.normal(size=(2, n, d)), dtype=torch.float32) for _ in range(3))
-    mask = impl.causal_mask(n)
+    mask = _mask(impl, n)
     if not torch.is_tensor(mask):
         mask = torch.as_tensor(np.asarray(mask))
     checks.expect_shape(mask, (n, n), f"causal_mask({n})")
@@ -79,8 +97,12 @@ def test_matches_torch_causal_attention(impl):
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     # scaled_dot_product_attention's boolean attn_mask is True where attending is ALLOWED
     got = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~blocked)
+    # a wrong mask is named by the stored outputs' ladder, pushed through the same attention
+    ladder = [((lambda wrong=wrong: torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=~torch.as_tensor(np.asarray(wrong) != 0)).numpy()), message)
+        for wrong, message in stored_symptoms(dict(num_tokens=n), 0)]
     checks.expect_close(got, want, f"F.scaled_dot_product_attention(q, k, v, attn_mask=~causal_mask({n})) "
-                        "compared with is_causal=True")
+                        "compared with is_causal=True", symptoms=ladder)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         mha = torch.nn.MultiheadAttention(d, 2, batch_first=True).eval()
@@ -95,7 +117,7 @@ def test_matches_torch_causal_attention(impl):
 def test_long_sequence(impl):
     """works for long sequences: T = 256 has T(T-1)/2 True entries, all above the diagonal"""
     n = 256
-    out = checks.to_array(impl.causal_mask(n), f"causal_mask({n})")
+    out = checks.to_array(_mask(impl, n), f"causal_mask({n})")
     checks.expect_shape(out, (n, n), f"causal_mask({n})")
     rows, cols = np.nonzero(out)
     if len(rows) != n * (n - 1) // 2 or bool((cols <= rows).any()):

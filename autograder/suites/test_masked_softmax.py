@@ -3,13 +3,26 @@
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "masked_softmax"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+
+
+def _not_log_weights(weights, what):
+    """Log-probabilities hold -inf where the weights hold 0, which no ladder can match (-inf - -inf is
+    nan): named by their own test, exp of each row sums to 1."""
+    if not torch.is_tensor(weights) or not weights.is_floating_point():
+        return
+    logs = weights.detach().double()
+    if bool(torch.isneginf(logs).any()) and bool(torch.allclose(logs.exp().sum(-1), torch.ones(()).double())):
+        raise CaseFailure(f"{what} holds log-probabilities (log_softmax): -inf where a weight is 0 and the "
+                          "logarithm of every other weight; the weights are the probabilities themselves")
+
+
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k), examine=_not_log_weights)
 
 
 def _causal(n):
@@ -45,8 +58,27 @@ def stored_inputs():
     ]
 
 
+def _weights(impl, scores, mask, what):
+    """impl.masked_softmax(scores, mask), with the mistakes that only a retry or the raw value shows
+    named: boolean indexing with a mask that must broadcast, and log-probabilities."""
+    try:
+        weights = impl.masked_softmax(scores, mask)
+    except RemoteError as error:
+        if scores.dim() <= mask.dim():
+            raise
+        try:  # one matrix of scores, which the mask fits exactly: if that works, broadcasting is the trouble
+            impl.masked_softmax(scores[(0,) * (scores.dim() - mask.dim())].clone(), mask)
+        except RemoteError:
+            raise error from None
+        raise CaseFailure(f"masked_softmax works when the mask has the scores' shape but raised {error.type_name} "
+                          f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
+                          "leading axes; one (T, T) mask must serve a whole batch") from None
+    _not_log_weights(weights, what)
+    return weights
+
+
 def apply(impl, record):
-    return impl.masked_softmax(torch.tensor(record["scores"]), torch.tensor(record["mask"]))
+    return _weights(impl, torch.tensor(record["scores"]), torch.tensor(record["mask"]), record["label"])
 
 
 def _softmax(s, axis=-1):
@@ -68,7 +100,22 @@ def stored_symptoms(record, k):
              "(the convention of masked_fill and nn.MultiheadAttention)"),
             (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
              "dimension: normalise over the last one (the keys)"),
-            (lambda: _softmax(np.where(np.swapaxes(m, -1, -2), -np.inf, s)), TRANSPOSED)]
+            (lambda: _softmax(np.where(np.swapaxes(m, -1, -2), -np.inf, s)), TRANSPOSED),
+            *[((lambda axis=axis: _softmax(np.where(m, -np.inf, s), axis=axis)), f"the softmax runs over dim "
+               f"{axis}, not over the keys: normalise over the last dimension, whatever axes come before it")
+              for axis in range(s.ndim - 2)],
+            (lambda: _softmax(np.where(m, np.inf, s)), "blocked scores are filled with +inf, the largest "
+             "value, so a row with a blocked entry becomes inf / inf = nan: blocked scores get -inf"),
+            (lambda: _softmax(np.where(m, -np.inf, s) / np.sqrt(s.shape[-1])), SCALED_INSIDE),
+            (lambda: _softmax(np.where(m, -np.inf, s) / s.shape[-1]), SCALED_INSIDE),
+            # all nan: only where nothing overflows or underflows could a right fill give numbers
+            *([(lambda: _softmax(s - np.where(m, np.inf, np.nan)), "subtracting mask * inf makes nan wherever "
+                "the mask is False (0 * inf is nan), so every row is nan: the open scores must stay as they are")]
+              if abs(s).max() < 50 else [])]
+
+
+SCALED_INSIDE = ("the scores are scaled again inside masked_softmax: it takes scores already scaled, and only "
+                 "masks and normalises them")
 
 
 @case(STEP, "stored", weight=3)
@@ -102,16 +149,20 @@ def test_blocked_entries_exactly_zero(impl):
                          (-950.0, "scores near -950")):
         scores = torch.tensor(shift + r.normal(size=(2, 5, 5)), dtype=torch.float32)
         what = f"masked_softmax of {label}"
-        out = impl.masked_softmax(scores, mask)
+        out = _weights(impl, scores, mask, what)
         out = checks.to_array(out, what)
         checks.expect_shape(out, (2, 5, 5), what)
+        sums = out.sum(axis=-1)
+        wrong = not np.isfinite(out).all() or bool((out[..., _causal(5)] != 0).any()) or bool(
+            (abs(sums - 1) > 1e-5).any())
+        # some mistakes are harmless on some of these scores (a fill of 0 near 1e4): only a wrong output is named
+        named = wrong and checks.named_mistake(out, stored_symptoms(dict(scores=scores.numpy(), mask=_causal(5)),
+                                                                    0), atol=1e-4)
+        if named:
+            raise CaseFailure(f"{what}: {named}")
         checks.expect_finite(out, what, _NAN_HINT)
         if bool((out[..., _causal(5)] != 0).any()):
             largest = float(abs(out[..., _causal(5)]).max())
-            named = checks.named_mistake(out, stored_symptoms(dict(scores=scores.numpy(), mask=_causal(5)), 0),
-                                         atol=1e-4)
-            if named:
-                raise CaseFailure(f"{what}: {named}")
             if largest > FINITE_FILL_LEAK:  # more than a finite fill far below the scores lets through
                 raise CaseFailure(f"{what}: blocked entries get weight up to {largest:.3g}, and the grader "
                                   "cannot name the cause")
@@ -128,9 +179,12 @@ def test_matches_scaled_dot_product_attention(impl):
     q, k, v = (torch.tensor(r.normal(size=(2, 3, 6, 4)), dtype=torch.float32) for _ in range(3))
     mask = torch.tensor(_random_mask(r, (6, 6)))
     halved = q @ k.transpose(-2, -1) / 2.0
-    weights = impl.masked_softmax(halved, mask)
+    weights = _weights(impl, halved, mask, "(2, 3, 6, 6) scores with one (6, 6) mask")
     if not torch.is_tensor(weights):
         raise CaseFailure(f"masked_softmax returned a {type(weights).__name__}; return a torch tensor")
+    if weights.dtype != halved.dtype:
+        raise CaseFailure(f"masked_softmax returns {weights.dtype} weights for {halved.dtype} scores: keep the "
+                          "scores' dtype")
     checks.expect_shape(weights, (2, 3, 6, 6), "masked_softmax of (2, 3, 6, 6) scores with a (6, 6) mask")
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
     known = stored_symptoms({"scores": halved.numpy(), "mask": mask.numpy()}, 0)  # the kernel got a copy

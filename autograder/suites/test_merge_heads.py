@@ -37,7 +37,34 @@ def _mistakes(x):
              "the heads' features are interleaved; head i's features must form the block "
              "[i*head_dim, (i+1)*head_dim)"),
             (lambda: x[:, ::-1].transpose(0, 2, 1, 3).reshape(b, t, h * hd),
-             "the heads are merged in reverse order: head 0's features come first")]
+             "the heads are merged in reverse order: head 0's features come first"),
+            *_joined_wrongly(x)]
+
+
+def _joined_wrongly(x):
+    """Outputs that put the heads together along another axis, or join the wrong axes."""
+    b, h, t, hd = x.shape
+    added = ("the heads' outputs are {} into one head's width: merging puts them side by side, "
+             "num_heads * head_dim features per token")
+    return [(lambda: x.sum(axis=1), added.format("added")),
+            (lambda: x.mean(axis=1), added.format("averaged")),
+            (lambda: x.reshape(b, h * t, hd), "the heads are put one after another along the tokens axis; "
+             "they go side by side along the features, T rows as before"),
+            (lambda: x.transpose(1, 0, 2, 3).reshape(h * b, t, hd), "the heads are put one after another "
+             "along the batch axis; they go side by side along the features"),
+            (lambda: x.transpose(1, 2, 0, 3).reshape(h, t, b * hd), "it goes through x's first axis, the "
+             "batch, as if it were the heads: x is (batch, num_heads, T, head_dim)"),
+            (lambda: x.transpose(0, 1, 3, 2).reshape(b, t, h * hd), "it swaps each head's tokens and features "
+             "(the last two axes) before the reshape, which mixes tokens and features; the axes to swap are "
+             "the heads and the tokens"),
+            (lambda: x.reshape(b, h, t * hd), "each head's tokens are joined into one row, (batch, num_heads, "
+             "T * head_dim): the tokens must stay an axis of their own, in front of the heads"),
+            (lambda: x.transpose(0, 2, 1, 3).reshape(b, h, t * hd), "it reads x's axes as (batch, T, "
+             "num_heads, head_dim); x is (batch, num_heads, T, head_dim), as split_heads returns it"),
+            (lambda: x.transpose(0, 2, 1, 3).reshape(b, t * h * hd), "the tokens are flattened into the "
+             "features too: the result keeps one row per token, (batch, T, num_heads * head_dim)"),
+            (lambda: x.transpose(0, 2, 1, 3).reshape(t, b * h * hd), "the batch is folded into the features: "
+             "the batch axis stays first, (batch, T, num_heads * head_dim)")]
 
 
 @case(STEP, "stored", weight=3)

@@ -9,7 +9,7 @@ place or missing) before it falls back to saying which sequence and position are
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import stored
 from autograder.harness import case
 from autograder.suites import toolkit
@@ -29,7 +29,15 @@ def _call(impl, lengths, num_tokens, strict=False):
 
     Only `strict` cases insist on torch.bool: a 0/1 mask of another dtype costs that case alone."""
     what = f"padding_mask(lengths={np.asarray(lengths).tolist()}, num_tokens={num_tokens})"
-    out = impl.padding_mask(torch.as_tensor(np.asarray(lengths, dtype=np.int64)), num_tokens)
+    try:
+        out = impl.padding_mask(torch.as_tensor(np.asarray(lengths, dtype=np.int64)), num_tokens)
+    except RemoteError as error:
+        # the one comparison of a padding mask is of lengths (batch,) with positions (num_tokens,)
+        if not any(phrase in str(error) for phrase in _NOT_BROADCAST):
+            raise
+        raise CaseFailure(f"{what} raised {error.type_name}: lengths (batch,) and the key positions (num_tokens,) "
+                          "do not broadcast as they are compared; each sequence's length must meet a whole row "
+                          "of positions, so one of the two needs an axis of its own") from None
     checks.expect_tensor(out, what)
     if not strict:
         return what, out.numpy() != 0
@@ -37,6 +45,11 @@ def _call(impl, lengths, num_tokens, strict=False):
         raise CaseFailure(f"{what} has dtype {out.dtype}; return a torch.bool tensor (True = blocked): "
                           "a comparison such as >= gives one")
     return what, out.numpy()
+
+
+# How torch words an elementwise comparison of shapes that do not broadcast, or a result with fewer axes
+# than the indexing after it expects.
+_NOT_BROADCAST = ("must match the size of tensor", "too many indices for tensor", "does not match the broadcast shape")
 
 
 def _which_sizes(got, want):
@@ -65,6 +78,16 @@ def _diagnose(what, got, lengths, num_tokens):
         raise CaseFailure(f"{what}: the right entries, repeated for every query, shape "
                           f"{checks.fmt_shape(got.shape)}: keep the query axis of size 1, (batch, 1, "
                           "num_tokens), and let broadcasting repeat it")
+    if got.shape == (batch, num_tokens, num_tokens) and np.array_equal(
+            got, want | np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1)):
+        raise CaseFailure(f"{what}: it blocks the later keys too (a causal mask inside): padding_mask marks only "
+                          "the padding, (batch, 1, num_tokens), and is combined with causal_mask by | where both apply")
+    if got.ndim == 3 and got.shape[:2] == want.shape[:2] and got.shape[2] != num_tokens:
+        for size, which in ((int(np.max(lengths)), "the longest sequence's length"),
+                            (batch, "the batch size, len(lengths)")):
+            if got.shape[2] == size:
+                raise CaseFailure(f"{what} has {size} key position{'s' * (size != 1)}, {which}: the mask covers all num_tokens "
+                                  "positions, padding included")
     if got.shape != want.shape:
         raise CaseFailure(f"{what} has shape {checks.fmt_shape(got.shape)}, expected (batch, 1, num_tokens) "
                           f"= {checks.fmt_shape(want.shape)}{_which_sizes(got.shape, want.shape)}")
@@ -77,6 +100,11 @@ def _diagnose(what, got, lengths, num_tokens):
     if np.array_equal(got, _blocked(np.asarray(lengths) - 1, num_tokens)):
         raise CaseFailure(f"{what} is off by one: it also blocks the last real token, position "
                           "lengths[b] - 1; block j >= lengths[b]")
+    for length, which in ((np.min(lengths), "the shortest"), (np.max(lengths), "the longest"),
+                          (lengths[0], "the first sequence's"), (lengths[-1], "the last sequence's")):
+        if batch > 1 and np.array_equal(got, _blocked(np.full(batch, length), num_tokens)):
+            raise CaseFailure(f"{what}: every sequence's row uses one length, {which} ({int(length)}): each "
+                              "sequence b is blocked from its own lengths[b] on")
     row = int(np.argmax((got != want).any(axis=(1, 2))))
     raise CaseFailure(f"{what}: sequence {row} (length {int(np.asarray(lengths)[row])}) should be True "
                       "exactly at key positions j >= its length; this mistake has no name in the grader, "
@@ -164,4 +192,5 @@ def test_matches_torch_key_padding_mask(impl):
 def test_lengths_unchanged(impl):
     """leaves lengths unchanged"""
     lengths = torch.tensor([3, 1, 4])
+    _call(impl, [3, 1, 4], 4)  # an exception is named by its cause first
     checks.expect_inputs_unchanged(impl, "padding_mask", (lengths,), ["lengths"], more=(4,))

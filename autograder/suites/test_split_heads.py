@@ -1,9 +1,11 @@
 """Hidden suite of `split_heads` (assignment 04)."""
 
+import itertools
+
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks
@@ -26,8 +28,39 @@ def stored_inputs():
     return records
 
 
+AXES = ("batch", "num_heads", "T", "head_dim")
+TOKENS_CUT = ("cuts the tokens axis into heads, so each head gets a block of whole tokens: the heads are slices "
+              "of every token's features (the last axis), and each keeps all T tokens")
+
+
+def _split(impl, x, num_heads):
+    """impl.split_heads(x, num_heads); an exception that a retry on an easier input explains is named
+    by its cause: a split of the tokens axis fails only where T is no multiple of num_heads, and code
+    that assumes one sequence fails only on a batch of more than one."""
+    try:
+        return impl.split_heads(x, num_heads)
+    except RemoteError as error:
+        batch, num_tokens, _ = x.shape
+
+        def works_on(easier):
+            try:
+                impl.split_heads(easier, num_heads)
+            except RemoteError:
+                return False
+            return True
+
+        if num_tokens % num_heads and works_on(torch.cat([x] * num_heads, dim=1)):
+            raise CaseFailure(f"split_heads raised {error.type_name} on {num_tokens} tokens into {num_heads} "
+                              f"heads but not on {num_tokens * num_heads} tokens: it {TOKENS_CUT}") from None
+        if batch > 1 and works_on(x[:1]):
+            raise CaseFailure(f"split_heads works on a batch of one sequence but raised {error.type_name} on a "
+                              f"batch of {batch}: every sequence of the batch is split, and the batch axis "
+                              "stays first") from None
+        raise
+
+
 def apply(impl, record):
-    return impl.split_heads(torch.tensor(record["x"]), int(record["num_heads"]))
+    return _split(impl, torch.tensor(record["x"]), int(record["num_heads"]))
 
 
 def _mistakes(x, h):
@@ -35,12 +68,37 @@ def _mistakes(x, h):
     hd = d // h
     right = x.reshape(b, t, h, hd).transpose(0, 2, 1, 3)
     return [(lambda: x.reshape(b, h, t, hd),
-             "reshaped to (batch, num_heads, T, head_dim) without a transpose, which mixes tokens across "
-             "heads: view as (batch, T, num_heads, head_dim), then transpose(1, 2)"),
+             "mixes tokens across heads, as a reshape to (batch, num_heads, T, head_dim) without a transpose, "
+             "or a cut along the tokens axis, does: each head keeps all T tokens and a slice of every "
+             "token's features"),
             (lambda: x.reshape(b, t, hd, h).transpose(0, 3, 1, 2), "head i gets every num_heads-th feature "
              "(i, i+h, ...); it must get the contiguous block [i*D/h, (i+1)*D/h)"),
             (lambda: right[:, ::-1],
-             "the heads come out in reverse order: head 0 holds the first D/h features")]
+             "the heads come out in reverse order: head 0 holds the first D/h features"),
+            # the right values with the axes in another order: each order named by its axes
+            *[((lambda order=order: right.transpose(order)),
+               f"its axes come out in the order ({', '.join(AXES[i] for i in order)}); split_heads returns "
+               f"({', '.join(AXES)})")
+              for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)],
+            *_wrong_number_of_heads(x, h)]
+
+
+def _wrong_number_of_heads(x, h):
+    """A fixed 2 heads (the chapter's), and slices h features wide (torch.split's argument is a slice's
+    size, torch.chunk's a number of slices), which makes d // h heads: the same output where d == 2h."""
+    b, t, d = x.shape
+    two = "makes 2 heads instead of num_heads"
+    by_size = ("torch.split takes a slice's size, torch.chunk a number of slices: cut the features into "
+               "num_heads slices")
+    found = []
+    if h != 2 and d % 2 == 0:
+        message = (f"{two}: a fixed 2 (the chapter's number), or slices num_heads wide ({by_size})"
+                   if d == 2 * h else f"{two} (the chapter's number), whatever num_heads is")
+        found.append(((lambda: x.reshape(b, t, 2, d // 2).transpose(0, 2, 1, 3)), message))
+    if d != 2 * h and d // h != h:
+        found.append(((lambda: x.reshape(b, t, d // h, h).transpose(0, 2, 1, 3)),
+                      f"cuts the features into slices num_heads wide, which makes D // num_heads heads ({by_size})"))
+    return found
 
 
 @case(STEP, "stored", weight=3)
@@ -59,7 +117,7 @@ def test_head_holds_feature_block(impl):
     b, t, d, h = 2, 3, 8, 4
     x = 1000 * np.arange(b)[:, None, None] + 100 * np.arange(t)[None, :, None] + np.arange(d)
     x = x.astype(np.float32)
-    out = impl.split_heads(torch.tensor(x), h)
+    out = _split(impl, torch.tensor(x), h)
     what = "split_heads of a (2, 3, 8) tensor into 4 heads"
     out = checks.to_array(out, what)
     if out.shape == (b, t, h, d // h):
@@ -75,10 +133,13 @@ def test_matches_torch_multihead_attention(impl):
     b, t, d, h = 2, 5, 6, 3
     x = torch.tensor(rng(1602).normal(size=(b, t, d)), dtype=torch.float32)
     want = toolkit.torch_identity_multihead(x, h)
-    heads = impl.split_heads(x, h)
+    heads = _split(impl, x, h)
     if not torch.is_tensor(heads):
         raise CaseFailure(f"split_heads returned a {type(heads).__name__}; return a torch tensor")
-    checks.expect_shape(heads, (b, h, t, d // h), "split_heads(x, 3) of a (2, 5, 6) tensor")
+    what = "split_heads(x, 3) of a (2, 5, 6) tensor"
+    if tuple(heads.shape) != (b, h, t, d // h):  # a wrong shape is named by the ladder if it can be
+        checks.expect_close(heads, x.view(b, t, h, d // h).transpose(1, 2).numpy(), what,
+                            symptoms=_mistakes(x.numpy().astype(np.float64), h))
 
     def attend(split):
         split = torch.as_tensor(np.ascontiguousarray(split), dtype=torch.float32)
@@ -94,4 +155,5 @@ def test_matches_torch_multihead_attention(impl):
 def test_input_unchanged(impl):
     """leaves x unchanged"""
     x = torch.tensor(rng(1603).normal(size=(2, 3, 6)), dtype=torch.float32)
+    _split(impl, x, 2)  # an exception is named by its cause first
     checks.expect_inputs_unchanged(impl, "split_heads", [x], ["x"], more=(2,))

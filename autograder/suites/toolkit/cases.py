@@ -90,7 +90,7 @@ def replayed_symptoms(member, step, ladder, correct=None):
             for candidate, message in found]
 
 
-def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None):
+def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
@@ -98,6 +98,7 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None):
     inputs, so a wrong worked example is named by the same ladder as the suite's other cases.
     `replayed(record, k)`, the ladder of the stored outputs, does that for an example that calls
     the step once on plain inputs (`replayed_symptoms`; `correct` for a step that returns a tuple).
+    `examine(actual, what)` may name a mistake no ladder can match (a value of the wrong kind) first.
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -108,6 +109,8 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None):
     @case_family(step, "notes", members, weight=weight)
     def test_notes(impl, member):
         actual = member.call(impl)  # inputs travel as copies: nothing can write into them
+        if examine is not None:
+            examine(actual, f"the notes' example \"{member.where}\"")
         ladder = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
                   if replayed else ())
         checks.expect_close(actual, notes.expected(member), f"the notes' example \"{member.where}\"",

@@ -30,7 +30,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
     or None)}. The defaults are the correct model; each switch reproduces a known mistake:
     mask "none" | "lower" | "diagonal"; `fill` for blocked scores; `after`: mask the weights after
-    the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "tokens"
+    the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
     (sqrt(T)) | "heads" (sqrt(num_heads)); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
@@ -60,7 +60,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
 
     q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
-               "head_linear": head_dim, "d_out_linear": d_out, "tokens": math.sqrt(num_tokens),
+               "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
                "heads": math.sqrt(num_heads)}[scale]
     scores = q @ np.swapaxes(k, -1, -2) / divisor
     ones = np.ones((num_tokens, num_tokens))
@@ -127,6 +127,8 @@ SCALE_MISTAKES = [
     (dict(scale="d_in"), SCALED_BY_D_IN),
     (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
     (dict(scale="tokens"), SCALED_BY_TOKENS),
+    (dict(scale="twice_linear"), "the scores are divided by 2 d_k: `/ d_k ** 1 / 2` divides by d_k, then by 2 "
+                                 "(** binds first, and / runs left to right); the divisor is sqrt(d_k)"),
 ]
 
 

@@ -48,6 +48,9 @@ def construct(impl, class_name, args, kwargs=None, what=None):
         if _is_signature_error(error):
             raise CaseFailure(f"{what} cannot be created ({first_line(error)}); keep the signature of the "
                               f"task: {class_name}{SIGNATURES.get(class_name, '(...)')}") from None
+        if "dropout probability has to be between 0 and 1" in str(error):
+            raise CaseFailure(f"{what} cannot be created: an nn.Dropout got a rate outside [0, 1]; are the "
+                              "arguments passed on in the order of each signature (the layers' too)?") from None
         raise
     if not isinstance(module, Handle) or not module.is_module:
         kind = module.type_name if isinstance(module, Handle) else type(module).__name__

@@ -1,13 +1,16 @@
 """What the suites of the two multi-head layers, `MultiHeadAttention` and `CrossAttention`, share:
 the names of their layers, how a stored record holds their weights, the probe of their dropout,
 the check that d_out splits into equal heads, and the mistakes of their heads. Both NumPy models
-(`model.attention` and the CrossAttention suite's `cross_attention`) take the same switches for
+(`model.attention` and `cross_attention`, the CrossAttention suite's, here) take the same switches for
 these mistakes, so one (switches, message) pair serves both ladders."""
+
+import math
 
 import numpy as np
 
 from autograder.errors import CaseFailure
 from autograder.steps import PROJECTIONS
+from autograder.suites.toolkit.model import softmax
 
 LAYERS = PROJECTIONS + ("out_proj",)
 BIAS_KEYS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
@@ -20,6 +23,9 @@ SCALED_BY_D_OUT = (dict(scale="d_out"), "the scores are divided by sqrt(d_out); 
 DIVIDED_BY_HEAD_DIM = (dict(scale="head_linear"), "the scores are divided by head_dim instead of sqrt(head_dim)")
 SCALED_BY_HEADS = (dict(scale="heads"), "the scores are divided by sqrt(num_heads); divide by sqrt(head_dim), the "
                                         "width of each head's keys (head_dim = d_out // num_heads)")
+DIVIDED_BY_TWICE_HEAD_DIM = (dict(scale="twice_linear"), "the scores are divided by 2 head_dim: `/ head_dim ** 1 / 2` "
+                             "divides by head_dim, then by 2 (** binds first, and / runs left to right); divide "
+                             "by sqrt(head_dim)")
 HEADS_REVERSED = (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first")
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
@@ -67,3 +73,50 @@ def check_rejects_indivisible(make, cases):
                               "(e.g. assert d_out % num_heads == 0, \"...\")") from None
         raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
                           "(raise AssertionError or ValueError)")
+
+
+def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
+                    causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False):
+    """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
+    context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
+
+    The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
+    "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" | "d_out" | "head_linear";
+    `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
+    scale also "twice_linear" (2 head_dim) | "d_kv" (sqrt(d_kv)); `values` from another layer; `after`
+    (the mask applied to the weights after the softmax, without renormalising)."""
+    x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
+
+    def project(name, source):
+        weight, bias = linears[name]
+        y = source @ np.asarray(weight, dtype=np.float64).T
+        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+
+    def split(z):
+        return np.swapaxes(z.reshape(*z.shape[:-1], num_heads, z.shape[-1] // num_heads), -3, -2)
+
+    q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project(values, context))
+    head_dim, d_out = q.shape[-1], num_heads * q.shape[-1]
+    divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
+               "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1])}[scale]
+    scores = q @ np.swapaxes(k, -1, -2) / divisor  # (batch, heads, T_q, T_k)
+    blocked = np.zeros(scores.shape, dtype=bool)
+    if key_padding_mask is not None and mask != "ignored":
+        keys = np.asarray(key_padding_mask, dtype=bool)
+        keys = ~keys if mask == "inverted" else keys
+        # "heads": the mask reshaped to (batch, 1, T_k), which lines sequence b up with head b
+        blocked |= keys[None, :, None, :] if mask == "heads" else keys[:, None, None, :]
+    if causal:
+        blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
+    if after:
+        weights = softmax(scores, axis) * ~blocked
+    else:
+        weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
+    heads = weights @ v
+    if merge == "reversed":
+        heads = heads[..., ::-1, :, :]
+    merged = (heads if merge == "no_transpose" else np.swapaxes(heads, -3, -2)).reshape(*x.shape[:-1], d_out)
+    if not out_proj:
+        return merged
+    weight, bias = linears["out_proj"]
+    return merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
