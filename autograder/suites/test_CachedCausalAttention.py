@@ -4,16 +4,17 @@ Worked examples: the chapter's `CausalAttention(3, 2, 6, 0.0)` context vectors (
 without a cache and with the six tokens fed one at a time through a `KVCache`
 (`fixtures/notes_efficient.py`). Oracle: `F.scaled_dot_product_attention`, with `is_causal=True`
 on a whole sequence and with an explicit mask (its True = attend) for new tokens after a cached
-prefix. Properties (all in eval mode): generation one token at a time equals causal attention,
-and several at a time the layer's own full forward; the cache grows by exactly the new tokens; seed 003's claim that the last
-token's causal output is plain self-attention, checked through the cache; the cache refusing to
-grow past context_length (ValueError); the attributes of `CausalAttention`.
-
-While this step is graded the reference `KVCache` stands in for the student's (`depends_on`),
-so a wrong cache costs points at its own step only. Weights are copied in by attribute name
-(`toolkit.loaded_module`). A NumPy model of cached attention names the known mistakes: a mask that
-ignores the cache's offset, a cache that is filled but never read, unscaled scores.
+prefix. Properties (eval mode): generation one token (or several) at a time equals causal attention
+(the layer's own full forward); the cache grows by exactly the new tokens; seed 003's claim that the
+last token's causal output is plain self-attention, through the cache; the cache refusing to grow past
+context_length (ValueError); the attributes of `CausalAttention`. The reference `KVCache` stands in
+for the student's (`depends_on`), so a wrong cache costs points at its own step only. Weights are
+copied in by attribute name (`toolkit.loaded_module`). A NumPy model of cached attention, with
+attention's own mistakes made on each chunk, names the known mistakes (a mask that ignores the
+cache's offset, a cache filled but never read, a mask slice of the wrong size, ...).
 """
+
+import re
 
 import numpy as np
 import torch
@@ -62,14 +63,18 @@ def _generate(impl, module, x, sizes, what):
 
 
 def _expect_mask_wide_enough(error, start, size, call):
-    """A forward of `size` new tokens after `start` cached ones that failed because the scores (one
-    column per key held, start + size) met a mask slice only `size` wide (CausalAttention's
-    mask[:t, :t], unchanged) is named."""
-    said = str(error)
-    if start and "must match the size of tensor" in said and f"({size})" in said and f"({start + size})" in said:
+    """A forward of `size` new tokens after `start` cached ones whose scores (size x start + size) met a
+    mask slice only `size` wide (CausalAttention's mask[:t, :t]) or with a row per token so far."""
+    found = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)",
+                      str(error))
+    if not start or not found or {int(found.group(1)), int(found.group(2))} != {size, start + size}:
+        return
+    if found.group(3) == "2":
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
                           f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
                           "the new tokens' rows of the mask span all the keys so far") from None
+    raise CaseFailure(f"{call} raised {error.type_name}: the mask slice has a row for every token so far ({start} + "
+                      f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
 
 
 def _expect_grown(cache, start, size, call):
@@ -110,10 +115,7 @@ def _model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="cau
         query_pos = np.arange(size)[:, None] + (start if offset else 0)
         blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
                    "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos}[mask]
-        if after:
-            weights = toolkit.softmax(scores, axis) * ~blocked
-        else:
-            weights = toolkit.softmax(np.where(blocked, fill, scores), axis)
+        weights = toolkit.softmax(scores, axis) * ~blocked if after else toolkit.softmax(np.where(blocked, fill, scores), axis)
         outs.append(weights @ vs)
         start += size
     return np.concatenate(outs, axis=1)
@@ -139,9 +141,8 @@ FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMA
 
 
 def _told_apart(symptoms):
-    """The symptoms, computed now; a candidate whose output another mistake's equals on this input
-    (a lone new token that sees only itself: the cache never read, or the earlier keys blocked) says
-    that its output fits each of them, so that none is blamed alone."""
+    """The symptoms, computed now; one whose output another's equals here (a lone new token that sees
+    only itself: the cache never read, or the earlier keys blocked) names them all, none alone."""
     computed = []
     for candidate, message in symptoms:
         try:

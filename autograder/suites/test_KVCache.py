@@ -87,6 +87,8 @@ def _symptoms(ks, vs, which):
         (lambda: parts[0], "the cache keeps only its first update: later updates must be appended"),
         (lambda: np.concatenate(parts[::-1], axis=1), "each update is put in front of what the cache holds: "
                                                       "append it after, so the tokens stay in their order"),
+        (lambda: sum(parts), "update adds the new entries to the ones held (+= on tensors adds them up, entry by "
+                             "entry): append them along the token axis"),
     ] + (_values_from_keys(parts, other) if which else [
         (lambda: np.concatenate(other, axis=1), "the keys and values are swapped (update(k, v) returns (keys, "
                                                 "values) in that order)")])

@@ -30,7 +30,7 @@ NAN_HINT = ("exp overflowed (subtract the running row maximum before exponentiat
 # --- a NumPy model of the blockwise computation, with known mistakes as switches -------------
 
 def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
-           shift="new", keep_max=True, tail=True, sum_axis=-1):
+           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
@@ -38,7 +38,7 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     "linear" | "d_v" (sqrt of the values' width); normalise False: no final division; shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped; sum_axis 0: the block's weights
-    summed over axis 0 (the queries of one sequence)."""
+    summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1])}[scale]
@@ -55,7 +55,8 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
                 blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
                            "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows}[mask]
                 scores = np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
-            new_max = np.maximum(row_max, scores.max(axis=-1, keepdims=True))
+            new_max = scores.max(axis=-1, keepdims=True)
+            new_max = new_max if block_max else np.maximum(row_max, new_max)
             shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
             p = np.exp(scores - (new_max if shift == "new" else row_max))
             row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
@@ -93,6 +94,9 @@ MISTAKES = [
                            "too: rescale what was summed before the block, then add the block"),
     (dict(sum_axis=0), "the running sum adds up each block's weights over axis 0 (the queries, or with a batch "
                        "the first batch axis): each query sums its own weights, over the keys (the last axis)"),
+    (dict(block_max=True), "the new maximum is the block's own, not the larger of it and the running one: a "
+                           "block of lower scores (or all blocked, -inf) rescales what came before by more than 1 "
+                           "(or inf)"),
     (dict(tail=False), "the last block is skipped when it holds fewer than block_size keys: the blocks must "
                        "cover all n_k keys, and the last one may be shorter"),
 ]
@@ -134,9 +138,13 @@ def _name_known(out, what, Q, K, V, block_size, causal):
     """Raise the symptom of the known mistake `out` (a wrong answer of a property case) matches, if any:
     such a case's own message (blocks that disagree, nan, weights that do not sum to 1) would blame
     a consequence, not the cause."""
-    symptom = checks.named_mistake(checks.to_array(out, what), _symptoms(Q, K, V, block_size, causal))
-    if symptom is not None:
-        raise CaseFailure(f"{what}: {symptom}")
+    out = checks.to_array(out, what)
+    fits = list(dict.fromkeys(message for candidate, message in _symptoms(Q, K, V, block_size, causal)
+                              if checks.named_mistake(out, [(candidate, message)]) is not None))
+    if len(fits) == 1:
+        raise CaseFailure(f"{what}: {fits[0]}")
+    if fits:  # with V = ones, say, several mistakes give the same output
+        raise CaseFailure(f"{what}: the output fits more than one known mistake: " + "; or ".join(fits))
 
 
 def _attention(impl, Q, K, V, block_size, causal, what, want):

@@ -10,6 +10,7 @@ another width in the exponent) are named from the speeds the student's own rows 
 """
 
 import math
+import re
 
 import numpy as np
 import torch
@@ -118,6 +119,11 @@ def _positions(impl, num_tokens, d_model):
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_ANGLE_PER_COLUMN}") from None
         if f"intoshape({(num_tokens + 1) // 2},{d_model})" in said and num_tokens > 1:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ROWS_SLICED}") from None
+        rows = re.search(rf"fromshape\((\d+),{d_model // 2}\)intoshape\({num_tokens},{d_model // 2}\)", said)
+        if rows:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have "
+                              f"{rows.group(1)} rows for {num_tokens} positions: one row per position p = 0, 1, ..., "
+                              "num_tokens - 1") from None
         raise
 
 
