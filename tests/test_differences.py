@@ -18,6 +18,7 @@ KINDS = {
     "first item only": (np.stack([RIGHT[0], RIGHT[1] * 2 + 1]), "only item(s) 0 of the batch"),
     "rows scaled": (RIGHT * ROW_FACTORS, "each row's normaliser or scale is wrong"),
     "columns scaled": (RIGHT * COLUMN_FACTORS, "each column's normaliser or scale is wrong"),
+    "columns negated": (RIGHT * np.array([1, -1, 1, -1, 1]), "some columns are the negative of the right ones"),
     "rows reordered": (RIGHT[:, ::-1], "it holds the right rows, in the wrong order"),
     "entries moved": (RIGHT.swapaxes(-1, -2).reshape(RIGHT.shape), "the right numbers, in the wrong places"),
 }

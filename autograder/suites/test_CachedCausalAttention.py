@@ -4,16 +4,17 @@ Worked examples: the chapter's `CausalAttention(3, 2, 6, 0.0)` context vectors (
 without a cache and with the six tokens fed one at a time through a `KVCache`
 (`fixtures/notes_efficient.py`). Oracle: `F.scaled_dot_product_attention`, with `is_causal=True`
 on a whole sequence and with an explicit mask (its True = attend) for new tokens after a cached
-prefix. Properties (all in eval mode): generation one token at a time equals causal attention,
-and several at a time the layer's own full forward; the cache grows by exactly the new tokens; seed 003's claim that the last
-token's causal output is plain self-attention, checked through the cache; the cache refusing to
-grow past context_length (ValueError); the attributes of `CausalAttention`.
-
-While this step is graded the reference `KVCache` stands in for the student's (`depends_on`),
-so a wrong cache costs points at its own step only. Weights are copied in by attribute name
-(`toolkit.loaded_module`). A NumPy model of cached attention names the known mistakes: a mask that
-ignores the cache's offset, a cache that is filled but never read, unscaled scores.
+prefix. Properties (eval mode): generation one token (or several) at a time equals causal attention
+(the layer's own full forward); the cache grows by exactly the new tokens; seed 003's claim that the
+last token's causal output is plain self-attention, through the cache; the cache refusing to grow past
+context_length (ValueError); the attributes of `CausalAttention`. The reference `KVCache` stands in
+for the student's (`depends_on`), so a wrong cache costs points at its own step only. Weights are
+copied in by attribute name (`toolkit.loaded_module`). A NumPy model of cached attention, with
+attention's own mistakes made on each chunk, names the known mistakes (a mask that ignores the
+cache's offset, a cache filled but never read, a mask slice of the wrong size, ...).
 """
+
+import re
 
 import numpy as np
 import torch
@@ -47,8 +48,9 @@ def _generate(impl, module, x, sizes, what):
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
         try:
             out = checks.to_array(module(x[:, start:start + size], cache=cache), call)
-        except RemoteError:  # a cache grown by the wrong number of tokens is the likelier cause
+        except RemoteError as error:  # a cache grown by the wrong number of tokens is the likelier cause
             _expect_grown(cache, start, size, call)
+            _expect_mask_wide_enough(error, start, size, call)
             raise
         _expect_grown(cache, start, size, call)
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
@@ -58,6 +60,21 @@ def _generate(impl, module, x, sizes, what):
         lengths.append(len(cache))
         start += size
     return np.concatenate(outs, axis=1), lengths
+
+
+def _expect_mask_wide_enough(error, start, size, call):
+    """A forward of `size` new tokens after `start` cached ones whose scores (size x start + size) met a
+    mask slice only `size` wide (CausalAttention's mask[:t, :t]) or with a row per token so far."""
+    found = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)",
+                      str(error))
+    if not start or not found or {int(found.group(1)), int(found.group(2))} != {size, start + size}:
+        return
+    if found.group(3) == "2":
+        raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
+                          f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
+                          "the new tokens' rows of the mask span all the keys so far") from None
+    raise CaseFailure(f"{call} raised {error.type_name}: the mask slice has a row for every token so far ({start} + "
+                      f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
 
 
 def _expect_grown(cache, start, size, call):
@@ -71,10 +88,13 @@ def _expect_grown(cache, start, size, call):
 
 # --- a NumPy model of cached attention, with known mistakes as switches -----------------------
 
-def _model(x, linears, sizes, *, offset=True, read=True, scale=True):
-    """Outputs of feeding x in chunks through a cache, float64. offset False: the mask of the new
-    tokens is the top rows (mask[:t, :start + t]); read False: the new tokens attend only to
-    themselves (causally); scale False: no division by sqrt(d_k), "d_in": by sqrt(d_in)."""
+def _model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
+           axis=-1, roles="qkv"):
+    """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
+    the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally). The
+    other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
+    scale "tokens" (sqrt of the keys held), mask "inverted" (j <= i blocked: a keep-mask used as the
+    blocked one), roles "qqv" (the queries cached as keys)."""
     x = np.asarray(x, dtype=np.float64)
 
     def project(name):
@@ -82,40 +102,69 @@ def _model(x, linears, sizes, *, offset=True, read=True, scale=True):
         y = x @ np.asarray(weight, dtype=np.float64).T
         return y if bias is None else y + np.asarray(bias, dtype=np.float64)
 
-    q, k, v = project("W_query"), project("W_key"), project("W_value")
-    divisor = {True: np.sqrt(k.shape[-1]), False: 1.0, "d_in": np.sqrt(x.shape[-1])}[scale]
+    made = {"q": project("W_query"), "k": project("W_key"), "v": project("W_value"), "x": x}
+    q, k, v = (made[role] for role in roles)
     outs, start = [], 0
     for size in sizes:
         keys_from = 0 if read else start
         qs, ks, vs = q[:, start:start + size], k[:, keys_from:start + size], v[:, keys_from:start + size]
+        divisor = {"head": np.sqrt(made["q"].shape[-1]), "none": 1.0, "d_in": np.sqrt(x.shape[-1]),
+                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2])}[scale]
         scores = qs @ np.swapaxes(ks, -1, -2) / divisor
         key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
         query_pos = np.arange(size)[:, None] + (start if offset else 0)
-        weights = toolkit.softmax(np.where(key_pos > query_pos, -np.inf, scores))
+        blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
+                   "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos}[mask]
+        weights = toolkit.softmax(scores, axis) * ~blocked if after else toolkit.softmax(np.where(blocked, fill, scores), axis)
         outs.append(weights @ vs)
         start += size
     return np.concatenate(outs, axis=1)
 
 
+INVERTED_MASK = ("the mask blocks the keys each token may see and keeps the later ones (a True-means-keep mask, "
+                 "like torch.tril, used where masked_fill wants True = blocked): the first token is left with no "
+                 "key, which makes nan")
 CACHE_MISTAKES = [
     (dict(offset=False), "the mask of the new tokens ignores the cache's offset: new token i sits at position "
                          "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),
     (dict(read=False), "the cache is filled but never read: the new tokens attend only to themselves; attend "
                        "to all the keys and values cache.update returns"),
-    (dict(scale=False), NOT_SCALED),
-    (dict(offset=False, scale=False), "the scores are not scaled, and the mask ignores the cache's offset"),
+    (dict(scale="none"), NOT_SCALED),
+    (dict(offset=False, scale="none"), "the scores are not scaled, and the mask ignores the cache's offset"),
     (dict(scale="d_in"), SCALED_BY_D_IN),
+    (dict(roles="qqv"), "the cache holds the queries in place of the keys: cache.update takes the new keys "
+                        "(W_key(x)) and values"),
+    (dict(mask="inverted"), INVERTED_MASK),
 ]
 FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
                  + toolkit.ROLE_MISTAKES)
 
 
+def _told_apart(symptoms):
+    """The symptoms, computed now; one whose output another's equals here (a lone new token that sees
+    only itself: the cache never read, or the earlier keys blocked) names them all, none alone."""
+    computed = []
+    for candidate, message in symptoms:
+        try:
+            with np.errstate(all="ignore"):
+                computed.append((np.asarray(candidate(), dtype=np.float64), message))
+        except Exception:  # noqa: BLE001 - a model that cannot run on this input just does not apply
+            continue
+    fits = [list(dict.fromkeys(other for same, other in computed
+                               if same.shape == value.shape and toolkit.close(same, value))) for value, _ in computed]
+    return [(value, message if len(fit) == 1 else "the outputs fit more than one known mistake: " + "; or ".join(fit))
+            for (value, message), fit in zip(computed, fits)]
+
+
 def _cache_symptoms(x, linears, sizes):
-    return [((lambda kw=kw: _model(x, linears, sizes, **kw)), message) for kw, message in CACHE_MISTAKES]
+    """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
+    attention itself, made on each chunk (one axis or mask or scale mistake fails every path)."""
+    return _told_apart(toolkit.symptoms(lambda **kw: _model(x, linears, sizes, **kw), CACHE_MISTAKES + FULL_MISTAKES))
 
 
 def _full_symptoms(x, linears):
-    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES)
+    return _told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
+        ((lambda: _model(x, linears, [np.shape(x)[-2]], mask="inverted")), INVERTED_MASK)])
 
 
 def _notes_symptoms(example):
@@ -237,7 +286,7 @@ def test_matches_torch(impl):
                         finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
     sizes = [4, 3, 2]
     cached, _ = _generate(impl, module, x, sizes, "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)")
-    start = 0
+    start, known = 0, _cache_symptoms(x.numpy(), linears, sizes)
     for size in sizes:
         stop = start + size
         attend = torch.arange(stop)[None, :] <= torch.arange(start, stop)[:, None]  # key j <= query position
@@ -246,8 +295,7 @@ def test_matches_torch(impl):
                             f"the outputs of new tokens {start}..{stop - 1} after {start} cached tokens, compared "
                             "with F.scaled_dot_product_attention(q_new, k_all, v_all, attn_mask=allowed)",
                             finite_hint=toolkit.NAN_HINT,
-                            symptoms=[(lambda kw=kw, s=start, e=stop: _model(x.numpy(), linears, sizes, **kw)[:, s:e], m)
-                                      for kw, m in CACHE_MISTAKES])
+                            symptoms=[(value[:, start:stop], message) for value, message in known])
         start = stop
 
 
@@ -309,7 +357,7 @@ def test_last_token_through_cache_is_self_attention(impl):
         message = ("the last token, fed alone after 5 cached tokens, does not get plain (unmasked) self-attention "
                    "over all 6 tokens: it sees every token including itself, so nothing of its row may be blocked")
         for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1]):
-            if toolkit.close(last, candidate()[:, -1:]):
+            if toolkit.close(last, candidate[:, -1:]):
                 message += f" ({symptom})"
                 break
         raise CaseFailure(message)
@@ -343,6 +391,7 @@ def test_refuses_to_grow_past_context_length(impl):
     try:
         module(x[:, 3:5], cache=cache)  # exactly context_length tokens: allowed
     except RemoteError as error:
+        _expect_mask_wide_enough(error, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")
         raise CaseFailure(f"{what} raised {error.type_name} while the cache held 3 tokens and 2 more came (5 = "
                           "context_length fits): refuse only MORE than context_length tokens") from None
     _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more")

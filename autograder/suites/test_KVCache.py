@@ -46,6 +46,10 @@ def _call_update(cache, k, v, what):
         return cache.call("update", k, v)
     except RemoteError as error:
         found = re.search(r"must match except in dimension (-?\d+)", str(error))
+        if "stack expects each tensor to be equal size" in str(error):
+            raise CaseFailure(f"{what} raised {error.type_name}: torch.stack puts tensors side by side along a NEW "
+                              "axis, so they must have equal shapes; the cache grows along an existing one, the "
+                              "token axis (dim 1), whatever the number of new tokens") from None
         if found and found.group(1) in _AXES:
             raise CaseFailure(f"{what} raised {error.type_name}: the new entries are appended along "
                               f"{_AXES[found.group(1)]}; append along dim 1, the token axis of (batch, T, d)") from None
@@ -81,9 +85,22 @@ def _symptoms(ks, vs, which):
                                                 "append along dim 1, the token axis of (batch, T, d)"),
         (lambda: parts[-1], "update returns only the new entries: return everything held so far"),
         (lambda: parts[0], "the cache keeps only its first update: later updates must be appended"),
+        (lambda: np.concatenate(parts[::-1], axis=1), "each update is put in front of what the cache holds: "
+                                                      "append it after, so the tokens stay in their order"),
+        (lambda: sum(parts), "update adds the new entries to the ones held (+= on tensors adds them up, entry by "
+                             "entry): append them along the token axis"),
+    ] + (_values_from_keys(parts, other) if which else [
         (lambda: np.concatenate(other, axis=1), "the keys and values are swapped (update(k, v) returns (keys, "
-                                                "values) in that order)"),
-    ]
+                                                "values) in that order)")])
+
+
+def _values_from_keys(values, keys):
+    """The values (the keys being right) that hold keys: all of them, the first update's only, or the
+    later updates' only (a copy-paste slip on one line of update)."""
+    said = "the values {} hold the keys: update must store v_new with the values, k_new with the keys"
+    return [(lambda: np.concatenate(keys, axis=1), said.format("returned")),
+            (lambda: np.concatenate(keys[:1] + values[1:], axis=1), said.format("of the first update")),
+            (lambda: np.concatenate(values[:1] + keys[1:], axis=1), said.format("appended after the first update"))]
 
 
 def _run(cache, ks, vs, label):
@@ -135,11 +152,12 @@ def test_stored_outputs(impl):
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 0))
         checks.expect_close(values, record["expected_1"], f"the values update returns last ({label})",
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 1))
-        _expect_lengths(lengths, record["expected_2"], sizes, record["k"].shape[0], label)
+        _expect_lengths(lengths, record["expected_2"], sizes, record["k"].shape, label)
 
 
-def _expect_lengths(lengths, want, sizes, batch, label):
-    lengths = np.asarray(lengths)
+def _expect_lengths(lengths, want, sizes, shape, label):
+    """len(cache) after each update is `want`; `shape` is that of all the keys, (batch, T, d)."""
+    lengths, batch, width = np.asarray(lengths), shape[0], shape[-1]
     if lengths.shape == np.shape(want) and (lengths == want).all():
         return
     what = f"after updates of {', '.join(map(str, sizes))} tokens ({label}) len(cache) was " + \
@@ -149,6 +167,12 @@ def _expect_lengths(lengths, want, sizes, batch, label):
                           "dim; return the number of tokens, keys.shape[1]")
     if (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
         raise CaseFailure(f"{what}: len(cache) counts the calls to update, not the tokens held")
+    if (lengths == width).all() and width != want[-1]:
+        raise CaseFailure(f"{what}: len(cache) is the keys' width, their last dim: return the number of tokens, "
+                          "the size of the token axis (dim 1 of (batch, T, d))")
+    if batch > 1 and lengths.shape == np.shape(want) and (lengths == batch * np.asarray(want)).all():
+        raise CaseFailure(f"{what}: len(cache) counts the tokens of every batch item together (batch x T): "
+                          "the batch items are sequences side by side, so T is the number of tokens held")
     raise CaseFailure(f"{what}: len(cache) must be the number of tokens held")
 
 
@@ -184,7 +208,7 @@ def test_length_counts_tokens(impl):
     sizes = [2, 1, 3]
     k = torch.tensor(r.normal(size=(4, 6, 3)), dtype=torch.float32)
     _, _, lengths = _run(cache, _chunks(k, sizes), _chunks(k, sizes), "a batch of 4")
-    _expect_lengths(lengths, np.cumsum(sizes), sizes, 4, "a batch of 4")
+    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a batch of 4")
 
 
 SHARED = ("Keep the storage on the instance (self.keys = ... in __init__), not in a class attribute or a "
@@ -232,7 +256,7 @@ def test_generation_one_token_at_a_time(impl):
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 0))
     checks.expect_close(values, v.numpy(), f"the values {what}", atol=1e-6, rtol=1e-5,
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 1))
-    _expect_lengths(lengths, np.cumsum(sizes), sizes, 2, "a long generation")
+    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a long generation")
 
 
 @case(STEP, "property", weight=0.5)

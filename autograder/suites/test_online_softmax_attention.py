@@ -18,7 +18,6 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites import toolkit
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 
@@ -30,37 +29,53 @@ NAN_HINT = ("exp overflowed (subtract the running row maximum before exponentiat
 
 # --- a NumPy model of the blockwise computation, with known mistakes as switches -------------
 
-def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True):
+def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
+           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
-    sum) | "none"; mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal"
-    (j >= i); scale "sqrt" | "none" | "linear"; normalise False: no final division."""
+    sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
+    block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
+    "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
+    "linear" | "d_v" (sqrt of the values' width); normalise False: no final division; shift "old":
+    exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
+    tail False: a last block shorter than block_size is skipped; sum_axis 0: the block's weights
+    summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
-    divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k)}[scale]
+    divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1])}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for start in range(0, n_k, block_size):
+        for start in range(0, n_k if tail else n_k - block_size + 1, block_size):
             stop = min(start + block_size, n_k)
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) / divisor
             if causal:
                 keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
                 rows = np.arange(n_q)[:, None]
                 blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
-                           "diagonal": keys >= rows}[mask]
-                scores = np.where(blocked, -np.inf, scores)
-            new_max = np.maximum(row_max, scores.max(axis=-1, keepdims=True))
-            shrink = np.exp(row_max - new_max)
-            p = np.exp(scores - new_max)
-            row_sum = (row_sum * shrink if rescale in ("both", "sum") else row_sum) + p.sum(-1, keepdims=True)
-            acc = (acc * shrink if rescale in ("both", "acc") else acc) + p @ V[..., start:stop, :]
-            row_max = new_max
+                           "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows}[mask]
+                scores = np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
+            new_max = scores.max(axis=-1, keepdims=True)
+            new_max = new_max if block_max else np.maximum(row_max, new_max)
+            shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
+            p = np.exp(scores - (new_max if shift == "new" else row_max))
+            row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
+            if rescale == "late":
+                acc = (acc + p @ V[..., start:stop, :]) * shrink
+            else:
+                acc = (acc if rescale in ("sum", "none") else acc * shrink) + p @ V[..., start:stop, :]
+            row_max = new_max if keep_max else row_max
         return acc / row_sum if normalise else acc
 
 
 RESCALE = ("the running sum is not rescaled when the row maximum grows: before adding a block, multiply it "
            "(and the running output) by exp(old_max - new_max)")
+# Two mistakes meet the running maximum's start value, -inf, in the first block and make every output
+# nan, so no output tells them apart: the message names both.
+FIRST_BLOCK_NAN = ("every output is nan: in the first block the old maximum is -inf, and exp(scores - old_max) or "
+                   "exp(new_max - old_max) is inf (inf * 0 and inf / inf are nan): shift each block's scores by "
+                   "the new maximum, and rescale what was summed before by exp(old_max - new_max), a factor of at "
+                   "most 1 that shrinks it")
 MISTAKES = [
     (dict(rescale="none"), RESCALE),
     (dict(rescale="acc"), RESCALE),
@@ -69,6 +84,21 @@ MISTAKES = [
     (dict(scale="none"), "the scores are not scaled: divide Q Kᵀ by sqrt(d_k)"),
     (dict(scale="linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
     (dict(normalise=False), "the output is not divided by the running sum at the end"),
+    (dict(scale="d_v"), "the scores are divided by the square root of the values' width, d_v: the scale is "
+                        "sqrt(d_k), the width of the queries and keys"),
+    (dict(rescale="inverted"), FIRST_BLOCK_NAN),
+    (dict(shift="old"), FIRST_BLOCK_NAN),
+    (dict(keep_max=False), "the running maximum is never updated after a block: it stays -inf, every block "
+                           "rescales what came before by exp(-inf) = 0, and only the last block counts"),
+    (dict(rescale="late"), "the running output is rescaled after the block's values are added, so they shrink "
+                           "too: rescale what was summed before the block, then add the block"),
+    (dict(sum_axis=0), "the running sum adds up each block's weights over axis 0 (the queries, or with a batch "
+                       "the first batch axis): each query sums its own weights, over the keys (the last axis)"),
+    (dict(block_max=True), "the new maximum is the block's own, not the larger of it and the running one: a "
+                           "block of lower scores (or all blocked, -inf) rescales what came before by more than 1 "
+                           "(or inf)"),
+    (dict(tail=False), "the last block is skipped when it holds fewer than block_size keys: the blocks must "
+                       "cover all n_k keys, and the last one may be shorter"),
 ]
 CAUSAL_MISTAKES = [
     (dict(mask="local"), "the causal mask of a block compares the query's position with the key's position "
@@ -77,6 +107,10 @@ CAUSAL_MISTAKES = [
                         "when j > i"),
     (dict(mask="diagonal"), "the causal block mask is off by one: it blocks each query's own key; block key j "
                             "only when j > i"),
+    (dict(mask="zero"), "the blocked scores are set to 0, and exp(0 - max) still gives those keys weight: a "
+                        "blocked key needs a score of -inf (weight exactly 0)"),
+    (dict(mask="reversed"), "the causal block mask is reversed: it blocks the keys before each query and keeps "
+                            "the later ones; query i attends to keys 0..i"),
 ]
 
 
@@ -95,15 +129,22 @@ test_notes = notes_cases(STEP, replayed=_recorded_symptoms)
 
 def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
     """out ≈ want, or the symptom of a known mistake; one that puts nan where the model of that
-    mistake does (a query left with no key) is named too, not just reported as nan."""
+    mistake does (a query left with no key) is named too (checks.named_mistake matches nan with nan)."""
+    return checks.expect_close(out, want, what, atol=atol, rtol=rtol, finite_hint=NAN_HINT,
+                               symptoms=_symptoms(Q, K, V, block_size, causal))
+
+
+def _name_known(out, what, Q, K, V, block_size, causal):
+    """Raise the symptom of the known mistake `out` (a wrong answer of a property case) matches, if any:
+    such a case's own message (blocks that disagree, nan, weights that do not sum to 1) would blame
+    a consequence, not the cause."""
     out = checks.to_array(out, what)
-    symptoms = _symptoms(Q, K, V, block_size, causal)
-    if out.shape == np.shape(want) and np.isnan(out).any():
-        for candidate, message in symptoms:
-            value = candidate()
-            if np.isnan(value).any() and toolkit.close(out, value, atol, rtol):
-                raise CaseFailure(f"{what}: {message}")
-    return checks.expect_close(out, want, what, atol=atol, rtol=rtol, finite_hint=NAN_HINT, symptoms=symptoms)
+    fits = list(dict.fromkeys(message for candidate, message in _symptoms(Q, K, V, block_size, causal)
+                              if checks.named_mistake(out, [(candidate, message)]) is not None))
+    if len(fits) == 1:
+        raise CaseFailure(f"{what}: {fits[0]}")
+    if fits:  # with V = ones, say, several mistakes give the same output
+        raise CaseFailure(f"{what}: the output fits more than one known mistake: " + "; or ".join(fits))
 
 
 def _attention(impl, Q, K, V, block_size, causal, what, want):
@@ -206,6 +247,7 @@ def test_same_answer_for_every_block_size(impl):
                                   what)
             if out.shape != one_block.shape or not np.allclose(out, one_block, atol=1e-5, rtol=1e-4,
                                                                equal_nan=True):
+                _name_known(out, what, Q, K, V, block_size, causal)
                 raise CaseFailure(f"{what} differs from the same call with block_size=11 (all keys in one "
                                   "block): the blocks must combine to exactly the one-block answer (rescale "
                                   "the running sum and output by exp(old_max - new_max) whenever the "
@@ -222,6 +264,8 @@ def test_weights_sum_to_one(impl):
         what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones"
         out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal), what)
         checks.expect_shape(out, (10, 1), what)
+        if not np.allclose(out, 1.0, atol=1e-5, rtol=0):
+            _name_known(out, what, Q, K, V, block_size, causal)
         checks.expect_finite(out, what, NAN_HINT)
         worst = float(out.flat[int(np.argmax(abs(out - 1)))])
         if abs(worst - 1) > 1e-5:
@@ -238,6 +282,8 @@ def test_causal(impl):
     what = _label(Q.shape, K.shape, 3, True)
     out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=3, causal=True), what)
     checks.expect_shape(out, (2, 10, 4), what)
+    if not np.isfinite(out).all():
+        _name_known(out, what, Q, K, V, 3, True)
     checks.expect_finite(out, what, NAN_HINT)
     for t in (1, 4, 9):
         K2, V2 = K.copy(), V.copy()
@@ -268,6 +314,8 @@ def _check_peak(impl, causal):
     out, peak = impl.measure_peak("online_softmax_attention", Q, K, V, 64, causal)
     out = checks.to_array(out, what)
     checks.expect_shape(out, (LONG, 32), what)
+    if not np.isfinite(out).all():
+        _name_known(out, what, Q, K, V, 64, causal)
     checks.expect_finite(out, what, NAN_HINT)
     # The reference peaks near 5 MiB here; any (n_q, n_k) array of float32 scores is 36 MiB.
     limit = LONG * LONG * 4 // 2
@@ -283,7 +331,8 @@ def _check_peak(impl, causal):
         scores = scores.masked_fill(torch.arange(LONG)[None, :] > torch.as_tensor(rows)[:, None], float("-inf"))
     want = (torch.softmax(scores, dim=-1) @ v).numpy()
     checks.expect_close(out[rows], want, what + f", rows 0, 1, 777 and {LONG - 1},", atol=1e-4, rtol=1e-3,
-                        finite_hint=NAN_HINT)
+                        finite_hint=NAN_HINT, symptoms=[((lambda c=candidate: c()[rows]), message)
+                                                        for candidate, message in _symptoms(Q, K, V, 64, causal)])
 
 
 @case(STEP, "property", weight=7, timeout=15)

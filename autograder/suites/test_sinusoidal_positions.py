@@ -10,11 +10,12 @@ another width in the exponent) are named from the speeds the student's own rows 
 """
 
 import math
+import re
 
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
@@ -24,13 +25,14 @@ NAME = "sinusoidal_positions"
 
 
 def _model(num_tokens, d_model, *, swap=False, exponent="2i", layout="interleaved", first=0, divide=True,
-           brackets=False):
-    """The position codes in float64; each keyword reproduces one known mistake."""
+           brackets=False, unit=1.0):
+    """The position codes in float64; each keyword reproduces one known mistake (`unit`: the angles
+    multiplied by it, a degree/radian conversion)."""
     p = np.arange(first, first + num_tokens, dtype=np.float64)[:, None]
     i = np.arange(d_model // 2, dtype=np.float64)[None, :]
     power = {"2i": 2 * i / d_model, "i": i / d_model, "int": (2 * i) // d_model}[exponent]
     speed = 10000.0 ** -power if divide else 10000.0 ** power
-    angles = (p / 10000.0) ** power if brackets else p * speed
+    angles = unit * ((p / 10000.0) ** power if brackets else p * speed)
     sin, cos = np.sin(angles), np.cos(angles)
     if swap:
         sin, cos = cos, sin
@@ -49,6 +51,8 @@ def _own_column(num_tokens, d_model):
     return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
 
 
+DEGREES = ("the angles are converted between degrees and radians (np.radians or np.degrees): p / 10000**(2i / "
+           "d_model) is already the angle in radians, as np.sin and np.cos take it")
 MISTAKES = [
     (dict(swap=True), "sin and cos are swapped: the even columns (2i) hold the sines, the odd columns "
                       "(2i+1) the cosines"),
@@ -62,6 +66,8 @@ MISTAKES = [
     (dict(divide=False), "the angle is p * 10000**(2i/d_model); divide instead: p / 10000**(2i/d_model)"),
     (dict(swap=True, exponent="i"), "sin and cos are swapped, and the exponent is i / d_model instead of "
                                     "2i / d_model"),
+    (dict(unit=np.pi / 180), DEGREES),
+    (dict(unit=180 / np.pi), DEGREES),
     (dict(brackets=True), "the angle is (p / 10000) ** (2i / d_model): the power belongs to 10000 alone, "
                           "p / 10000**(2i / d_model) (mind the brackets)"),
 ]
@@ -94,9 +100,36 @@ def _steady_speeds(out):
                              "1 / 10000**(2i / d_model) (check the base, 10000, and the exponent, 2i / d_model)")]
 
 
+# NumPy's words for an assignment codes[...] = angles whose shapes do not fit, in two mistakes.
+ONE_ANGLE_PER_COLUMN = ("the angles have a column for every column of the code (d_model of them), so they do not fit "
+                        "the d_model / 2 sine columns: a (sin, cos) pair shares one angle, one per pair i, and 2i runs "
+                        "over the even columns only")
+ROWS_SLICED = ("codes[0::2] takes every other ROW, that is every other position; the sines and cosines alternate "
+               "along the COLUMNS, so the slice belongs on the second axis")
+
+
+def _positions(impl, num_tokens, d_model):
+    """impl.sinusoidal_positions(num_tokens, d_model); an assignment that fails in one of two known
+    ways is named, not shown as NumPy's bare words."""
+    try:
+        return impl.sinusoidal_positions(num_tokens, d_model)
+    except RemoteError as error:
+        said = str(error).replace(" ", "")
+        if f"fromshape({num_tokens},{d_model})intoshape({num_tokens},{d_model // 2})" in said:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_ANGLE_PER_COLUMN}") from None
+        if f"intoshape({(num_tokens + 1) // 2},{d_model})" in said and num_tokens > 1:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ROWS_SLICED}") from None
+        rows = re.search(rf"fromshape\((\d+),{d_model // 2}\)intoshape\({num_tokens},{d_model // 2}\)", said)
+        if rows:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have "
+                              f"{rows.group(1)} rows for {num_tokens} positions: one row per position p = 0, 1, ..., "
+                              "num_tokens - 1") from None
+        raise
+
+
 def _call(impl, num_tokens, d_model):
     what = f"{NAME}({num_tokens}, {d_model})"
-    out = checks.to_array(impl.sinusoidal_positions(num_tokens, d_model), what)
+    out = checks.to_array(_positions(impl, num_tokens, d_model), what)
     return out, what
 
 
@@ -114,7 +147,7 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.sinusoidal_positions(int(record["num_tokens"]), int(record["d_model"]))
+    return _positions(impl, int(record["num_tokens"]), int(record["d_model"]))
 
 
 @case(STEP, "stored", weight=6)

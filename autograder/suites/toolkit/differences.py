@@ -79,7 +79,7 @@ def _patterns(actual, expected, atol, rtol, facts):
         facts["factor"] = _fraction(float(factor))
         return True
 
-    def scaled_per_slice(axis):
+    def scaled_per_slice(axis, signs_only=False):
         if actual.ndim < 2 or actual.shape[axis] < 2 or actual.shape[-1 if axis == -2 else -2] < 2:
             return False
         factors = _scaled(actual, expected, atol, rtol, axis)
@@ -87,7 +87,7 @@ def _patterns(actual, expected, atol, rtol, facts):
         if factors is None or np.any(abs(factors) < 1e-6):
             return False
         facts["spread"] = f"{np.min(factors):.3g} to {np.max(factors):.3g}"
-        return True
+        return not signs_only or bool(np.all(abs(abs(factors) - 1) < 1e-6))
 
     def some_batch_items_right():
         items = _batch_items_right(actual, expected, atol, rtol)
@@ -106,6 +106,9 @@ def _patterns(actual, expected, atol, rtol, facts):
          "only item(s) {items} of the batch (the axes before the last two) are right: the other items "
          "are computed differently (does a step use one item's inputs, mask or length for every item, "
          "or mix items?)"),
+        (lambda: scaled_per_slice(-2, signs_only=True),
+         "some columns are the negative of the right ones, the rest are right: a sign is wrong in those "
+         "columns (a minus too many, or a formula written for the other columns)"),
         (lambda: scaled_per_slice(-1),
          "each row is the right row times a factor of its own (from {spread}): each row's normaliser "
          "or scale is wrong (missing, or computed from the wrong numbers)"),

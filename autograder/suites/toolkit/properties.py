@@ -177,7 +177,6 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     if close(runs[0], runs[1], 0, 0):
         raise CaseFailure(f"{name} in train mode with dropout={p} gives the same output twice: dropout "
                           f"is not applied ({not_applied})")
-    kept_any = dropped_any = False
     renormalised = (f"{name} in train mode: dropout zeroes attention weights after the softmax, but the rows "
                     "are then divided by their sums again; leave them as dropout returns them (its 1/(1-p) keeps "
                     "each weight right on average, and rows need not sum to 1 in training)")
@@ -209,12 +208,8 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
                                   "softmax; apply it to the weights after the softmax")
             raise CaseFailure(f"{name} in train mode: the attention weights are not the eval-mode weights with "
                               "some entries zeroed and the rest scaled by 1/(1-p), and the grader cannot name why")
-        live = clean > 1e-4
-        kept_any |= bool((kept & ~dropped & live).any())
-        dropped_any |= bool((dropped & live).any())
-    if not (kept_any and dropped_any):
-        raise CaseFailure(f"{name} in train mode with dropout={p} should zero some attention weights "
-                          "and keep others")
+    # No "some weights kept and some dropped" check follows: the two runs differ (checked above) and every
+    # entry of each is kept or dropped, so an entry that differs is kept in one run and dropped in the other.
 
 
 def _renormalised(weights, clean, dropped):
