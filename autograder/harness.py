@@ -185,25 +185,42 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     # The error's words pick one of these fixed texts even where they are not shown: a kernel
     # that forged them could only choose which fixed text its own step gets.
     said = str(error)
-    if NOT_CONTIGUOUS in said:
-        return (f"`{step}` raised {name}: `.view` on a tensor whose memory a transpose reordered; use "
-                ".reshape, or call .contiguous() before .view")
-    if any(f"'{number}' object is not callable" in said for number in ("float", "int")):
-        return (f"`{step}` raised {name}: it calls a number as if it were a function; does an attribute that "
-                "should hold a module (an nn.Dropout, say) hold the number it was built from?")
+    for phrases, cause in ERROR_CAUSES:
+        if any(phrase in said for phrase in phrases):
+            return f"`{step}` raised {name}: {cause}"
     if any(phrase in said for phrase in SHAPE_MISMATCH):
         return (f"`{step}` raised {name}, a shape mismatch: two arrays it combines do not fit (compare each "
                 f"one's shape with the docstring's){detail}")
     return f"`{step}` raised {name}, and the grader cannot name the cause{detail}"
 
 
-# How torch words `.view` on a non-contiguous tensor (after a transpose).
-NOT_CONTIGUOUS = "view size is not compatible with input tensor's size and stride"
+# Exceptions whose own words name their cause, whatever the step: (how NumPy, torch or Python
+# word it, the cause the student reads).
+ERROR_CAUSES = (
+    (("view size is not compatible with input tensor's size and stride",),
+     "`.view` on a tensor whose memory a transpose reordered; use .reshape, or call .contiguous() before .view"),
+    (("'float' object is not callable", "'int' object is not callable"),
+     "it calls a number as if it were a function; does an attribute that should hold a module (an "
+     "nn.Dropout, say) hold the number it was built from?"),
+    (("'numpy.ndarray' object has no attribute",),
+     "a torch method called on a NumPy array; NumPy arrays have their own functions (np.expand_dims for "
+     ".unsqueeze, .reshape for .view, np.concatenate for torch.cat): stay in one library"),
+    (("only length-1 arrays can be converted", "only 0-dimensional arrays can be converted",
+      "only one element tensors can be converted"),
+     "a function of the math module called on an array; math.sin, math.exp and friends take one number, "
+     "np.sin and np.exp (or torch's) work on every entry"),
+    (("'NoneType' object has no attribute", "object of type 'NoneType' has no len()",
+      "'NoneType' object is not subscriptable"),
+     "something is None where a value was expected: an optional argument (cache=None, mask=None) used "
+     "as if it were given (test `is None` first), or the result of a method that works in place and "
+     "returns nothing"),
+)
 # How NumPy and torch word an operation on arrays whose shapes do not fit: the other kind of
 # exception the grader can name without knowing the code.
 SHAPE_MISMATCH = ("must match the size of tensor", "Sizes of tensors must match", "Expected size for first two dimensions",
                   "shapes cannot be multiplied", "could not be broadcast", "mismatch in its core dimension",
-                  "size mismatch", "is invalid for input of size", "does not match the broadcast shape")
+                  "size mismatch", "is invalid for input of size", "does not match the broadcast shape",
+                  "could not broadcast input array")
 
 
 def _judged_failure(case_: Case, error: BaseException) -> str:

@@ -301,3 +301,24 @@ def test_a_lent_reference_brings_the_references_it_calls():
     exec(reference_source(names), definitions)  # noqa: S102
     weights = definitions["attention_weights"](np.zeros((2, 2)))
     assert np.allclose(weights, 0.5)
+
+
+@pytest.mark.parametrize("raise_it", [
+    lambda: np.arange(3).unsqueeze(1),
+    lambda: __import__("math").sin(np.arange(3.0)),
+    lambda: len(None),
+    lambda: None.update(1, 2),
+    lambda: torch.ones(2, 3).t().view(6),
+    lambda: torch.nn.Linear(2, 2).__dict__.get("p", 0.1)(torch.ones(2)),  # a rate kept as the dropout
+], ids=["torch-method-on-numpy", "math-on-array", "len-of-none", "none-attribute", "view-after-transpose",
+        "float-called"])
+def test_an_exception_whose_words_name_its_cause_is_named_whatever_the_step(raise_it):
+    """The exceptions ERROR_CAUSES lists, raised for real by NumPy, torch and Python: each is named by
+    its cause, and the generic text (the grader cannot name it) is never given for them."""
+    from autograder.harness import ERROR_CAUSES, _describe_error
+
+    with pytest.raises(Exception) as raised:
+        raise_it()
+    message = _describe_error("softmax", raised.value)
+    assert "cannot name" not in message
+    assert sum(cause in message for _, cause in ERROR_CAUSES) == 1
