@@ -86,6 +86,26 @@ def _works(impl, Q, K, V, mask):
     return True
 
 
+def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
+    """Whether the weights are nan in every row with both open and blocked keys, as mask * -inf
+    makes them (0 * -inf = nan); an inverted mask leaves those rows finite. A mask with no such row
+    (all False, say) is tried again as a causal one."""
+    mixed = full_mask.any(axis=-1) & ~full_mask.all(axis=-1)
+    if mixed.any():
+        return bool(nan_rows[mixed].all())
+    if K.shape[-2] < 2:
+        return False
+    causal = np.triu(np.ones(full_mask.shape[-2:], dtype=bool), k=1)
+    causal[:, 0] = False  # every row keeps its first key open, and all rows but the last block one
+    try:
+        weights = checks.to_array(impl.scaled_dot_product_attention(Q.copy(), K.copy(), V.copy(), causal)[1],
+                                  "the weights")
+    except Exception:  # noqa: BLE001 - only asks how this mask is read
+        return False
+    mixed = causal.any(axis=-1)
+    return weights.shape == full_mask.shape and bool(np.isnan(weights).any(axis=-1)[..., mixed].all())
+
+
 def _call(impl, Q, K, V, mask, label):
     """(context, weights) as float64 arrays, with mistakes that change shapes or give nan named."""
     try:
@@ -123,7 +143,12 @@ def _call(impl, Q, K, V, mask, label):
         rows = np.isnan(weights).any(axis=-1)
         large = np.abs(_raw(Q, K)).max() > 50  # exp of such scores overflows, or all of a row's underflow
         if mask is not None and not large:
-            open_rows = ~np.broadcast_to(mask, w_shape).any(axis=-1)
+            full_mask = np.broadcast_to(mask, w_shape)
+            open_rows = ~full_mask.any(axis=-1)
+            if _nan_in_every_mixed_row(impl, Q, K, V, full_mask, rows):
+                raise CaseFailure(f"the weights are nan in every row, blocked keys or not: mask * -inf is "
+                                  "0 * -inf = nan where a key is open; blocked scores become -inf and the "
+                                  f"others stay as they are ({label})")
             if (rows & open_rows).any():
                 raise CaseFailure(f"the weights are nan in rows where nothing is blocked: the mask looks "
                                   "inverted; True means blocked (this query may NOT attend to that key) "
