@@ -63,8 +63,9 @@ def test_stored_outputs(impl):
 
 @case(STEP, "property", weight=1)
 def test_large_inputs_stay_finite(impl):
-    """stays finite for inputs like [1000, 1001] and [-1000, -1001]"""
-    for x in ([1000.0, 1001.0], [-1000.0, -1001.0]):
+    """stays finite for inputs like [1000, 1001], [-1000, -1001] and [0, 1000]"""
+    # [0, 1000]: a shift by anything but the maximum (the minimum, say) still overflows
+    for x in ([1000.0, 1001.0], [-1000.0, -1001.0], [0.0, 1000.0]):
         out = checks.to_array(impl.softmax(np.array(x)), f"softmax({x})")
         checks.expect_finite(out, f"softmax({x})", "exp overflows or underflows: subtract the maximum first")
         checks.expect_rows_sum_to_one(out, f"softmax({x})")
