@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
@@ -38,7 +38,35 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.softmax(record["x"], axis=int(record["axis"]))
+    return _call(impl, record["x"], int(record["axis"]), record["label"])
+
+
+NO_KEEPDIMS = ("takes the maximum or the sum along the axis without keepdims=True, so it no longer lines up "
+               "with x: on a square matrix row j's value lands on column j, and other shapes do not fit")
+
+
+def _call(impl, x, axis, label):
+    """softmax(x, axis=axis), or softmax(x) for axis None; a mistake that raises on x but runs on a
+    square matrix is named by what it gives there."""
+    try:
+        return impl.softmax(x) if axis is None else impl.softmax(x, axis=axis)
+    except RemoteError as error:
+        if np.ndim(x) < 2:
+            raise
+        square = rng(406).normal(size=(4, 4))
+        try:
+            out = checks.to_array(impl.softmax(square, axis=-1), "softmax")
+        except (RemoteError, CaseFailure):
+            raise error from None
+        e = np.exp(square - square.max(axis=-1, keepdims=True))
+        loose = np.exp(square - square.max(axis=-1))
+        no_keepdims = [(e / e.sum(axis=-1), NO_KEEPDIMS), (loose / loose.sum(axis=-1, keepdims=True), NO_KEEPDIMS),
+                       (loose / loose.sum(axis=-1), NO_KEEPDIMS)]
+        symptom = checks.named_mistake(out, no_keepdims)
+        if symptom is None:
+            raise
+        raise CaseFailure(f"softmax raised {error.type_name} on {label}, but runs on a square matrix: it "
+                          f"{symptom}") from None
 
 
 def stored_symptoms(record, k):
@@ -77,14 +105,15 @@ def test_matches_torch_softmax(impl):
     x = rng(402).normal(size=(3, 4, 5)) * 4
     for axis in (-1, 0, 1):
         want = torch.softmax(torch.from_numpy(x), dim=axis).numpy()
-        checks.expect_close(impl.softmax(x, axis=axis), want, f"softmax of a (3, 4, 5) array along axis {axis}")
+        checks.expect_close(_call(impl, x, axis, "a (3, 4, 5) array"), want,
+                            f"softmax of a (3, 4, 5) array along axis {axis}")
 
 
 @case(STEP, "property", weight=0.5)
 def test_probabilities_and_shift_invariance(impl):
     """gives non-negative entries summing to 1, unchanged when a constant is added"""
     x = rng(403).normal(size=(5, 7))
-    out = checks.expect_rows_sum_to_one(impl.softmax(x), "softmax(x)")
+    out = checks.expect_rows_sum_to_one(_call(impl, x, None, "a (5, 7) array"), "softmax(x)")
     checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)")
 
 
@@ -92,7 +121,7 @@ def test_probabilities_and_shift_invariance(impl):
 def test_default_axis_is_last(impl):
     """uses the last axis when no axis is given"""
     x = rng(404).normal(size=(3, 4))
-    out = checks.to_array(impl.softmax(x), "softmax(x) with no axis")
+    out = checks.to_array(_call(impl, x, None, "a (3, 4) array"), "softmax(x) with no axis")
     checks.expect_shape(out, (3, 4), "softmax(x)")
     sums = out.sum(axis=-1)
     if not np.allclose(sums, 1, atol=1e-6):
