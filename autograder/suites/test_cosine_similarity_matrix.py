@@ -97,4 +97,5 @@ def test_symmetric_with_unit_diagonal(impl):
 def test_input_unchanged(impl):
     """leaves X unchanged"""
     X = rng(303).normal(size=(4, 3))
+    _call(impl, X.copy(), "4 rows")  # a mistake that raises on X is named first
     checks.expect_inputs_unchanged(impl, "cosine_similarity_matrix", [X], ["X"])

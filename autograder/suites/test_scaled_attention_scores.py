@@ -52,6 +52,11 @@ def _checked_call(impl, record):
     except (CaseFailure, NotImplementedError):
         raise
     except Exception as error:
+        if Q.ndim != 3 and _works(impl, Q.reshape(-1, *Q.shape[-2:]), K.reshape(-1, *K.shape[-2:])):
+            raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but works on "
+                              "a 3-d batch: its transpose of K names the axes of a 3-d array (batch, n, d_k); "
+                              "Q and K may be one matrix or have any number of batch axes: swap only the last "
+                              "two") from None
         if Q.ndim > 2 and _works(impl, Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]):
             raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
                               "one item of it: with a batch, transpose only the last two axes of K "
@@ -157,4 +162,5 @@ def test_inputs_unchanged(impl):
     """leaves Q and K unchanged"""
     r = rng(1204)
     Q, K = r.normal(size=(3, 4)), r.normal(size=(5, 4))
+    _checked_call(impl, dict(Q=Q, K=K, label="3 queries over 5 keys"))  # a mistake that raises is named first
     checks.expect_inputs_unchanged(impl, "scaled_attention_scores", [Q, K], ["Q", "K"])

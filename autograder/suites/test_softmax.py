@@ -132,4 +132,5 @@ def test_default_axis_is_last(impl):
 def test_input_unchanged(impl):
     """leaves x unchanged"""
     x = rng(405).normal(size=(3, 4))
+    _call(impl, x.copy(), None, "a (3, 4) array")  # a mistake that raises on x is named first
     checks.expect_inputs_unchanged(impl, "softmax", [x], ["x"])
