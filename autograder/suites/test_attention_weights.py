@@ -33,7 +33,14 @@ def stored_symptoms(record, k):
     whole = np.exp(s - s.max())  # one sum for everything: `e / e.sum()`
     matrices = np.exp(s - s.max(axis=(-2, -1), keepdims=True))
     at_once = "normalises the whole score matrix at once; each row (one query) must sum to 1 on its own"
+    r = np.exp(-(s - s.min(axis=-1, keepdims=True)))
     return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1"),
+            (lambda: s / s.sum(axis=-1, keepdims=True),
+             "divides the scores by their row sums without exponentiating: softmax takes exp first, so "
+             "every weight is positive"),
+            (lambda: r / r.sum(axis=-1, keepdims=True),
+             "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
+             "higher score must get more"),
             (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once)]
 
