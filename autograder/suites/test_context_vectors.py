@@ -51,7 +51,7 @@ def _call(impl, weights, values, label):
                           f"square: it {symptom}") from None
 
 
-def _square_only(w, v):  # noqa: N802 - reads as the table it is
+def _square_only(w, v):
     """The mistakes that only run when n_k == d."""
     return [(w * v, "multiplies entry by entry (*); each context vector is a weighted sum of the value rows, "
                     "a matrix product (@)"),
