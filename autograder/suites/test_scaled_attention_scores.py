@@ -162,5 +162,6 @@ def test_inputs_unchanged(impl):
     """leaves Q and K unchanged"""
     r = rng(1204)
     Q, K = r.normal(size=(3, 4)), r.normal(size=(5, 4))
-    _checked_call(impl, dict(Q=Q, K=K, label="3 queries over 5 keys"))  # a mistake that raises is named first
+    if not _works(impl, Q, K):  # a mistake that raises is named first
+        _checked_call(impl, dict(Q=Q, K=K, label="3 queries over 5 keys"))
     checks.expect_inputs_unchanged(impl, "scaled_attention_scores", [Q, K], ["Q", "K"])
