@@ -67,8 +67,17 @@ def _checked_call(impl, record):
     if got != want and got == (*Q.shape[:-2], K.shape[-2], Q.shape[-2]):
         raise CaseFailure(f"the scores have shape {checks.fmt_shape(got)}, keys by queries: that is K Qᵀ; "
                           f"compute Q Kᵀ, one row per query ({label})")
+    if got != want and Q.ndim > 2 and got == (*Q.shape[:-1], *K.shape[:-2], K.shape[-2]):
+        raise CaseFailure(f"np.dot on a batch pairs every item of Q with every item of K (scores of shape "
+                          f"{checks.fmt_shape(got)}); the @ operator (np.matmul) pairs item i with item i "
+                          f"({label})")
     checks.expect_shape(checks.to_array(out, "the scores"), want, f"the scores of {label}")
     return out
+
+
+def _softmax(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def mistakes(Q, K):
@@ -85,6 +94,8 @@ def mistakes(Q, K):
                                       "width of each key, K.shape[-1]"),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),
+        (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
+                                               "the softmax comes after it, in scaled_dot_product_attention"),
     ]
 
 
@@ -152,6 +163,9 @@ def test_variance_near_one(impl):
         checks.expect_shape(scores, (64, 64), f"the scores of 64 tokens of width {d_k}")
         var = float(np.var(scores))
         if not 0.8 < var < 1.25:
+            symptom = checks.named_mistake(scores, mistakes(Q, K))
+            if symptom is not None:  # a variance far from 1 with a known cause
+                raise CaseFailure(f"the scores of 64 tokens of width {d_k}: {symptom}")
             raise CaseFailure(f"for standard-normal queries and keys of width {d_k} the scores have variance "
                               f"{var:.3g}, not about 1 (the notes' reason for scaling): divide Q Kᵀ by "
                               "sqrt(d_k)")
