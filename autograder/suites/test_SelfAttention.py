@@ -144,7 +144,11 @@ def mistakes(x, weights):
     ] + toolkit.ROLE_MISTAKES
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
-    return toolkit.symptoms(compute, found)
+    d_k = np.shape(weights["W_key"][0])[0]
+    # weights / c @ values is (weights @ values) / c: the unscaled model's output, divided
+    return toolkit.symptoms(compute, found) + [
+        (lambda: compute(scale="none") / np.sqrt(d_k),
+         "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it")]
 
 
 def _notes_symptoms(example):
@@ -262,7 +266,8 @@ def test_edge_cases(impl):
     token = toolkit.tensor(r.normal(size=(1, 3)))
     out = forward(impl, module, token, "a single token", 3, 4)
     checks.expect_close(out, _linear(token, weights["W_value"]).numpy(),
-                        "the output for a single token (it attends only to itself: its value)")
+                        "the output for a single token (it attends only to itself: its value)",
+                        symptoms=mistakes(token.numpy(), weights))
     big = forward(impl, module, 300 * toolkit.tensor(r.normal(size=(5, 3))), "inputs scaled by 300", 3, 4)
     checks.expect_finite(checks.to_array(big, "the output"), "the output for inputs scaled by 300")
 
