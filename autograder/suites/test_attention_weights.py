@@ -25,6 +25,11 @@ def apply(impl, record):
     return impl.attention_weights(record["scores"])
 
 
+def _softmax_rows(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
@@ -38,6 +43,9 @@ def stored_symptoms(record, k):
             (lambda: s / s.sum(axis=-1, keepdims=True),
              "divides the scores by their row sums without exponentiating: softmax takes exp first, so "
              "every weight is positive"),
+            (lambda: _softmax_rows(s / np.sqrt(s.shape[-1])),
+             "divides the scores by the square root of their number before the softmax: this step takes "
+             "the softmax of the scores as they are"),
             (lambda: r / r.sum(axis=-1, keepdims=True),
              "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
              "higher score must get more"),

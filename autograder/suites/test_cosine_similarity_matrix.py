@@ -64,7 +64,18 @@ def stored_symptoms(record, k):
               (lambda: unit.T @ unit, COLUMNS)] if len(X) > 1 else [
               (lambda: unit.T @ unit, "gives a (d, d) table for a single row: pairs of features, not of rows; "
                                       "the result has one entry per pair of rows (tokens), n by n")]
+    n = len(X)
+    last_left_out = np.zeros((n, n))
+    last_left_out[:-1, :-1] = (unit @ unit.T)[:-1, :-1]
     return plain + shapes + [
+        (lambda: unit @ X.T, "divides by the length of row i only: entry (i, j) needs both lengths, "
+                             "|x_i|·|x_j|"),
+        (lambda: (X @ X.T) / np.outer(lengths ** 2, lengths ** 2),
+         "divides by the product of the squared lengths: take their square roots, |x_i|·|x_j|"),
+        (lambda: np.arccos(np.clip(unit @ unit.T, -1, 1)),
+         "returns the angles between the rows (arccos of the cosines); the step returns the cosines"),
+        *[(last_left_out, "leaves the last row and column at 0: a loop over range(n - 1) stops one short")
+          ] * (n > 1),
         (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)), COLUMNS),
         (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
          "divides each row by its own squared length only; use |x_i|·|x_j|"),
@@ -86,7 +97,8 @@ def test_symmetric_with_unit_diagonal(impl):
     X = rng(302).normal(size=(6, 5))
     S = checks.to_array(_call(impl, X, "6 rows"), "cosine_similarity_matrix(X)")
     symptom = checks.named_mistake(S, stored_symptoms({"X": X}, 0))
-    if symptom is not None and S.shape != (6, 6):
+    holds = S.shape == (6, 6) and np.allclose(S, S.T, rtol=1e-4, atol=1e-5) and np.allclose(np.diag(S), 1)
+    if symptom is not None and not holds:  # the rule fails, with a known cause
         raise CaseFailure(f"cosine_similarity_matrix of 6 rows: {symptom}")
     checks.expect_shape(S, (6, 6), "cosine_similarity_matrix of 6 rows")
     checks.expect_close(S, S.T, "cosine_similarity_matrix(X) compared with its transpose")

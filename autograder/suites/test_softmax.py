@@ -19,6 +19,11 @@ def _exp_normalise(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _shifted_then_normalised(x, shift_axis, sum_axis):
+    e = np.exp(x - x.max(axis=shift_axis, keepdims=True))
+    return e / e.sum(axis=sum_axis, keepdims=True)
+
+
 def stored_inputs():
     r = rng(401)
     records = [
@@ -77,6 +82,11 @@ def stored_symptoms(record, k):
     return [(lambda: _exp_normalise(x, other), f"normalises along axis {other}, not along axis={axis}"),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
             (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first"),
+            (lambda: np.log(_exp_normalise(x - x.max(axis=axis, keepdims=True), axis)),
+             "returns the log of the softmax (log-softmax): the weights are the normalised exponentials "
+             "themselves"),
+            (lambda: _shifted_then_normalised(x, axis, -1),
+             "subtracts the maximum along `axis` but sums along the last axis: both must run along `axis`"),
             (lambda: _exp_normalise(x - x.max(), axis),
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)")]
@@ -106,7 +116,8 @@ def test_matches_torch_softmax(impl):
     for axis in (-1, 0, 1):
         want = torch.softmax(torch.from_numpy(x), dim=axis).numpy()
         checks.expect_close(_call(impl, x, axis, "a (3, 4, 5) array"), want,
-                            f"softmax of a (3, 4, 5) array along axis {axis}")
+                            f"softmax of a (3, 4, 5) array along axis {axis}",
+                            symptoms=stored_symptoms(dict(x=x, axis=axis), 0))
 
 
 @case(STEP, "property", weight=0.5)
