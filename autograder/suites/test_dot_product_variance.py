@@ -67,6 +67,9 @@ def diagnose(unscaled, scaled, d_k, rel):
     if _near(unscaled, 1, rel) and _near(scaled, 1 / d_k, rel) and d_k > 1:
         return ("var_unscaled is near 1, not d_k: sum the d_k products of each pair q, k into one dot "
                 "product before taking the variance")
+    if abs(unscaled) < 0.1 and abs(scaled) < 0.1:
+        return ("both values are near 0, as the mean of the dot products is: return their variance (np.var), "
+                "about d_k before scaling")
     if _near(unscaled, 2 * d_k, rel) and _near(scaled, 2, rel):
         return ("var_unscaled is near 2·d_k and var_scaled near 2, as when k is q itself: each q·k is then a "
                 "sum of squares; draw the keys separately from the queries")

@@ -70,7 +70,9 @@ def stored_symptoms(record, k):
     of `record`: the ladder of the stored outputs and of the notes' worked examples."""
     X = record["X"]
     s, w = _scores_and_weights(X)
-    wrong_weights = [(lambda: _softmax(s / np.sqrt(X.shape[-1]), -1),
+    wrong_weights = [(lambda: s / s.sum(-1, keepdims=True), "divides the scores by their row sums without "
+                                                             "exponentiating: the weights are a softmax"),
+                     (lambda: _softmax(s / np.sqrt(X.shape[-1]), -1),
                       "divides the scores by sqrt(d) before the softmax: that is the scaled attention of "
                       "the next assignment; the simplified version uses X Xᵀ as it is"),
                      (lambda: _softmax(_cosines(X), -1),
