@@ -8,7 +8,8 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "attention_scores"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: apply(impl, dict(X=rng(504).normal(size=(5, 3)), label="5 tokens")))
 
 
 def stored_inputs():

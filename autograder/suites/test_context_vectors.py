@@ -8,7 +8,9 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "context_vectors"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _call(impl, _weights(rng(705), (5, 5)), rng(706).normal(size=(5, 3)),
+                                                  "5 tokens of width 3"))
 
 
 def _weights(r, shape):

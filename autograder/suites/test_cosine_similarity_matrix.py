@@ -8,7 +8,8 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "cosine_similarity_matrix"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _call(impl, rng(304).normal(size=(4, 3)), "4 rows"))
 
 
 def stored_inputs():

@@ -35,7 +35,11 @@ def _model(record):
 
 
 # Six worked examples (the notes' Bank Q, K, V and the chapter's query_2 and its scores).
-test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model)
+test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model,
+                         probe=lambda impl: _checked_call(impl, dict(label="6 tokens of width 3 projected to width 2",
+                                                                     X=rng(1106).normal(size=(6, 3)),
+                                                                     **{w: rng(1107 + i).normal(size=(3, 2))
+                                                                        for i, w in enumerate(WEIGHTS)})))
 
 
 def stored_inputs():

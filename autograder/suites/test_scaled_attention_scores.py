@@ -9,7 +9,10 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "scaled_attention_scores"
-test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]))
+test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
+                         probe=lambda impl: _checked_call(impl, dict(Q=rng(1206).normal(size=(3, 4)),
+                                                                     K=rng(1207).normal(size=(5, 4)),
+                                                                     label="3 queries over 5 keys")))
 
 
 def stored_inputs():

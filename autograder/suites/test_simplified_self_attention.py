@@ -90,7 +90,8 @@ def stored_symptoms(record, k):
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
 
 
-test_notes = notes_cases(STEP, replayed=stored_symptoms, correct=_model)
+test_notes = notes_cases(STEP, replayed=stored_symptoms, correct=_model,
+                         probe=lambda impl: _call(impl, rng(804).normal(size=(5, 3)), "5 tokens of width 3"))
 
 
 @case(STEP, "stored", weight=3)

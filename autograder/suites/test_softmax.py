@@ -11,7 +11,8 @@ from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 STEP = "softmax"
 # The notes' examples are single rows, where no axis can be wrong: they weigh little, and the
 # stored outputs (matrices, batches, every axis) carry the step.
-test_notes = notes_cases(STEP, weight=0.5, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, weight=0.5, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _call(impl, rng(407).normal(size=(3, 4)), -1, "a (3, 4) matrix"))
 
 
 def _exp_normalise(x, axis):
