@@ -97,9 +97,6 @@ def mistakes(Q, K):
                                       "width of each key, K.shape[-1]"),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),
-        (lambda: raw / np.sqrt(K.shape[0]), "divides by the square root of the size of the first axis, which "
-                                            "len(Q) or len(K) gives (the batch, for a batch); d_k is the width "
-                                            "of each key, K.shape[-1]"),
         (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
                                                "the softmax comes after it, in scaled_dot_product_attention"),
     ]

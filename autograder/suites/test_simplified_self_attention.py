@@ -111,5 +111,5 @@ def test_permutation_equivariant(impl):
     if not isinstance(out, tuple) or len(out) != 2:
         raise CaseFailure("simplified_self_attention should return a tuple (context, weights)")
     context = checks.to_array(out[0], "context")
-    checks.expect_close(out_perm[0], context[order], "context of reordered tokens")
+    checks.expect_close(out_perm[0], context[order], "context of reordered tokens", relation=False)
     checks.expect_rows_sum_to_one(out[1], "the weights")

@@ -126,7 +126,7 @@ def test_probabilities_and_shift_invariance(impl):
     """gives non-negative entries summing to 1, unchanged when a constant is added"""
     x = rng(403).normal(size=(5, 7))
     out = checks.expect_rows_sum_to_one(_call(impl, x, None, "a (5, 7) array"), "softmax(x)")
-    checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)")
+    checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)", relation=False)
 
 
 @case(STEP, "property", weight=0.5)

@@ -3,7 +3,9 @@
 
 - `checks`: comparisons that explain themselves in the student's terms (`expect_close` and its
   diagnosis ladder, shapes, row sums, inputs unchanged). Every message names a symptom and never
-  prints an expected value of a hidden case.
+  prints an expected value of a hidden case. Its last rung, `differences`, names the kind of
+  mistake a wrong value's relation to the right one shows (a constant factor, rows scaled each
+  by its own, the right numbers in the wrong places) when the step's ladder names none.
 - `cases`: case builders: the notes' worked examples (`notes_cases`) and the stored reference
   outputs (`check_stored`), and `rng`.
 - `modules`: building a student's module through its handle: `construct` calls

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from autograder.errors import CaseFailure
+from autograder.suites.toolkit import differences
 
 asarray = np.asarray
 
@@ -62,14 +63,19 @@ def _matches(actual, candidate, atol, rtol):
 UNNAMED = "the grader cannot name the cause"
 
 
-def describe_difference(actual, expected, what):
-    """The generic message, for a wrong value no known mistake explains: it says so plainly,
-    then where the value is wrong (never what it should be)."""
+def describe_difference(actual, expected, what, atol=1e-5, rtol=1e-4, relation=True):
+    """The message for a wrong value no known mistake of the step explains: the kind of mistake its
+    relation to the right value shows (`differences`; not when `relation` is False: `expected` is
+    then another output of the same code, not the right value), else, saying plainly that the
+    cause has no name, where the value is wrong (never what it should be)."""
     if expected.dtype.kind == "b" or (set(np.unique(expected)) <= {0.0, 1.0} and set(np.unique(actual)) <= {0.0, 1.0}):
         wrong = np.argwhere(actual != expected)
         first = f", the first at index {tuple(int(i) for i in wrong[0])}" if expected.ndim else ""
         return (f"{what} is wrong and {UNNAMED}: {len(wrong)} of its {expected.size} True/False entries "
                 f"differ{first}")
+    pattern = differences.pattern_of(actual, expected, atol, rtol) if relation else None
+    if pattern is not None:
+        return f"{what} is wrong: {pattern}"
     error = abs(actual - expected)
     worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
     where = f", most at index {tuple(int(i) for i in worst)}" if worst else ""
@@ -91,7 +97,7 @@ def named_mistake(actual, symptoms, atol=1e-5, rtol=1e-4):
     return None
 
 
-def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), finite_hint=""):
+def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), finite_hint="", relation=True):
     """actual ≈ expected, or a message: a known mistake's symptom if one matches (tried first, so
     a mistake that makes nan or changes the shape is named by its cause), else the shape, nan, or
     the size and place of the largest deviation, saying that the cause has no name."""
@@ -108,7 +114,7 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
     if np.isfinite(expected).all():
         expect_finite(actual, what, finite_hint)
     raise CaseFailure(describe_difference(actual, expected_raw if expected_raw.dtype.kind == "b" else expected,
-                                          what))
+                                          what, atol, rtol, relation))
 
 
 def expect_rows_sum_to_one(weights, what, atol=1e-5):

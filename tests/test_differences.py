@@ -1,0 +1,61 @@
+"""The last rung of every comparison's ladder (autograder/suites/toolkit/differences.py): each kind
+of wrong value is named by its own message, an unrelated error by none, and a comparison of two
+outputs of the same code (relation=False) never claims to know the right value."""
+
+import numpy as np
+import pytest
+
+from autograder.errors import CaseFailure
+from autograder.suites.toolkit import checks, differences
+
+RIGHT = np.random.default_rng(0).normal(size=(2, 4, 5))
+ROW_FACTORS = np.random.default_rng(1).uniform(1.5, 3, size=(2, 4, 1))
+COLUMN_FACTORS = np.random.default_rng(2).uniform(1.5, 3, size=(2, 1, 5))
+
+KINDS = {
+    "zeros": (np.zeros_like(RIGHT), "nothing was computed into the result"),
+    "constant factor": (RIGHT / 16, "every entry is 0.0625 (= 1/16) times the right value"),
+    "first item only": (np.stack([RIGHT[0], RIGHT[1] * 2 + 1]), "only item(s) 0 of the batch"),
+    "rows scaled": (RIGHT * ROW_FACTORS, "each row's normaliser or scale is wrong"),
+    "columns scaled": (RIGHT * COLUMN_FACTORS, "each column's normaliser or scale is wrong"),
+    "rows reordered": (RIGHT[:, ::-1], "it holds the right rows, in the wrong order"),
+    "entries moved": (RIGHT.swapaxes(-1, -2).reshape(RIGHT.shape), "the right numbers, in the wrong places"),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_of_wrong_value_is_named_by_its_own_message(kind):
+    wrong, phrase = KINDS[kind]
+    message = differences.pattern_of(wrong, RIGHT)
+    assert message is not None and phrase in message
+    assert [k for k, (_, p) in KINDS.items() if p in message] == [kind]
+
+
+def test_an_unrelated_error_is_named_by_none():
+    noisy = RIGHT + np.random.default_rng(3).normal(scale=0.1, size=RIGHT.shape)
+    assert differences.pattern_of(noisy, RIGHT) is None
+    with pytest.raises(CaseFailure, match=checks.UNNAMED):
+        checks.expect_close(noisy, RIGHT, "the output")
+
+
+def test_a_rough_worked_example_scaled_up_is_still_a_constant_factor():
+    """Printed numbers are rounded: scaled by 4, their rounding error is 4 times larger."""
+    printed = np.round(np.array([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]), 4)
+    exact = np.array([0.13854756, 0.23789153, 0.23327722, 0.12399944, 0.10818993, 0.15809429])
+    assert "times the right value" in differences.pattern_of(exact * 4, printed, atol=1e-4, rtol=0)
+
+
+def test_a_comparison_with_the_codes_own_output_claims_no_right_value():
+    out = np.random.default_rng(4).normal(size=(4, 4))
+    with pytest.raises(CaseFailure) as failure:
+        checks.expect_close(out, out.T, "the scores compared with their transpose", relation=False)
+    assert checks.UNNAMED in str(failure.value)
+    with pytest.raises(CaseFailure) as failure:
+        checks.expect_close(out * 2, out, "softmax(x + 10) compared with softmax(x)")
+    assert "times the right value" in str(failure.value)
+
+
+def test_too_few_entries_or_a_zero_right_value_say_nothing():
+    assert differences.pattern_of(np.array([2.0]), np.array([1.0])) is None
+    assert differences.pattern_of(np.ones(3), np.zeros(3)) is None
+    assert differences.pattern_of(np.array([np.nan, 1.0]), np.array([1.0, 1.0])) is None
