@@ -67,7 +67,8 @@ def diagnose(unscaled, scaled, d_k, rel):
     if _near(unscaled, 1, rel) and _near(scaled, 1 / d_k, rel) and d_k > 1:
         return ("var_unscaled is near 1, not d_k: sum the d_k products of each pair q, k into one dot "
                 "product before taking the variance")
-    if abs(unscaled) < 0.1 and abs(scaled) < 0.1:
+    # near 0 but not 0: a variance of a single number (every sample summed into one) is exactly 0
+    if 0 < abs(unscaled) < 0.1 and 0 < abs(scaled) < 0.1:
         return ("both values are near 0, as the mean of the dot products is: return their variance (np.var), "
                 "about d_k before scaling")
     if _near(unscaled, 2 * d_k, rel) and _near(scaled, 2, rel):
