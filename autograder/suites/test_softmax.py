@@ -86,6 +86,9 @@ def stored_symptoms(record, k):
             (lambda: np.log(_exp_normalise(x - x.max(axis=axis, keepdims=True), axis)),
              "returns the log of the softmax (log-softmax): the weights are the normalised exponentials "
              "themselves"),
+            (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
+             "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
+             "entry the most"),
             (lambda: _shifted_then_normalised(x, axis, -1),
              "subtracts the maximum along `axis` but sums along the last axis: both must run along `axis`"),
             (lambda: _exp_normalise(x - x.max(), axis),
@@ -106,6 +109,12 @@ def test_large_inputs_stay_finite(impl):
     # [0, 1000]: a shift by anything but the maximum (the minimum, say) still overflows
     for x in ([1000.0, 1001.0], [-1000.0, -1001.0], [0.0, 1000.0]):
         out = checks.to_array(impl.softmax(np.array(x)), f"softmax({x})")
+        if not np.isfinite(out).all():  # a known mistake on small inputs is the cause, not the shift
+            small = np.array([1.0, 2.0, 4.0])
+            got = checks.to_array(impl.softmax(small), "softmax([1.0, 2.0, 4.0])")
+            symptom = checks.named_mistake(got, stored_symptoms(dict(x=small, axis=-1), 0))
+            if symptom is not None and checks.named_mistake(got, [(_exp_normalise(small, -1), "right")]) is None:
+                raise CaseFailure(f"softmax({x}) is not finite, and softmax([1.0, 2.0, 4.0]) {symptom}")
         checks.expect_finite(out, f"softmax({x})", "exp overflows or underflows: subtract the maximum first")
         checks.expect_rows_sum_to_one(out, f"softmax({x})")
 
