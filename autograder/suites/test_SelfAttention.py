@@ -144,7 +144,27 @@ def mistakes(x, weights):
     ] + toolkit.ROLE_MISTAKES
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
-    return toolkit.symptoms(compute, found)
+    d_k = np.shape(weights["W_key"][0])[0]
+    # queries divided by sqrt(2) and no scale: the scores divided by sqrt(2) whatever d_k is
+    by_sqrt2 = {**weights, "W_query": tuple(None if p is None else np.asarray(p) / np.sqrt(2)
+                                            for p in weights["W_query"])}
+    # weights / c @ values is (weights @ values) / c: the unscaled model's output, divided
+    return toolkit.symptoms(compute, found) + [
+        (lambda: compute(scale="none") / np.sqrt(d_k),
+         "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
+        (lambda: toolkit.attention(x, by_sqrt2, mask="none", scale="none"),
+         "divides the scores by sqrt(2), the chapter's d_k, whatever the keys' width: d_k is keys.shape[-1]"),
+        (lambda: _no_softmax(x, weights),
+         "mixes the values by the scaled scores themselves: apply the softmax over each row first")]
+
+
+def _no_softmax(x, weights):
+    """The scaled scores @ the values: the model with its softmax left out."""
+    def project(name):
+        weight, bias = (None if p is None else np.asarray(p, dtype=np.float64) for p in weights[name])
+        return x @ weight.T + (0 if bias is None else bias)
+    q, k, v = project("W_query"), project("W_key"), project("W_value")
+    return (q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])) @ v
 
 
 def _notes_symptoms(example):
@@ -263,7 +283,8 @@ def test_edge_cases(impl):
     token = toolkit.tensor(r.normal(size=(1, 3)))
     out = forward(impl, module, token, "a single token", 3, 4)
     checks.expect_close(out, _linear(token, weights["W_value"]).numpy(),
-                        "the output for a single token (it attends only to itself: its value)")
+                        "the output for a single token (it attends only to itself: its value)",
+                        symptoms=mistakes(token.numpy(), weights))
     big = forward(impl, module, 300 * toolkit.tensor(r.normal(size=(5, 3))), "inputs scaled by 300", 3, 4)
     checks.expect_finite(checks.to_array(big, "the output"), "the output for inputs scaled by 300")
 

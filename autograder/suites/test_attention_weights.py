@@ -25,6 +25,11 @@ def apply(impl, record):
     return impl.attention_weights(record["scores"])
 
 
+def _softmax_rows(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
@@ -33,7 +38,17 @@ def stored_symptoms(record, k):
     whole = np.exp(s - s.max())  # one sum for everything: `e / e.sum()`
     matrices = np.exp(s - s.max(axis=(-2, -1), keepdims=True))
     at_once = "normalises the whole score matrix at once; each row (one query) must sum to 1 on its own"
+    r = np.exp(-(s - s.min(axis=-1, keepdims=True)))
     return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1"),
+            (lambda: s / s.sum(axis=-1, keepdims=True),
+             "divides the scores by their row sums without exponentiating: softmax takes exp first, so "
+             "every weight is positive"),
+            (lambda: _softmax_rows(s / np.sqrt(s.shape[-1])),
+             "divides the scores by the square root of their number before the softmax: this step takes "
+             "the softmax of the scores as they are"),
+            (lambda: r / r.sum(axis=-1, keepdims=True),
+             "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
+             "higher score must get more"),
             (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once)]
 

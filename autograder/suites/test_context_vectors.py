@@ -2,12 +2,15 @@
 
 import numpy as np
 
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "context_vectors"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _call(impl, _weights(rng(705), (5, 5)), rng(706).normal(size=(5, 3)),
+                                                  "5 tokens of width 3"))
 
 
 def _weights(r, shape):
@@ -28,14 +31,43 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.context_vectors(record["weights"], record["values"])
+    return _call(impl, record["weights"], record["values"], record["label"])
+
+
+def _call(impl, weights, values, label):
+    """context_vectors(weights, values); a mistake that raises there but runs on square weights and
+    values (n_k == d) is named by what it gives on them."""
+    try:
+        return impl.context_vectors(weights, values)
+    except RemoteError as error:
+        r = rng(704)
+        w, v = _weights(r, (4, 4)), r.normal(size=(4, 4))
+        try:
+            out = checks.to_array(impl.context_vectors(w, v), "context_vectors(weights, values)")
+        except (RemoteError, CaseFailure):
+            raise error from None
+        symptom = checks.named_mistake(out, _square_only(w, v))
+        if symptom is None:
+            raise
+        raise CaseFailure(f"context_vectors raised {error.type_name} on {label}, but runs when the values are "
+                          f"square: it {symptom}") from None
+
+
+def _square_only(w, v):
+    """The mistakes that only run when n_k == d."""
+    return [(w * v, "multiplies entry by entry (*); each context vector is a weighted sum of the value rows, "
+                    "a matrix product (@)"),
+            (v @ w, "computes values @ weights: the weights come first, one row per query")]
 
 
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     w, v = record["weights"], record["values"]
-    return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i")]
+    return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
+            (lambda: w.sum(axis=-2)[..., :, None] * v,
+             "gives key j's value row scaled by its column sum of weights: the sum runs over the keys for "
+             "each query, so row i of the context mixes all value rows by row i of the weights")]
 
 
 @case(STEP, "stored", weight=3)
@@ -50,7 +82,7 @@ def test_one_hot_weights_select_values(impl):
     """with one-hot weights, each context vector is exactly the chosen value row"""
     values = rng(702).normal(size=(4, 3))
     pick = np.eye(4)[[2, 0, 3, 1]]
-    checks.expect_close(impl.context_vectors(pick, values), values[[2, 0, 3, 1]],
+    checks.expect_close(_call(impl, pick, values, "one-hot weights"), values[[2, 0, 3, 1]],
                         "context_vectors with one-hot weights",
                         symptoms=stored_symptoms({"weights": pick, "values": values}, 0))
 
@@ -60,4 +92,5 @@ def test_inputs_unchanged(impl):
     """leaves weights and values unchanged"""
     r = rng(703)
     w, v = _weights(r, (3, 3)), r.normal(size=(3, 2))
+    _call(impl, w.copy(), v.copy(), "3 tokens")  # a mistake that raises on them is named first
     checks.expect_inputs_unchanged(impl, "context_vectors", [w, v], ["weights", "values"])

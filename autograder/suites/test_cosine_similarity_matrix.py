@@ -2,12 +2,14 @@
 
 import numpy as np
 
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "cosine_similarity_matrix"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _call(impl, rng(304).normal(size=(4, 3)), "4 rows"))
 
 
 def stored_inputs():
@@ -20,21 +22,65 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.cosine_similarity_matrix(record["X"])
+    return _call(impl, record["X"], record["label"])
+
+
+def _call(impl, X, label):
+    """cosine_similarity_matrix(X); a mistake that raises on rectangular X but runs on a square one
+    is named by what it gives there."""
+    try:
+        return impl.cosine_similarity_matrix(X)
+    except RemoteError as error:
+        side = min(X.shape)
+        if X.shape[0] == X.shape[1] or side < 2:
+            raise
+        square = X[:side, :side]
+        try:
+            out = checks.to_array(impl.cosine_similarity_matrix(square), "cosine_similarity_matrix(X)")
+        except (RemoteError, CaseFailure):
+            raise error from None
+        symptom = checks.named_mistake(out, stored_symptoms({"X": square}, 0))
+        if symptom is None:
+            raise
+        raise CaseFailure(f"cosine_similarity_matrix raised {error.type_name} on {label} of shape "
+                          f"{checks.fmt_shape(X.shape)}, but runs on a square X, where it {symptom}") from None
+
+
+COLUMNS = "compares columns, not rows: the rows of X are the tokens"
 
 
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     X = record["X"]
-    return [(lambda: X @ X.T, "these are plain dot products: divide by the two rows' lengths"),
-            (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)),
-             "compares columns, not rows: the rows of X are the tokens"),
-            (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
-             "divides each row by its own squared length only; use |x_i|·|x_j|"),
-            (lambda: (X / np.linalg.norm(X, axis=0)) @ (X / np.linalg.norm(X, axis=0)).T,
-             "divides by the lengths of the columns (axis=0); each row is divided by its own length, "
-             "along the features (axis=-1, keepdims=True)")]
+    lengths = np.linalg.norm(X, axis=-1)
+    unit = X / lengths[:, None]
+    plain = [(lambda: X @ X.T, "these are plain dot products: divide by the two rows' lengths"),
+             (lambda: (X / lengths) @ (X / lengths).T,
+              "divides column j by the length of row j: the row lengths lost their axis, so they spread "
+              "along the columns; keep it (keepdims=True) so each row is divided by its own length")]
+    # With one row, unit * unit.T and unit.T @ unit are both the row's outer product: said as such.
+    shapes = [(lambda: unit * unit.T, "multiplies entry by entry (*): the cosines of every pair of rows come "
+                                      "from a matrix product (@)"),
+              (lambda: unit.T @ unit, COLUMNS)] if len(X) > 1 else [
+              (lambda: unit.T @ unit, "gives a (d, d) table for a single row: pairs of features, not of rows; "
+                                      "the result has one entry per pair of rows (tokens), n by n")]
+    n = len(X)
+    last_left_out = np.zeros((n, n))
+    last_left_out[:-1, :-1] = (unit @ unit.T)[:-1, :-1]
+    return plain + shapes + [
+        (lambda: (X @ X.T) / np.outer(lengths ** 2, lengths ** 2),
+         "divides by the product of the squared lengths: take their square roots, |x_i|·|x_j|"),
+        (lambda: np.arccos(np.clip(unit @ unit.T, -1, 1)),
+         "returns the angles between the rows (arccos of the cosines); the step returns the cosines"),
+        *[(last_left_out, "leaves the last row and column at 0: a loop over range(n - 1) stops one short")
+          ] * (n > 1),
+        (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)), COLUMNS),
+        (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
+         "divides each row by its own squared length only; use |x_i|·|x_j|"),
+        (lambda: (X / np.linalg.norm(X, axis=0)) @ (X / np.linalg.norm(X, axis=0)).T,
+         "divides by the lengths of the columns (axis=0); each row is divided by its own length, "
+         "along the features (axis=-1, keepdims=True)")]
 
 
 @case(STEP, "stored", weight=3)
@@ -48,7 +94,11 @@ def test_stored_outputs(impl):
 def test_symmetric_with_unit_diagonal(impl):
     """is symmetric, with ones on the diagonal"""
     X = rng(302).normal(size=(6, 5))
-    S = checks.to_array(impl.cosine_similarity_matrix(X), "cosine_similarity_matrix(X)")
+    S = checks.to_array(_call(impl, X, "6 rows"), "cosine_similarity_matrix(X)")
+    symptom = checks.named_mistake(S, stored_symptoms({"X": X}, 0))
+    holds = S.shape == (6, 6) and np.allclose(S, S.T, rtol=1e-4, atol=1e-5) and np.allclose(np.diag(S), 1)
+    if symptom is not None and not holds:  # the rule fails, with a known cause
+        raise CaseFailure(f"cosine_similarity_matrix of 6 rows: {symptom}")
     checks.expect_shape(S, (6, 6), "cosine_similarity_matrix of 6 rows")
     checks.expect_close(S, S.T, "cosine_similarity_matrix(X) compared with its transpose", relation=False)
     checks.expect_close(np.diag(S), np.ones(6), "the diagonal of cosine_similarity_matrix(X) (a row with itself)")
@@ -58,4 +108,5 @@ def test_symmetric_with_unit_diagonal(impl):
 def test_input_unchanged(impl):
     """leaves X unchanged"""
     X = rng(303).normal(size=(4, 3))
+    _call(impl, X.copy(), "4 rows")  # a mistake that raises on X is named first
     checks.expect_inputs_unchanged(impl, "cosine_similarity_matrix", [X], ["X"])

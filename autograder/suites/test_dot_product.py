@@ -30,9 +30,23 @@ def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     a, b = record["a"], record["b"]
+    shorter = [(lambda: np.sum(a[:-1] * b[:-1]), "leaves out the last pair of entries (a loop over "
+                                                  "range(len(a) - 1) stops one short)"),
+               (lambda: np.sum(a[1:] * b[1:]), "leaves out the first pair of entries (a loop that starts at 1; "
+                                                "indices start at 0)")] if len(a) > 1 else []
+    # A 0 from integers is no evidence: a loop that leaves the only pair out gives 0 as well.
+    in_integers = np.sum(np.asarray(a).astype(int) * np.asarray(b).astype(int))
+    truncated = [(in_integers, "converts the entries to integers first, which drops their fractional parts")
+                 ] if in_integers != 0 else []
     return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
+            (lambda: np.sum(a) * np.sum(b), "multiplies the sum of a by the sum of b, which pairs every entry "
+                                            "of a with every entry of b; the dot product pairs entry i with "
+                                            "entry i only"),
+            (lambda: np.sum(np.abs(a * b)), "adds the absolute values of the products: a negative product "
+                                            "must lower the sum"),
             (lambda: np.sum(a + b), "adds the vectors instead of multiplying them elementwise"),
-            (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum")]
+            (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum"),
+            *shorter, *truncated]
 
 
 @case(STEP, "stored", weight=2)
@@ -49,18 +63,23 @@ def test_matches_numpy_dot(impl):
     for n in (2, 5, 50):
         a, b = r.normal(size=n), r.normal(size=n)
         checks.expect_close(checks.to_float(impl.dot_product(a, b), "dot_product(a, b)"),
-                            float(np.dot(a, b)), f"dot_product of two {n}-d vectors")
+                            float(np.dot(a, b)), f"dot_product of two {n}-d vectors",
+                            symptoms=stored_symptoms(dict(a=a, b=b), 0))
 
 
 @case(STEP, "property")
 def test_returns_a_number_and_is_symmetric(impl):
-    """returns one number, and a·b equals b·a"""
+    """returns one number, a·b equals b·a, and a·(-b) is -(a·b)"""
     r = rng(103)
     a, b = r.normal(size=7), r.normal(size=7)
     ab = checks.to_float(impl.dot_product(a, b), "dot_product(a, b)")
     ba = checks.to_float(impl.dot_product(b, a), "dot_product(b, a)")
     if abs(ab - ba) > 1e-9 * max(1.0, abs(ab)):
         raise CaseFailure("dot_product(a, b) and dot_product(b, a) differ; the dot product is symmetric")
+    flipped = checks.to_float(impl.dot_product(a, -b), "dot_product(a, -b)")
+    if abs(flipped + ab) > 1e-9 * max(1.0, abs(ab)):
+        raise CaseFailure("dot_product(a, -b) is not -dot_product(a, b): flipping the sign of b flips every "
+                          "product a_i b_i, so it must flip their sum")
 
 
 @case(STEP, "property")

@@ -20,6 +20,8 @@ def stored_symptoms(record, k):
     found = [(lambda: X @ Ws[k].T,
               f"{ROLES[k]} uses the transposed weights (W·x per token, or X @ {WEIGHTS[k]}.T): "
               f"tokens are rows, so {ROLES[k]} = X @ {WEIGHTS[k]}")]
+    found.append((lambda: X * Ws[k], f"multiplies X and {WEIGHTS[k]} entry by entry (*): a projection is a "
+                                     "matrix product (@)"))
     for j, W in enumerate(Ws):
         if j != k:
             found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}; {ROLES[k]} = "
@@ -33,7 +35,11 @@ def _model(record):
 
 
 # Six worked examples (the notes' Bank Q, K, V and the chapter's query_2 and its scores).
-test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model)
+test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model,
+                         probe=lambda impl: _checked_call(impl, dict(label="6 tokens of width 3 projected to width 2",
+                                                                     X=rng(1106).normal(size=(6, 3)),
+                                                                     **{w: rng(1107 + i).normal(size=(3, 2))
+                                                                        for i, w in enumerate(WEIGHTS)})))
 
 
 def stored_inputs():
@@ -70,6 +76,20 @@ def _works(impl, *args):
     return True
 
 
+def _named_on_squares(impl):
+    """What a mistake that only runs on square X and weights gives there (W @ X, X * W), or None."""
+    r = rng(1105)
+    X, Ws = r.normal(size=(4, 4)), [r.normal(size=(4, 4)) for _ in range(3)]
+    try:
+        Q = checks.to_array(impl.project_qkv(X.copy(), *(W.copy() for W in Ws))[0], "Q")
+    except Exception:  # noqa: BLE001 - only asks whether square inputs go through
+        return None
+    return checks.named_mistake(Q, [(Ws[0] @ X, "computes W_q @ X: tokens are the rows of X, so each row "
+                                                "is projected as X @ W_q"),
+                                    (X * Ws[0], "multiplies X and W_q entry by entry (*): a projection is a "
+                                                "matrix product (@)")])
+
+
 def _checked_call(impl, record):
     """project_qkv on `record`, with known mistakes that break shapes named before comparing."""
     X, Ws = record["X"], [record[w] for w in WEIGHTS]
@@ -84,6 +104,10 @@ def _checked_call(impl, record):
                 f"project_qkv raised {type(error).__name__} on {label} (each W of shape "
                 f"{checks.fmt_shape(Ws[0].shape)}), but not with square weights: tokens are the rows of X "
                 "and W is (d_in, d_out), so Q = X @ W_q, not W_q @ X or X @ W_q.T") from None
+        symptom = _named_on_squares(impl)
+        if symptom is not None:
+            raise CaseFailure(f"project_qkv raised {type(error).__name__} on {label}, but runs when X and the "
+                              f"weights are square: there it {symptom}") from None
         raise
     if not isinstance(out, (tuple, list)) or len(out) != 3:
         raise CaseFailure(f"project_qkv should return a tuple (Q, K, V) of three arrays ({label})")
@@ -118,7 +142,8 @@ def test_matches_torch_linear(impl):
         want = torch.nn.functional.linear(x, torch.from_numpy(W.T.copy())).numpy()
         checks.expect_close(out[k], want,
                             f"{ROLES[k]} of a (3, 5, 4) batch compared with torch's linear layer",
-                            symptoms=[(lambda W=W: X @ W.T, f"{ROLES[k]} uses the transposed weights")])
+                            symptoms=[(lambda W=W: X @ W.T, f"{ROLES[k]} uses the transposed weights"),
+                                      *stored_symptoms(dict(X=X, W_q=Ws[0], W_k=Ws[1], W_v=Ws[2]), k)[1:]])
 
 
 @case(STEP, "property")
@@ -142,4 +167,6 @@ def test_inputs_unchanged(impl):
     r = rng(1104)
     X = r.normal(size=(4, 3))
     Ws = [r.normal(size=(3, 2)) for _ in range(3)]
+    if not _works(impl, X, *Ws):  # a mistake that raises is named first
+        _checked_call(impl, dict(label="4 tokens", X=X, W_q=Ws[0], W_k=Ws[1], W_v=Ws[2]))
     checks.expect_inputs_unchanged(impl, "project_qkv", [X, *Ws], ["X", *WEIGHTS])

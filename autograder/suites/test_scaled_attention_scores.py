@@ -9,7 +9,10 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "scaled_attention_scores"
-test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]))
+test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
+                         probe=lambda impl: _checked_call(impl, dict(Q=rng(1206).normal(size=(3, 4)),
+                                                                     K=rng(1207).normal(size=(5, 4)),
+                                                                     label="3 queries over 5 keys")))
 
 
 def stored_inputs():
@@ -52,6 +55,11 @@ def _checked_call(impl, record):
     except (CaseFailure, NotImplementedError):
         raise
     except Exception as error:
+        if Q.ndim != 3 and _works(impl, Q.reshape(-1, *Q.shape[-2:]), K.reshape(-1, *K.shape[-2:])):
+            raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but works on "
+                              "a 3-d batch: its transpose of K names the axes of a 3-d array (batch, n, d_k); "
+                              "Q and K may be one matrix or have any number of batch axes: swap only the last "
+                              "two") from None
         if Q.ndim > 2 and _works(impl, Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]):
             raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
                               "one item of it: with a batch, transpose only the last two axes of K "
@@ -62,8 +70,17 @@ def _checked_call(impl, record):
     if got != want and got == (*Q.shape[:-2], K.shape[-2], Q.shape[-2]):
         raise CaseFailure(f"the scores have shape {checks.fmt_shape(got)}, keys by queries: that is K Qᵀ; "
                           f"compute Q Kᵀ, one row per query ({label})")
+    if got != want and Q.ndim > 2 and got == (*Q.shape[:-1], *K.shape[:-2], K.shape[-2]):
+        raise CaseFailure(f"np.dot on a batch pairs every item of Q with every item of K (scores of shape "
+                          f"{checks.fmt_shape(got)}); the @ operator (np.matmul) pairs item i with item i "
+                          f"({label})")
     checks.expect_shape(checks.to_array(out, "the scores"), want, f"the scores of {label}")
     return out
+
+
+def _softmax(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def mistakes(Q, K):
@@ -80,6 +97,8 @@ def mistakes(Q, K):
                                       "width of each key, K.shape[-1]"),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),
+        (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
+                                               "the softmax comes after it, in scaled_dot_product_attention"),
     ]
 
 
@@ -147,6 +166,9 @@ def test_variance_near_one(impl):
         checks.expect_shape(scores, (64, 64), f"the scores of 64 tokens of width {d_k}")
         var = float(np.var(scores))
         if not 0.8 < var < 1.25:
+            symptom = checks.named_mistake(scores, mistakes(Q, K))
+            if symptom is not None:  # a variance far from 1 with a known cause
+                raise CaseFailure(f"the scores of 64 tokens of width {d_k}: {symptom}")
             raise CaseFailure(f"for standard-normal queries and keys of width {d_k} the scores have variance "
                               f"{var:.3g}, not about 1 (the notes' reason for scaling): divide Q Kᵀ by "
                               "sqrt(d_k)")
@@ -157,4 +179,6 @@ def test_inputs_unchanged(impl):
     """leaves Q and K unchanged"""
     r = rng(1204)
     Q, K = r.normal(size=(3, 4)), r.normal(size=(5, 4))
+    if not _works(impl, Q, K):  # a mistake that raises is named first
+        _checked_call(impl, dict(Q=Q, K=K, label="3 queries over 5 keys"))
     checks.expect_inputs_unchanged(impl, "scaled_attention_scores", [Q, K], ["Q", "K"])

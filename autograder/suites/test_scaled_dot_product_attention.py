@@ -74,6 +74,17 @@ def _softmax(s, axis=-1):
         return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def _unnormalised(s):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.exp(s - np.max(s, axis=-1, keepdims=True))
+
+
+def _column_shifted(s):
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(s - np.max(s, axis=-2, keepdims=True))
+        return e / np.sum(e, axis=-1, keepdims=True)
+
+
 def _raw(Q, K):
     return Q @ np.swapaxes(K, -1, -2)
 
@@ -84,6 +95,25 @@ def _works(impl, Q, K, V, mask):
     except Exception:  # noqa: BLE001 - only asks whether these inputs go through
         return False
     return True
+
+
+def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
+    """Whether the weights are nan in every row with both open and blocked keys, as mask * -inf
+    makes them (0 * -inf = nan); an inverted mask leaves those rows finite. Confirmed on a mask that
+    blocks one key per query and no key for every query (a padding mask blocks a whole column, which
+    gives nan to a shift by each column's maximum too)."""
+    mixed = full_mask.any(axis=-1) & ~full_mask.all(axis=-1)
+    n_q, n_k = full_mask.shape[-2:]
+    if (mixed.any() and not nan_rows[mixed].all()) or n_q < 2 or n_k < 2:
+        return False
+    one_each = np.zeros((n_q, n_k), dtype=bool)
+    one_each[np.arange(n_q), (np.arange(n_q) + 1) % n_k] = True
+    try:
+        weights = checks.to_array(impl.scaled_dot_product_attention(Q.copy(), K.copy(), V.copy(), one_each)[1],
+                                  "the weights")
+    except Exception:  # noqa: BLE001 - only asks how this mask is read
+        return False
+    return weights.shape == full_mask.shape and bool(np.isnan(weights).any(axis=-1).all())
 
 
 def _call(impl, Q, K, V, mask, label):
@@ -123,7 +153,12 @@ def _call(impl, Q, K, V, mask, label):
         rows = np.isnan(weights).any(axis=-1)
         large = np.abs(_raw(Q, K)).max() > 50  # exp of such scores overflows, or all of a row's underflow
         if mask is not None and not large:
-            open_rows = ~np.broadcast_to(mask, w_shape).any(axis=-1)
+            full_mask = np.broadcast_to(mask, w_shape)
+            open_rows = ~full_mask.any(axis=-1)
+            if _nan_in_every_mixed_row(impl, Q, K, V, full_mask, rows):
+                raise CaseFailure(f"the weights are nan in every row, blocked keys or not: mask * -inf is "
+                                  "0 * -inf = nan where a key is open; blocked scores become -inf and the "
+                                  f"others stay as they are ({label})")
             if (rows & open_rows).any():
                 raise CaseFailure(f"the weights are nan in rows where nothing is blocked: the mask looks "
                                   "inverted; True means blocked (this query may NOT attend to that key) "
@@ -159,6 +194,13 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(scaled, mask, -np.inf), axis=-2),
          "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last "
          "axis"),
+        (lambda: _unnormalised(fill(scaled, mask, -np.inf)),
+         "the weights are the exponentials, never divided by their row's sum: softmax normalises each row"),
+        (lambda: _softmax(fill(raw, mask, -np.inf)) / np.sqrt(d_k),
+         "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
+        (lambda: _column_shifted(fill(scaled, mask, -np.inf)),
+         "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
+         "leaves its softmax unchanged, so subtract each row's maximum"),
     ]
     if mask is not None:
         variants += [
@@ -169,9 +211,16 @@ def mistakes(Q, K, V, mask, k):
             (lambda: np.where(mask, 0.0, _softmax(scaled)),
              f"blocked weights are zeroed after the softmax, so rows no longer sum to 1: {FILL_HINT}"),
             (lambda: _softmax(scaled), f"the mask is ignored: {FILL_HINT}"),
+            (lambda: _softmax(np.where(np.triu(np.ones(scaled.shape[-2:], dtype=bool), 1), -np.inf, scaled)),
+             "ignores `mask` and blocks the future keys (a causal mask of its own): block exactly the keys "
+             "where `mask` is True"),
         ]
     if k == 1:
-        return variants
+        filled = fill(scaled, mask, -np.inf)
+        scores_back = "the second item is the scores, not the weights: return the softmax of the scores"
+        with np.errstate(invalid="ignore"):
+            return variants + [(lambda: filled, scores_back),
+                               (lambda: filled - np.max(filled, axis=-1, keepdims=True), scores_back)]
     found = [(lambda f=f: f() @ V, s) for f, s in variants]
     found += [(lambda: np.swapaxes(weights, -1, -2) @ V,
                "the context uses weightsᵀ @ V: row i of the weights belongs to query i, so the context is "

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
@@ -22,7 +22,35 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.simplified_self_attention(record["X"])
+    return _call(impl, record["X"], record["label"])
+
+
+def _call(impl, X, label):
+    """simplified_self_attention(X); X @ weights, which raises unless n == d, is named on a square X."""
+    try:
+        return impl.simplified_self_attention(X)
+    except RemoteError as error:
+        square = rng(803).normal(size=(4, 4))
+        try:
+            out = impl.simplified_self_attention(square)
+            context = checks.to_array(out[0], "the context")
+        except (RemoteError, CaseFailure, TypeError, IndexError):
+            raise error from None
+        if checks.named_mistake(context, [(square @ _scores_and_weights(square)[1], "")]) is None:
+            raise
+        raise CaseFailure(f"simplified_self_attention raised {error.type_name} on {label}, but runs on a square "
+                          "X, where its context is X @ weights: the weights come first, weights @ X, so each "
+                          "token's context is a weighted sum of the rows of X") from None
+
+
+def _softmax(s, axis):
+    e = np.exp(s - s.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def _cosines(X):
+    unit = X / np.linalg.norm(X, axis=-1, keepdims=True)
+    return unit @ np.swapaxes(unit, -1, -2)
 
 
 def _scores_and_weights(X):
@@ -42,13 +70,28 @@ def stored_symptoms(record, k):
     of `record`: the ladder of the stored outputs and of the notes' worked examples."""
     X = record["X"]
     s, w = _scores_and_weights(X)
+    wrong_weights = [(lambda: s / s.sum(-1, keepdims=True), "divides the scores by their row sums without "
+                                                             "exponentiating: the weights are a softmax"),
+                     (lambda: _softmax(s / np.sqrt(X.shape[-1]), -1),
+                      "divides the scores by sqrt(d) before the softmax: that is the scaled attention of "
+                      "the next assignment; the simplified version uses X Xᵀ as it is"),
+                     (lambda: _softmax(_cosines(X), -1),
+                      "takes the softmax of cosine similarities: the scores are plain dot products X Xᵀ")]
     if k == 0:
         return [(lambda: s @ X, "the context vectors use the raw scores: apply softmax first"),
-                (lambda: w, "returns (weights, context) in the wrong order")]
-    return [(lambda: s, "the second item is the raw scores; return the softmax weights")]
+                (lambda: w, "returns (weights, context) in the wrong order"),
+                # X Xᵀ is symmetric, so a softmax down the columns is the transposed weights: one message
+                (lambda: np.swapaxes(w, -1, -2) @ X, "the context is weightsᵀ @ X, each token mixed by a column "
+                                                     "of the weights: row i (a softmax along the last axis) "
+                                                     "belongs to token i, and it comes first: weights @ X"),
+                (lambda: w @ X + X, "adds X to the context vectors: each context vector is the weighted sum "
+                                    "of the rows alone"),
+                *[(lambda f=f: f() @ X, message) for f, message in wrong_weights]]
+    return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
 
 
-test_notes = notes_cases(STEP, replayed=stored_symptoms, correct=_model)
+test_notes = notes_cases(STEP, replayed=stored_symptoms, correct=_model,
+                         probe=lambda impl: _call(impl, rng(804).normal(size=(5, 3)), "5 tokens of width 3"))
 
 
 @case(STEP, "stored", weight=3)
@@ -63,7 +106,7 @@ def test_permutation_equivariant(impl):
     """reordering the tokens reorders the outputs the same way"""
     X = rng(802).normal(size=(6, 4))
     order = np.array([3, 0, 5, 1, 4, 2])
-    out = impl.simplified_self_attention(X)
+    out = _call(impl, X, "6 tokens")
     out_perm = impl.simplified_self_attention(X[order])
     if not isinstance(out, tuple) or len(out) != 2:
         raise CaseFailure("simplified_self_attention should return a tuple (context, weights)")

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
@@ -11,12 +11,18 @@ from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 STEP = "softmax"
 # The notes' examples are single rows, where no axis can be wrong: they weigh little, and the
 # stored outputs (matrices, batches, every axis) carry the step.
-test_notes = notes_cases(STEP, weight=0.5, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, weight=0.5, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _call(impl, rng(407).normal(size=(3, 4)), -1, "a (3, 4) matrix"))
 
 
 def _exp_normalise(x, axis):
     e = np.exp(x)
     return e / e.sum(axis=axis, keepdims=True)
+
+
+def _shifted_then_normalised(x, shift_axis, sum_axis):
+    e = np.exp(x - x.max(axis=shift_axis, keepdims=True))
+    return e / e.sum(axis=sum_axis, keepdims=True)
 
 
 def stored_inputs():
@@ -38,7 +44,35 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.softmax(record["x"], axis=int(record["axis"]))
+    return _call(impl, record["x"], int(record["axis"]), record["label"])
+
+
+NO_KEEPDIMS = ("takes the maximum or the sum along the axis without keepdims=True, so it no longer lines up "
+               "with x: on a square matrix row j's value lands on column j, and other shapes do not fit")
+
+
+def _call(impl, x, axis, label):
+    """softmax(x, axis=axis), or softmax(x) for axis None; a mistake that raises on x but runs on a
+    square matrix is named by what it gives there."""
+    try:
+        return impl.softmax(x) if axis is None else impl.softmax(x, axis=axis)
+    except RemoteError as error:
+        if np.ndim(x) < 2:
+            raise
+        square = rng(406).normal(size=(4, 4))
+        try:
+            out = checks.to_array(impl.softmax(square, axis=-1), "softmax")
+        except (RemoteError, CaseFailure):
+            raise error from None
+        e = np.exp(square - square.max(axis=-1, keepdims=True))
+        loose = np.exp(square - square.max(axis=-1))
+        no_keepdims = [(e / e.sum(axis=-1), NO_KEEPDIMS), (loose / loose.sum(axis=-1, keepdims=True), NO_KEEPDIMS),
+                       (loose / loose.sum(axis=-1), NO_KEEPDIMS)]
+        symptom = checks.named_mistake(out, no_keepdims)
+        if symptom is None:
+            raise
+        raise CaseFailure(f"softmax raised {error.type_name} on {label}, but runs on a square matrix: it "
+                          f"{symptom}") from None
 
 
 def stored_symptoms(record, k):
@@ -49,6 +83,14 @@ def stored_symptoms(record, k):
     return [(lambda: _exp_normalise(x, other), f"normalises along axis {other}, not along axis={axis}"),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
             (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first"),
+            (lambda: np.log(_exp_normalise(x - x.max(axis=axis, keepdims=True), axis)),
+             "returns the log of the softmax (log-softmax): the weights are the normalised exponentials "
+             "themselves"),
+            (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
+             "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
+             "entry the most"),
+            (lambda: _shifted_then_normalised(x, axis, -1),
+             "subtracts the maximum along `axis` but sums along the last axis: both must run along `axis`"),
             (lambda: _exp_normalise(x - x.max(), axis),
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)")]
@@ -63,9 +105,16 @@ def test_stored_outputs(impl):
 
 @case(STEP, "property", weight=1)
 def test_large_inputs_stay_finite(impl):
-    """stays finite for inputs like [1000, 1001] and [-1000, -1001]"""
-    for x in ([1000.0, 1001.0], [-1000.0, -1001.0]):
+    """stays finite for inputs like [1000, 1001], [-1000, -1001] and [0, 1000]"""
+    # [0, 1000]: a shift by anything but the maximum (the minimum, say) still overflows
+    for x in ([1000.0, 1001.0], [-1000.0, -1001.0], [0.0, 1000.0]):
         out = checks.to_array(impl.softmax(np.array(x)), f"softmax({x})")
+        if not np.isfinite(out).all():  # a known mistake on small inputs is the cause, not the shift
+            small = np.array([1.0, 2.0, 4.0])
+            got = checks.to_array(impl.softmax(small), "softmax([1.0, 2.0, 4.0])")
+            symptom = checks.named_mistake(got, stored_symptoms(dict(x=small, axis=-1), 0))
+            if symptom is not None and checks.named_mistake(got, [(_exp_normalise(small, -1), "right")]) is None:
+                raise CaseFailure(f"softmax({x}) is not finite, and softmax([1.0, 2.0, 4.0]) {symptom}")
         checks.expect_finite(out, f"softmax({x})", "exp overflows or underflows: subtract the maximum first")
         checks.expect_rows_sum_to_one(out, f"softmax({x})")
 
@@ -76,14 +125,16 @@ def test_matches_torch_softmax(impl):
     x = rng(402).normal(size=(3, 4, 5)) * 4
     for axis in (-1, 0, 1):
         want = torch.softmax(torch.from_numpy(x), dim=axis).numpy()
-        checks.expect_close(impl.softmax(x, axis=axis), want, f"softmax of a (3, 4, 5) array along axis {axis}")
+        checks.expect_close(_call(impl, x, axis, "a (3, 4, 5) array"), want,
+                            f"softmax of a (3, 4, 5) array along axis {axis}",
+                            symptoms=stored_symptoms(dict(x=x, axis=axis), 0))
 
 
 @case(STEP, "property", weight=0.5)
 def test_probabilities_and_shift_invariance(impl):
     """gives non-negative entries summing to 1, unchanged when a constant is added"""
     x = rng(403).normal(size=(5, 7))
-    out = checks.expect_rows_sum_to_one(impl.softmax(x), "softmax(x)")
+    out = checks.expect_rows_sum_to_one(_call(impl, x, None, "a (5, 7) array"), "softmax(x)")
     checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)", relation=False)
 
 
@@ -91,7 +142,7 @@ def test_probabilities_and_shift_invariance(impl):
 def test_default_axis_is_last(impl):
     """uses the last axis when no axis is given"""
     x = rng(404).normal(size=(3, 4))
-    out = checks.to_array(impl.softmax(x), "softmax(x) with no axis")
+    out = checks.to_array(_call(impl, x, None, "a (3, 4) array"), "softmax(x) with no axis")
     checks.expect_shape(out, (3, 4), "softmax(x)")
     sums = out.sum(axis=-1)
     if not np.allclose(sums, 1, atol=1e-6):
@@ -102,4 +153,5 @@ def test_default_axis_is_last(impl):
 def test_input_unchanged(impl):
     """leaves x unchanged"""
     x = rng(405).normal(size=(3, 4))
+    _call(impl, x.copy(), None, "a (3, 4) array")  # a mistake that raises on x is named first
     checks.expect_inputs_unchanged(impl, "softmax", [x], ["x"])

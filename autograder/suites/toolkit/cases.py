@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import notes, stored
 from autograder.harness import case_family
 from autograder.suites.toolkit import checks
@@ -90,7 +90,7 @@ def replayed_symptoms(member, step, ladder, correct=None):
             for candidate, message in found]
 
 
-def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None):
+def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None, probe=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
@@ -99,6 +99,8 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
     `replayed(record, k)`, the ladder of the stored outputs, does that for an example that calls
     the step once on plain inputs (`replayed_symptoms`; `correct` for a step that returns a tuple).
     `examine(actual, what)` may name a mistake no ladder can match (a value of the wrong kind) first.
+    `probe(impl)`, for an example whose call raises: the step run on the suite's own inputs through
+    the suite's naming wrapper, whose CaseFailure (a mistake that raises, named) explains the raise.
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -108,7 +110,14 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
 
     @case_family(step, "notes", members, weight=weight)
     def test_notes(impl, member):
-        actual = member.call(impl)  # inputs travel as copies: nothing can write into them
+        try:
+            actual = member.call(impl)  # inputs travel as copies: nothing can write into them
+        except RemoteError as error:
+            explained = _probed(probe, impl)
+            if explained is None:
+                raise
+            raise CaseFailure(f"the notes' example \"{member.where}\" raised {error.type_name}; the same "
+                              f"code on the grader's own inputs: {explained}") from None
         if examine is not None:
             examine(actual, f"the notes' example \"{member.where}\"")
         ladder = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
@@ -117,6 +126,19 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
                             atol=member.atol, rtol=0, symptoms=ladder)
 
     return test_notes
+
+
+def _probed(probe, impl):
+    """The message of the CaseFailure `probe(impl)` raises (a known mistake named), or None."""
+    if probe is None:
+        return None
+    try:
+        probe(impl)
+    except CaseFailure as failure:
+        return str(failure)
+    except RemoteError:
+        return None
+    return None
 
 
 def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None, where=None):
