@@ -60,3 +60,12 @@ def test_too_few_entries_or_a_zero_right_value_say_nothing():
     assert differences.pattern_of(np.array([2.0]), np.array([1.0])) is None
     assert differences.pattern_of(np.ones(3), np.zeros(3)) is None
     assert differences.pattern_of(np.array([np.nan, 1.0]), np.array([1.0, 1.0])) is None
+
+
+def test_infinities_are_compared_without_a_warning_on_the_graders_stderr():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        message = checks.describe_difference(np.array([np.inf, 1.0, 2.0]), np.array([-np.inf, 1.0, 2.0]), "x")
+    assert "off by up to inf, most at index (0,)" in message

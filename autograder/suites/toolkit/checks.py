@@ -76,7 +76,8 @@ def describe_difference(actual, expected, what, atol=1e-5, rtol=1e-4, relation=T
     pattern = differences.pattern_of(actual, expected, atol, rtol) if relation else None
     if pattern is not None:
         return f"{what} is wrong: {pattern}"
-    error = abs(actual - expected)
+    with np.errstate(invalid="ignore"):  # inf - inf: equal infinities are no error, others count as inf
+        error = np.nan_to_num(np.where(actual == expected, 0.0, abs(actual - expected)), nan=np.inf, posinf=np.inf)
     worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
     where = f", most at index {tuple(int(i) for i in worst)}" if worst else ""
     return f"{what} is wrong and {UNNAMED}: it is off by up to {float(error.max()):.3g}{where}"
