@@ -12,6 +12,11 @@ RIGHT = np.random.default_rng(0).normal(size=(2, 4, 5))
 ROW_FACTORS = np.random.default_rng(1).uniform(1.5, 3, size=(2, 4, 1))
 COLUMN_FACTORS = np.random.default_rng(2).uniform(1.5, 3, size=(2, 1, 5))
 
+def SOFTMAX(scores):
+    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return exps / exps.sum(axis=-1, keepdims=True)
+
+
 KINDS = {
     "zeros": (np.zeros_like(RIGHT), "nothing was computed into the result"),
     "constant factor": (RIGHT / 16, "every entry is 0.0625 (= 1/16) times the right value"),
@@ -30,6 +35,16 @@ def test_each_kind_of_wrong_value_is_named_by_its_own_message(kind):
     message = differences.pattern_of(wrong, RIGHT)
     assert message is not None and phrase in message
     assert [k for k, (_, p) in KINDS.items() if p in message] == [kind]
+
+
+def test_weights_from_scores_scaled_by_the_wrong_factor_are_named_with_it():
+    """Only the right weights are known, not the scores: their logs are the scores up to a constant
+    per row, which is enough; rows with blocked (zero) entries keep them."""
+    scores = np.where(np.triu(np.ones((4, 5), dtype=bool), 1), -np.inf, RIGHT)
+    message = differences.pattern_of(SOFTMAX(scores / 8), SOFTMAX(scores))
+    assert "each row is the softmax of the right scores times 0.125 (= 1/8)" in message
+    uniform = np.full((3, 4), 0.25)
+    assert differences.pattern_of(SOFTMAX(RIGHT[0, :3, :4]), uniform) is None  # no scores to scale
 
 
 def test_an_unrelated_error_is_named_by_none():

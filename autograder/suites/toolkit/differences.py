@@ -69,6 +69,35 @@ def _batch_items_right(actual, expected, atol, rtol):
     return [index for index in np.ndindex(*lead) if _close(actual[index], expected[index], atol, rtol)]
 
 
+def _distributions(array, atol):
+    """Whether every row (last axis) is a probability distribution: entries >= 0 summing to 1."""
+    return bool((array >= -atol).all() and np.allclose(array.sum(axis=-1), 1.0, atol=1e-4))
+
+
+def _softmax_temperature(actual, expected, atol, rtol):
+    """c when each row of actual is softmax(c * z) where expected is softmax(z), else None. Both are
+    softmaxes of rows of scores, known only through the right weights: log(expected) is z up to a
+    constant per row, so the centred logs of actual are c times the centred logs of expected."""
+    if actual.shape[-1] < 2 or not (_distributions(actual, atol) and _distributions(expected, atol)):
+        return None
+    live = expected > 1e-12
+    if not np.array_equal(live, actual > 1e-12) or live.sum(axis=-1).max() < 2:
+        return None
+    with np.errstate(divide="ignore"):
+        log_right, log_actual = np.where(live, np.log(expected), 0.0), np.where(live, np.log(actual), 0.0)
+    count = np.maximum(live.sum(axis=-1, keepdims=True), 1)
+    centred_right = np.where(live, log_right - log_right.sum(axis=-1, keepdims=True) / count, 0.0)
+    centred_actual = np.where(live, log_actual - log_actual.sum(axis=-1, keepdims=True) / count, 0.0)
+    den = float(np.sum(centred_right ** 2))
+    if den < 1e-12:
+        return None  # uniform rows: every temperature gives them
+    c = float(np.sum(centred_actual * centred_right)) / den
+    exps = np.where(live, np.exp(c * centred_right - np.max(np.where(live, c * centred_right, -np.inf),
+                                                            axis=-1, keepdims=True)), 0.0)
+    candidate = exps / exps.sum(axis=-1, keepdims=True)
+    return c if abs(c - 1) > 1e-3 and _close(actual, candidate, atol, rtol) else None
+
+
 def _patterns(actual, expected, atol, rtol, facts):
     """(test, message) pairs, most specific first. A test may record in `facts` the numbers its
     message names ({factor}, {spread}, {items}); messages are str.format templates."""
@@ -89,6 +118,13 @@ def _patterns(actual, expected, atol, rtol, facts):
         facts["spread"] = f"{np.min(factors):.3g} to {np.max(factors):.3g}"
         return not signs_only or bool(np.all(abs(abs(factors) - 1) < 1e-6))
 
+    def softmax_of_scaled_scores():
+        c = _softmax_temperature(actual, expected, atol, rtol)
+        if c is None:
+            return False
+        facts["factor"] = _fraction(c)
+        return True
+
     def some_batch_items_right():
         items = _batch_items_right(actual, expected, atol, rtol)
         facts["items"] = ", ".join(str(i[0]) if len(i) == 1 else str(i) for i in items[:4]) + (
@@ -102,6 +138,9 @@ def _patterns(actual, expected, atol, rtol, facts):
         (lambda: scaled_by_one_factor(),
          "every entry is {factor} times the right value: one constant factor of the formula is wrong (a "
          "scale, or a division that is missing, extra or by the wrong number)"),
+        (lambda: softmax_of_scaled_scores(),
+         "each row is the softmax of the right scores times {factor}: the scores inside the softmax are "
+         "scaled by the wrong factor (a scale missing, applied twice, or by the wrong number)"),
         (lambda: some_batch_items_right(),
          "only item(s) {items} of the batch (the axes before the last two) are right: the other items "
          "are computed differently (does a step use one item's inputs, mask or length for every item, "
