@@ -146,6 +146,8 @@ ROLE_MISTAKES = [
     (dict(roles="vkq"), "queries and values are swapped: queries from W_query, values from W_value"),
     (dict(roles="qvk"), "keys and values are swapped: keys from W_key, values from W_value"),
     (dict(roles="qkx"), "the context weights the raw inputs: weight the values (W_value(x))"),
+    (dict(roles="qqv"), "the keys come from W_query (the scores compare queries with queries): use W_key"),
+    (dict(roles="kkv"), "the queries come from W_key (the scores compare keys with keys): use W_query"),
 ]
 
 
