@@ -66,9 +66,13 @@ def _notes_symptoms(example):
 test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
 
 
-def _random_layers(r, d_in, d_out, bias):
+def _random_layers(r, d_in, d_out, bias, out_bias=False):
+    """Random layers; out_proj's bias is zeros unless `out_bias`. Only the cases about that bias (the
+    notes' example, the stored records with d_in != d_out, test_out_proj_applied_once_at_the_end)
+    give it values, so out_proj built without a bias, a slip, costs those and the attribute case."""
     layers = toolkit.random_projections(r, d_in, d_out, bias)
-    layers["out_proj"] = toolkit.random_linear(r, d_out, d_out, True)
+    weight, bias_values = toolkit.random_linear(r, d_out, d_out, True)  # drawn either way: same stream
+    layers["out_proj"] = (weight, bias_values if out_bias else np.zeros_like(bias_values))
     return layers
 
 
@@ -82,7 +86,7 @@ def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
     record = dict(label=label, x=r.normal(size=(batch, num_tokens, d_in)).astype(np.float32),
                   d_in=np.int64(d_in), d_out=np.int64(d_out), context_length=np.int64(num_tokens),
                   num_heads=np.int64(num_heads), qkv_bias=np.int64(bias))
-    return multihead.put_layers(record, _random_layers(r, d_in, d_out, bias))
+    return multihead.put_layers(record, _random_layers(r, d_in, d_out, bias, out_bias=d_in != d_out))
 
 
 def stored_inputs():
@@ -113,7 +117,8 @@ def _check_stored_records(impl, same_width):
 
 # Layers with d_in == d_out (most of the chapter's) and with d_in != d_out are cases of their own,
 # here and in the oracle, each half of the output weight: a wrong scale or mixed heads fails both,
-# while a width taken from d_in instead of d_out keeps the first.
+# while a width taken from d_in instead of d_out keeps the first. Only the second gives out_proj's bias
+# values (`_random_layers`).
 @case(STEP, "stored", weight=1.5)
 def test_stored_outputs(impl):
     """matches the reference with d_in == d_out, for 1 and 6 heads and several batch sizes"""
@@ -122,7 +127,7 @@ def test_stored_outputs(impl):
 
 @case(STEP, "stored", weight=1.5)
 def test_stored_outputs_other_widths(impl):
-    """matches the reference with d_in != d_out, head_dim unlike both, bias and a single token"""
+    """matches the reference with d_in != d_out, head_dim unlike both, biases and a single token"""
     _check_stored_records(impl, same_width=False)
 
 
@@ -198,7 +203,7 @@ def test_matches_torch_sdpa_other_widths(impl):
 def test_out_proj_applied_once_at_the_end(impl):
     """out_proj is applied once, to the merged heads: the output is linear in out_proj's weight and bias"""
     r = rng(1804)
-    linears = _random_layers(r, 3, 4, False)
+    linears = _random_layers(r, 3, 4, False, out_bias=True)
     x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     identity = dict(linears, out_proj=(np.eye(4, dtype=np.float32), np.zeros(4, dtype=np.float32)))
     merged = checks.to_array(_mha(impl, 3, 4, 5, 2, identity)(x), "MultiHeadAttention(x)")

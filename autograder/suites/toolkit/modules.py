@@ -3,7 +3,8 @@ attribute name, check its attributes; random weights and inputs for the cases.
 
 One rule for an unwanted bias: it is zeroed while loading, so it costs points once, in the step's
 attribute case (`check_linear`), and nowhere else. A missing bias that the weights need cannot be
-loaded, and fails the case.
+loaded, and fails the case; one of zeros needs nothing loaded, so a case that is not about the
+bias can load zeros and leave a missing bias to the cases that are.
 """
 
 import math
@@ -78,14 +79,14 @@ def load_linear(module, path, weight, bias, what):
     """Copy (weight (out, in), bias or None) into the nn.Linear at `path` (e.g. "heads.1.W_key").
 
     The one rule for biases: a bias the weights do not have is zeroed (the attribute case marks
-    it down, once); a bias they have but the layer lacks fails here."""
+    it down, once); a nonzero bias they have but the layer lacks fails here."""
     info = linear_info(module, path, what)
     weight = np.asarray(weight, dtype=np.float32)
     if tuple(info["weight_shape"]) != weight.shape:
         raise CaseFailure(f"{what}: `{path}.weight` has shape {checks.fmt_shape(info['weight_shape'])}, "
                           f"expected {checks.fmt_shape(weight.shape)} (nn.Linear(in_features="
                           f"{weight.shape[1]}, out_features={weight.shape[0]}))")
-    if bias is not None and not info.get("bias"):
+    if bias is not None and not info.get("bias") and np.any(np.asarray(bias)):
         why = ("out_proj always has one" if path.endswith("out_proj")
                else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")
         raise CaseFailure(f"{what}: `{path}` has no bias, but it should have one ({why})")
