@@ -47,9 +47,10 @@ def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False):
 
 
 def _check_heads(module, num_heads, what):
-    """`heads` must hold num_heads modules to load weights into."""
+    """`heads` must hold num_heads modules to load weights into (any container whose forward the
+    wrapper does not call: test_heads_structure charges one other than nn.ModuleList)."""
     info = module.describe("heads")
-    if not info.get("exists") or not {"ModuleList", "list", "tuple"} & set(info.get("mro", ())):
+    if not info.get("exists") or not {"ModuleList", "Sequential", "list", "tuple"} & set(info.get("mro", ())):
         found = info.get("type", "nothing") if info.get("exists") else "nothing"
         raise CaseFailure(f"{what} should have an attribute `heads`, an nn.ModuleList of the heads; found "
                           f"{found}")
@@ -59,7 +60,12 @@ def _check_heads(module, num_heads, what):
 
 def _check_heads_as_the_task_says(module, num_heads, d_in, d_out, bias, what):
     """An nn.ModuleList of num_heads distinct modules, each with its three projections."""
-    if "ModuleList" not in module.describe("heads").get("mro", ()):
+    mro = module.describe("heads").get("mro", ())
+    if "Sequential" in mro:
+        raise CaseFailure(f"{what}.heads is an nn.Sequential, the container of a chain (each module's output "
+                          "fed to the next); the heads run side by side on the same x, so they are an "
+                          "nn.ModuleList")
+    if "ModuleList" not in mro:
         raise CaseFailure(f"{what}.heads is a {module.describe('heads').get('type')}, not an nn.ModuleList, "
                           "so the heads' parameters are not registered (model.parameters(), .eval() and "
                           ".to() miss them)")

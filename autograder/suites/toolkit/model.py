@@ -24,7 +24,7 @@ def softmax(s, axis=-1):
 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True):
+              out_proj=True, split_into=None):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -34,7 +34,9 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     (sqrt(T)) | "heads" (sqrt(num_heads)); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
-    split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False.
+    split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
+    `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
+    keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -50,18 +52,20 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     d_out = made["q"].shape[-1]
     head_dim = d_out // num_heads
 
+    cut = split_into or num_heads
+
     def split_(z):
-        width = z.shape[-1] // num_heads
+        width = z.shape[-1] // cut
         if split == "no_transpose":
-            return z.reshape(*lead, num_heads, num_tokens, width)
+            return z.reshape(*lead, cut, num_tokens, width)
         if split == "interleaved":
-            return np.moveaxis(z.reshape(*lead, num_tokens, width, num_heads), -1, -3)
-        return np.swapaxes(z.reshape(*lead, num_tokens, num_heads, width), -3, -2)
+            return np.moveaxis(z.reshape(*lead, num_tokens, width, cut), -1, -3)
+        return np.swapaxes(z.reshape(*lead, num_tokens, cut, width), -3, -2)
 
     q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
                "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
-               "heads": math.sqrt(num_heads)}[scale]
+               "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut)}[scale]
     scores = q @ np.swapaxes(k, -1, -2) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),

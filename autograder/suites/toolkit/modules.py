@@ -49,6 +49,10 @@ def construct(impl, class_name, args, kwargs=None, what=None):
         if _is_signature_error(error):
             raise CaseFailure(f"{what} cannot be created ({first_line(error)}); keep the signature of the "
                               f"task: {class_name}{SIGNATURES.get(class_name, '(...)')}") from None
+        if "is not a Module subclass" in str(error):
+            raise CaseFailure(f"{what} cannot be created ({first_line(error)}): a module container got something "
+                              "other than a module; nn.Sequential takes its modules as separate arguments (not "
+                              "a generator or a list), nn.ModuleList one iterable of modules") from None
         if "dropout probability has to be between 0 and 1" in str(error):
             raise CaseFailure(f"{what} cannot be created: an nn.Dropout got a rate outside [0, 1]; are the "
                               "arguments passed on in the order of each signature (the layers' too)?") from None
