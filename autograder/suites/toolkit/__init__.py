@@ -44,6 +44,7 @@ from autograder.suites.toolkit.modules import (  # noqa: F401
     check_dropout_attribute,
     check_linear,
     construct,
+    explains_forward,
     linear_info,
     load_linear,
     loaded_module,

@@ -24,7 +24,7 @@ def softmax(s, axis=-1):
 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True, split_into=None):
+              out_proj=True, split_into=None, keys_axes=None):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -36,7 +36,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
     split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
     `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
-    keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut.
+    keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
+    order the keys' axes (batch, heads, T, head_dim) take in the scores' product, where the shapes fit.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -66,7 +67,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
                "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
                "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut)}[scale]
-    scores = q @ np.swapaxes(k, -1, -2) / divisor
+    scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
                "none": 0 * ones}[mask].astype(bool)

@@ -39,8 +39,21 @@ def _is_signature_error(error):
     return isinstance(error, TypeError) and "__init__()" in text and "argument" in text
 
 
-def construct(impl, class_name, args, kwargs=None, what=None):
-    """impl.<class_name>(*args, **kwargs), checked to be an nn.Module: its Handle."""
+# A step's own explanation of a forward that raised, by class name: explain(impl, what, error) raises a
+# CaseFailure that names the cause, or returns. A suite registers it with `explains_forward`.
+FORWARD_EXPLAINERS = {}
+
+
+def explains_forward(class_name):
+    def register(explain):
+        FORWARD_EXPLAINERS[class_name] = explain
+        return explain
+    return register
+
+
+def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
+    """impl.<class_name>(*args, **kwargs), checked to be an nn.Module: its Handle, a `Layer` (whose
+    forward errors the class's `FORWARD_EXPLAINERS` entry also tries to name, if `explained`)."""
     what = what or f"{class_name}{tuple(args)}"
     try:
         module = getattr(impl, class_name)(*args, **(kwargs or {}))
@@ -61,7 +74,49 @@ def construct(impl, class_name, args, kwargs=None, what=None):
         kind = module.type_name if isinstance(module, Handle) else type(module).__name__
         raise CaseFailure(f"{what} is a {kind}, not a torch.nn.Module: subclass nn.Module (and call "
                           "super().__init__() first)")
-    return module
+    explain = FORWARD_EXPLAINERS.get(class_name) if explained else None
+    return Layer.of(module, what, explain and (lambda what_, error: explain(impl, what_, error)))
+
+
+class Layer(Handle):
+    """A module's handle whose forward, when it raises, is run again on an input where a known
+    mistake is harmless, so that the report names the mistake instead of the bare exception."""
+
+    @classmethod
+    def of(cls, handle, what, explain=None):
+        layer = cls.__new__(cls)
+        layer.__dict__.update(vars(handle))
+        layer.what, layer.explain = what, explain
+        return layer
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return super().__call__(*args, **kwargs)
+        except RemoteError as error:
+            self._explain_batch_as_tokens(args, kwargs, error)
+            if self.explain is not None:
+                self.explain(self.what, error)  # the step's own retries
+            raise
+
+    def _explain_batch_as_tokens(self, args, kwargs, error):
+        """The number of tokens read from the batch axis (x.shape[0]) fails wherever batch != T, and
+        is right on a batch of exactly T sequences: every batched input is retried so."""
+        x = args[0] if args else None
+        if not torch.is_tensor(x) or x.dim() != 3 or x.shape[0] == x.shape[1]:
+            return
+        batch, num_tokens = x.shape[:2]
+
+        def as_batch_of_t(a):
+            fits = torch.is_tensor(a) and a.dim() >= 2 and a.shape[0] == batch
+            return a[:1].expand(num_tokens, *a.shape[1:]).clone() if fits else a
+
+        try:
+            super().__call__(*map(as_batch_of_t, args), **kwargs)
+        except RemoteError:
+            return
+        raise CaseFailure(f"{self.what} raised {error.type_name} on a batch of {batch} sequences of {num_tokens} "
+                          f"tokens, and runs on a batch of {num_tokens}: is the number of tokens read from the "
+                          "batch axis? x is (batch, T, d_in), so T is its second axis") from None
 
 
 def linear_info(module, path, what):
@@ -97,11 +152,11 @@ def load_linear(module, path, weight, bias, what):
     module.set_linear(path, weight, None if bias is None else np.asarray(bias, dtype=np.float32))
 
 
-def loaded_module(impl, class_name, args, linears, what=None, dtype=None):
+def loaded_module(impl, class_name, args, linears, what=None, dtype=None, explained=True):
     """impl.<class_name>(*args) holding `linears` {attribute path: (weight, bias or None)}, in
-    eval mode (and converted to `dtype` if given)."""
+    eval mode (and converted to `dtype` if given); `explained` as for `construct`."""
     what = what or f"{class_name}{tuple(args)}"
-    module = construct(impl, class_name, args, what=what)
+    module = construct(impl, class_name, args, what=what, explained=explained)
     for path, (weight, bias) in linears.items():
         load_linear(module, path, weight, bias, what)
     if dtype is not None:
