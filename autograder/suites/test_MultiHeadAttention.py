@@ -6,13 +6,11 @@ reference's. Weights are copied into W_query, W_key, W_value and out_proj by att
 scale shows.
 """
 
-import itertools
-
 import numpy as np
 import torch
 from torch import nn
 
-from autograder.errors import CaseFailure, RemoteError
+from autograder.errors import CaseFailure
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
@@ -98,31 +96,20 @@ def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bia
                                  f"num_heads={num_heads}, qkv_bias={bias})", explained=explained)
 
 
-KEY_AXES = ("batch", "num_heads", "T", "head_dim")
 # The keys' axes in any order but the right one: keys.transpose(1, 2), right for CausalAttention's 3-D keys,
 # raises here except where T == num_heads == head_dim, and there every order fits.
-KEYS_AXES_MISTAKES = [(dict(keys_axes=order), f"the keys' axes enter the scores' product in the order "
-                       f"({', '.join(KEY_AXES[i] for i in order)}); each head's scores are its queries times its "
-                       "keys with their last two axes (T, head_dim) swapped")
-                      for order in itertools.permutations(range(4)) if order != (0, 1, 3, 2)]
+KEYS_AXES_MISTAKES = toolkit.keys_axes_mistakes({0: "batch", 1: "num_heads", 2: "T", 3: "head_dim"})
 
 
 @toolkit.explains_forward(STEP)
 def _explain_keys_axes(impl, what, error):
-    """A forward that raised is run again on a layer where batch, T, num_heads and head_dim are all 2, where
-    the keys' axes fit in any order: an output that matches one order names it."""
+    """A forward that raised, run again where batch, T, num_heads and head_dim are all 2 (`explain_by_probe`)."""
     r = rng(1817)
     linears = _random_layers(r, 3, 4, False)
     x = r.normal(size=(2, 2, 3))
-    try:
-        out = checks.to_array(_mha(impl, 3, 4, 2, 2, linears, explained=False)(toolkit.tensor(x)), what)
-    except (RemoteError, CaseFailure):
-        return
-    found = checks.named_mistake(out, toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, 2, **kw),
-                                                       KEYS_AXES_MISTAKES))
-    if found is not None:
-        raise CaseFailure(f"{what} raised {error.type_name}; on a layer where batch, T, num_heads and head_dim "
-                          f"are all 2, so that the shapes fit, it shows why: {found}") from None
+    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 2, 2, linears, explained=False)(toolkit.tensor(x)),
+                             lambda **kw: toolkit.attention(x, linears, 2, **kw), KEYS_AXES_MISTAKES,
+                             "batch, T, num_heads and head_dim are all 2")
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):

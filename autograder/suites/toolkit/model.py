@@ -1,12 +1,14 @@
 """A NumPy model of (multi-head, causal) attention in float64, whose keyword switches each
 reproduce one known mistake, so a wrong output can be named by its symptom (`symptoms`)."""
 
+import itertools
 import math
 
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
+from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored
 
 NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
@@ -162,3 +164,34 @@ def check_stored_outputs(impl, step, apply, what, symptoms_of, where=None):
         if str(failure).endswith("contains nan"):
             raise CaseFailure(f"{failure}: {NAN_HINT}") from None
         raise
+
+
+# --- a forward that raised, named by a run where the shapes fit -----------------------------
+
+def keys_axes_mistakes(names):
+    """(switches, message) of the keys entering the scores' product with their axes in any order but the
+    right one (the last two swapped). `names` {axis of the model's 4-D keys (batch, heads, T, width): its
+    name}; an axis left out (CausalAttention's one head) stays in place."""
+    moved = sorted(names)
+    orders = [order for order in itertools.permutations(moved) if order != (*moved[:-2], moved[-1], moved[-2])]
+
+    def axes(order):
+        placed = dict(zip(moved, order))
+        return tuple(placed.get(axis, axis) for axis in range(4))
+
+    return [(dict(keys_axes=axes(order)), f"the keys' axes enter the scores' product in the order "
+             f"({', '.join(names[i] for i in order)}); the scores are the queries times the keys with their "
+             f"last two axes ({names[moved[-2]]}, {names[moved[-1]]}) swapped") for order in orders]
+
+
+def explain_by_probe(what, error, run, model, mistakes, where):
+    """A forward that raised (`error`) is run again by `run()` on a layer `where` the shapes of the known
+    `mistakes` fit; an output that matches model(**switches) of one names it, else nothing is said."""
+    try:
+        out = checks.to_array(run(), what)
+    except (RemoteError, CaseFailure):
+        return
+    found = checks.named_mistake(out, symptoms(model, mistakes))
+    if found is not None:
+        raise CaseFailure(f"{what} raised {error.type_name}; on a layer where {where}, so that the shapes fit, "
+                          f"it shows why: {found}") from None

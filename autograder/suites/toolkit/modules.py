@@ -94,9 +94,24 @@ class Layer(Handle):
             return super().__call__(*args, **kwargs)
         except RemoteError as error:
             self._explain_batch_as_tokens(args, kwargs, error)
+            self._explain_features_as_tokens(args, kwargs, error)
             if self.explain is not None:
                 self.explain(self.what, error)  # the step's own retries
             raise
+
+    def _explain_features_as_tokens(self, args, kwargs, error):
+        """The number of tokens read from the features axis (x.shape[-1]) fails wherever d_in != T, and is
+        right on an input of exactly d_in tokens."""
+        x = args[0] if args else None
+        if not torch.is_tensor(x) or x.dim() != 3 or x.shape[1] == x.shape[2]:
+            return
+        try:
+            super().__call__(x[:, :1].expand(x.shape[0], x.shape[2], x.shape[2]).clone(), *args[1:], **kwargs)
+        except RemoteError:
+            return
+        raise CaseFailure(f"{self.what} raised {error.type_name} on {x.shape[1]} tokens of {x.shape[2]} features, "
+                          f"and runs on {x.shape[2]} tokens: is the number of tokens read from the features "
+                          "axis? x is (batch, T, d_in), so T is its second axis") from None
 
     def _explain_batch_as_tokens(self, args, kwargs, error):
         """The number of tokens read from the batch axis (x.shape[0]) fails wherever batch != T, and
