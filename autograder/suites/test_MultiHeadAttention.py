@@ -41,6 +41,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
                                 "[i*head_dim, (i+1)*head_dim)"),
     multihead.HEADS_REVERSED,
     multihead.NO_OUT_PROJ,
+    multihead.SOFTMAX_OVER_HEADS,
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
@@ -53,6 +54,9 @@ def _fixed_heads(num_heads, d_out):
     """A number of heads hard-coded (the chapter's 2, say) instead of num_heads: the features cut into
     `heads` heads, scaled by the head_dim of those heads or of num_heads, for each other divisor of d_out."""
     def why(heads):
+        if heads == d_out // num_heads:
+            return (f"the features are cut into {heads} head{'s' * (heads > 1)}, which is head_dim here, not "
+                    f"num_heads = {num_heads}: are num_heads and head_dim swapped (or a number of heads hard-coded)?")
         if heads == 1:
             return (f"all the features form one head whatever num_heads is (here {num_heads}): are the queries, "
                     "keys and values split into num_heads heads?")
@@ -98,18 +102,25 @@ def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bia
 
 # The keys' axes in any order but the right one: keys.transpose(1, 2), right for CausalAttention's 3-D keys,
 # raises here except where T == num_heads == head_dim, and there every order fits.
-KEYS_AXES_MISTAKES = toolkit.keys_axes_mistakes({0: "batch", 1: "num_heads", 2: "T", 3: "head_dim"})
+# So do the values' axes in another order (a view without the transpose, say).
+AXES = {0: "batch", 1: "num_heads", 2: "T", 3: "head_dim"}
+AXES_MISTAKES = toolkit.keys_axes_mistakes(AXES) + toolkit.values_axes_mistakes(tuple(AXES.values()))
+BEFORE_MERGE = ("something that takes the merged heads (batch, T, d_out), out_proj or a view, gets the heads "
+                "(batch, num_heads, T, head_dim) before they are merged")
 
 
 @toolkit.explains_forward(STEP)
-def _explain_keys_axes(impl, what, error):
-    """A forward that raised, run again where batch, T, num_heads and head_dim are all 2 (`explain_by_probe`)."""
+def _explain_forward(impl, what, error):
+    """A forward that raised, run again where batch, T, num_heads and head_dim are all 2 (`explain_by_probe`),
+    then with one head, where the heads before and after the merge differ only by a size-1 axis."""
     r = rng(1817)
     linears = _random_layers(r, 3, 4, False)
     x = r.normal(size=(2, 2, 3))
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 2, 2, linears, explained=False)(toolkit.tensor(x)),
-                             lambda **kw: toolkit.attention(x, linears, 2, **kw), KEYS_AXES_MISTAKES,
+                             lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES,
                              "batch, T, num_heads and head_dim are all 2")
+    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 2, 1, linears, explained=False)(toolkit.tensor(x)),
+                             lambda: toolkit.attention(x, linears, 1), [({}, BEFORE_MERGE)], "there is one head")
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):

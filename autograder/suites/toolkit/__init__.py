@@ -40,6 +40,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     softmax,
     symptoms,
     torch_identity_multihead,
+    values_axes_mistakes,
 )
 from autograder.suites.toolkit.modules import (  # noqa: F401
     SIGNATURES,

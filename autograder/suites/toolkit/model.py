@@ -26,7 +26,7 @@ def softmax(s, axis=-1):
 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True, split_into=None, keys_axes=None):
+              out_proj=True, split_into=None, keys_axes=None, values_axes=None):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -39,7 +39,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
     `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
     keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
-    order the keys' axes (batch, heads, T, head_dim) take in the scores' product, where the shapes fit.
+    order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
+    values' in the product with the weights, where the shapes fit.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -79,7 +80,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
         weights = softmax(np.where(blocked, fill, scores), axis)
     if transpose_weights:
         weights = np.swapaxes(weights, -1, -2)
-    context = weights @ v  # (..., heads, T, width)
+    context = weights @ (v if values_axes is None else np.transpose(v, values_axes))  # (..., heads, T, width)
     if merge == "reversed":
         context = context[..., ::-1, :, :]
     if merge == "no_transpose":
@@ -182,6 +183,14 @@ def keys_axes_mistakes(names):
     return [(dict(keys_axes=axes(order)), f"the keys' axes enter the scores' product in the order "
              f"({', '.join(names[i] for i in order)}); the scores are the queries times the keys with their "
              f"last two axes ({names[moved[-2]]}, {names[moved[-1]]}) swapped") for order in orders]
+
+
+def values_axes_mistakes(names):
+    """(switches, message) of the values entering the product with the weights with their 4 axes (`names`,
+    in the model's order (batch, heads, T, width)) in any other order."""
+    return [(dict(values_axes=order), f"the values' axes enter the product with the weights in the order "
+             f"({', '.join(names[i] for i in order)}); the weights multiply each head's values, "
+             f"({', '.join(names)})") for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)]
 
 
 def explain_by_probe(what, error, run, model, mistakes, where):
