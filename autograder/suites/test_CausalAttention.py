@@ -37,11 +37,12 @@ KEYS_AXES_MISTAKES = toolkit.keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"})
 
 @toolkit.explains_forward(STEP)
 def _explain_keys_axes(impl, what, error):
-    """A forward that raised, run again where batch, T and d_out are all 2 (`explain_by_probe`)."""
+    """A forward that raised, run again where batch, T and d_out are all 2 (`explain_by_probe`), on a layer
+    with a longer context_length, so a mask not sliced to T fails there too and is not misnamed."""
     r = rng(1317)
     linears = toolkit.random_projections(r, 3, 2, False)
     x = r.normal(size=(2, 2, 3))
-    toolkit.explain_by_probe(what, error, lambda: _causal(impl, 3, 2, 2, linears, explained=False)(toolkit.tensor(x)),
+    toolkit.explain_by_probe(what, error, lambda: _causal(impl, 3, 2, 3, linears, explained=False)(toolkit.tensor(x)),
                              lambda **kw: toolkit.attention(x, linears, **kw), KEYS_AXES_MISTAKES,
                              "batch, T and d_out are all 2")
 

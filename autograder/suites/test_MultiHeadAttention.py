@@ -112,14 +112,15 @@ BEFORE_MERGE = ("something that takes the merged heads (batch, T, d_out), out_pr
 @toolkit.explains_forward(STEP)
 def _explain_forward(impl, what, error):
     """A forward that raised, run again where batch, T, num_heads and head_dim are all 2 (`explain_by_probe`),
-    then with one head, where the heads before and after the merge differ only by a size-1 axis."""
+    then with one head, where the heads before and after the merge differ only by a size-1 axis. Both layers
+    have a longer context_length than T, so a mask not sliced to T fails there too and is not misnamed."""
     r = rng(1817)
     linears = _random_layers(r, 3, 4, False)
     x = r.normal(size=(2, 2, 3))
-    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 2, 2, linears, explained=False)(toolkit.tensor(x)),
+    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 2, linears, explained=False)(toolkit.tensor(x)),
                              lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES,
                              "batch, T, num_heads and head_dim are all 2")
-    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 2, 1, linears, explained=False)(toolkit.tensor(x)),
+    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
                              lambda: toolkit.attention(x, linears, 1), [({}, BEFORE_MERGE)], "there is one head")
 
 

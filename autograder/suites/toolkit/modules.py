@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from autograder.errors import CaseFailure, RemoteError
-from autograder.harness import NOT_CONTIGUOUS
+from autograder.harness import SHAPE_MISMATCH
 from autograder.seam import Handle
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit import checks
@@ -94,8 +94,8 @@ class Layer(Handle):
         try:
             return super().__call__(*args, **kwargs)
         except RemoteError as error:
-            if NOT_CONTIGUOUS in str(error):
-                raise  # named as it is: a retry with one head or one token could hide it
+            if not any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+                raise  # the retries explain shapes that do not fit; an error a case expects stays as it is
             self._explain_batch_as_tokens(args, kwargs, error)
             self._explain_features_as_tokens(args, kwargs, error)
             if self.explain is not None:
