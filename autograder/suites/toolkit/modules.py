@@ -96,8 +96,10 @@ class Layer(Handle):
         except RemoteError as error:
             if not any(phrase in str(error) for phrase in SHAPE_MISMATCH):
                 raise  # the retries explain shapes that do not fit; an error a case expects stays as it is
-            self._explain_batch_as_tokens(args, kwargs, error)
-            self._explain_features_as_tokens(args, kwargs, error)
+            if len(args) == 1 and set(kwargs) <= {"_seed"}:
+                # x alone: where other inputs (a context, a mask) meet it, resizing x makes other shapes fit
+                self._explain_batch_as_tokens(args, kwargs, error)
+                self._explain_features_as_tokens(args, kwargs, error)
             if self.explain is not None:
                 self.explain(self.what, error)  # the step's own retries
             raise
