@@ -32,9 +32,10 @@ def _what(d_in, d_out, context_length, num_heads, dropout=0.0, bias=False):
             f"num_heads={num_heads}, qkv_bias={bias})")
 
 
-def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False):
+def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False, explained=True):
     what = _what(d_in, d_out, context_length, len(heads), dropout, bias)
-    module = toolkit.construct(impl, STEP, (d_in, d_out, context_length, dropout, len(heads), bias), what=what)
+    module = toolkit.construct(impl, STEP, (d_in, d_out, context_length, dropout, len(heads), bias), what=what,
+                               explained=explained)
     _check_heads(module, len(heads), what)
     width = module.describe("heads.0.W_query").get("weight_shape", (d_out,))[0]
     if width != d_out and width == d_out // len(heads):
@@ -44,6 +45,21 @@ def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False):
     for path, (weight, b) in linears.items():
         toolkit.load_linear(module, path, weight, b, what)
     return module.eval()
+
+
+CHAINED = ("the heads run one after another, each on the previous head's output (calling an nn.Sequential "
+           "chains its modules): every head runs on x itself, and their outputs go side by side")
+
+
+@toolkit.explains_forward(STEP)
+def _explain_forward(impl, what, error):
+    """A forward that raised, run again with d_in == d_out, where heads chained one after another fit."""
+    r = rng(1509)
+    heads = _random_heads(r, 2, 2, 2, False)
+    x = r.normal(size=(2, 3, 2))
+    toolkit.explain_by_probe(what, error, lambda: _wrapper(impl, 2, 2, 4, heads, explained=False)(toolkit.tensor(x)),
+                             lambda: toolkit.attention(toolkit.attention(x, heads[0]), heads[1]), [({}, CHAINED)],
+                             "d_in == d_out")
 
 
 def _check_heads(module, num_heads, what):
