@@ -23,10 +23,28 @@ _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 MISTAKES = toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
-def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
+def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False, explained=True):
     """CausalAttention with the given {name: (weight, bias)} loaded, in eval mode."""
     return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
-                                 f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+                                 f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})",
+                                 explained=explained)
+
+
+# keys.T on the 3-D keys (batch, T, d_k) reverses all three axes, and a transpose that moves the batch raises
+# too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays in place).
+KEYS_AXES_MISTAKES = toolkit.keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"})
+
+
+@toolkit.explains_forward(STEP)
+def _explain_keys_axes(impl, what, error):
+    """A forward that raised, run again where batch, T and d_out are all 2 (`explain_by_probe`), on a layer
+    with a longer context_length, so a mask not sliced to T fails there too and is not misnamed."""
+    r = rng(1317)
+    linears = toolkit.random_projections(r, 3, 2, False)
+    x = r.normal(size=(2, 2, 3))
+    toolkit.explain_by_probe(what, error, lambda: _causal(impl, 3, 2, 3, linears, explained=False)(toolkit.tensor(x)),
+                             lambda **kw: toolkit.attention(x, linears, **kw), KEYS_AXES_MISTAKES,
+                             "batch, T and d_out are all 2")
 
 
 def _mistakes(x, linears):

@@ -27,6 +27,10 @@ from autograder.suites.toolkit.multihead import LAYERS, cross_attention, record_
 
 STEP = "CrossAttention"
 
+# Where d_q == d_out, a divisor of sqrt(d_out) may be x's width: the message says both. Every output case
+# meets such a record first, so a divisor of sqrt(d_q) needs no candidate of its own.
+D_OUT_OR_D_Q = ("the scores are divided by sqrt(d_out), which is d_q, the width of x, here; divide by "
+                "sqrt(head_dim), head_dim = d_out // num_heads")
 
 MISTAKES = [
     (dict(mask="ignored"), "key_padding_mask is ignored: padded keys still get weight; fill the blocked "
@@ -47,6 +51,7 @@ MISTAKES = [
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     (dict(scale="d_kv"), "the scores are divided by sqrt(d_kv), the context's width; divide by sqrt(head_dim), "
                          "the width of each head's keys (head_dim = d_out // num_heads)"),
+    multihead.SOFTMAX_OVER_HEADS,
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),
@@ -59,7 +64,9 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
     def compute(**switches):
         return cross_attention(x, context, linears, num_heads, key_padding_mask, **switches)
 
-    found = toolkit.symptoms(compute, MISTAKES)
+    either = np.shape(x)[-1] == linears["out_proj"][0].shape[0]
+    found = toolkit.symptoms(compute, [(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out") else why)
+                                       for kw, why in MISTAKES])
     if np.shape(x)[-1] == np.shape(context)[-1]:
         # keys and values from x: only computable when the widths agree (else the shape names it)
         found.append(((lambda: cross_attention(x, x, linears, num_heads, _self_mask(key_padding_mask, x))),
@@ -110,6 +117,9 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
             raise CaseFailure(f"{what} raised {error.type_name} (a matrix product of mismatched shapes) on x "
                               f"{x.shape[-1]} wide and context {context.shape[-1]} wide: {WRONG_INPUT}; W_query "
                               "takes x (d_q), W_key and W_value take context (d_kv)") from None
+        if "Boolean value of Tensor" in str(error):
+            raise CaseFailure(f"{what} raised {error.type_name}: does it ask for the truth of key_padding_mask "
+                              "(if key_padding_mask:)? A tensor of several values has none; test `is not None`") from None
         if key_padding_mask is None:
             raise
         try:

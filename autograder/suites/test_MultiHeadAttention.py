@@ -41,6 +41,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
                                 "[i*head_dim, (i+1)*head_dim)"),
     multihead.HEADS_REVERSED,
     multihead.NO_OUT_PROJ,
+    multihead.SOFTMAX_OVER_HEADS,
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
@@ -49,9 +50,26 @@ D_OUT_OR_PRECEDENCE = ("the scores are divided by d_out, which is 2 head_dim her
                        "`/ head_dim ** 1 / 2`, where ** binds first?); divide by sqrt(head_dim)")
 
 
+def _fixed_heads(num_heads, d_out):
+    """A number of heads hard-coded (the chapter's 2, say) instead of num_heads: the features cut into
+    `heads` heads, scaled by the head_dim of those heads or of num_heads, for each other divisor of d_out."""
+    def why(heads):
+        if heads == d_out // num_heads:
+            return (f"the features are cut into {heads} head{'s' * (heads > 1)}, which is head_dim here, not "
+                    f"num_heads = {num_heads}: are num_heads and head_dim swapped (or a number of heads hard-coded)?")
+        if heads == 1:
+            return (f"all the features form one head whatever num_heads is (here {num_heads}): are the queries, "
+                    "keys and values split into num_heads heads?")
+        return (f"the features are cut into {heads} heads whatever num_heads is (here {num_heads}): is a "
+                "number of heads hard-coded? The heads, and head_dim, follow num_heads")
+    return [(dict(split_into=heads, scale=scale), why(heads))
+            for heads in range(1, d_out + 1) if d_out % heads == 0 and heads != num_heads
+            for scale in ("head", "cut")]
+
+
 def _mistakes(x, linears, num_heads):
     mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else why)
-                for switches, why in MISTAKES]
+                for switches, why in MISTAKES] + _fixed_heads(num_heads, linears["out_proj"][0].shape[0])
     return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), mistakes)
 
 
@@ -66,23 +84,51 @@ def _notes_symptoms(example):
 test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
 
 
-def _random_layers(r, d_in, d_out, bias):
+def _random_layers(r, d_in, d_out, bias, out_bias=False):
+    """Random layers; out_proj's bias is zeros unless `out_bias`. Only the cases about that bias (the
+    notes' example, the stored records with d_in != d_out, test_out_proj_applied_once_at_the_end)
+    give it values, so out_proj built without a bias, a slip, costs those and the attribute case."""
     layers = toolkit.random_projections(r, d_in, d_out, bias)
-    layers["out_proj"] = toolkit.random_linear(r, d_out, d_out, True)
+    weight, bias_values = toolkit.random_linear(r, d_out, d_out, True)  # drawn either way: same stream
+    layers["out_proj"] = (weight, bias_values if out_bias else np.zeros_like(bias_values))
     return layers
 
 
-def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bias=False):
+def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bias=False, explained=True):
     return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, num_heads, bias), linears,
                                  f"MultiHeadAttention({d_in}, {d_out}, {context_length}, {dropout}, "
-                                 f"num_heads={num_heads}, qkv_bias={bias})")
+                                 f"num_heads={num_heads}, qkv_bias={bias})", explained=explained)
+
+
+# The keys' axes in any order but the right one: keys.transpose(1, 2), right for CausalAttention's 3-D keys,
+# raises here except where T == num_heads == head_dim, and there every order fits.
+# So do the values' axes in another order (a view without the transpose, say).
+AXES = {0: "batch", 1: "num_heads", 2: "T", 3: "head_dim"}
+AXES_MISTAKES = toolkit.keys_axes_mistakes(AXES) + toolkit.values_axes_mistakes(tuple(AXES.values()))
+BEFORE_MERGE = ("something that takes the merged heads (batch, T, d_out), out_proj or a view, gets the heads "
+                "(batch, num_heads, T, head_dim) before they are merged")
+
+
+@toolkit.explains_forward(STEP)
+def _explain_forward(impl, what, error):
+    """A forward that raised, run again where batch, T, num_heads and head_dim are all 2 (`explain_by_probe`),
+    then with one head, where the heads before and after the merge differ only by a size-1 axis. Both layers
+    have a longer context_length than T, so a mask not sliced to T fails there too and is not misnamed."""
+    r = rng(1817)
+    linears = _random_layers(r, 3, 4, False)
+    x = r.normal(size=(2, 2, 3))
+    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 2, linears, explained=False)(toolkit.tensor(x)),
+                             lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES,
+                             "batch, T, num_heads and head_dim are all 2")
+    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
+                             lambda: toolkit.attention(x, linears, 1), [({}, BEFORE_MERGE)], "there is one head")
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
     record = dict(label=label, x=r.normal(size=(batch, num_tokens, d_in)).astype(np.float32),
                   d_in=np.int64(d_in), d_out=np.int64(d_out), context_length=np.int64(num_tokens),
                   num_heads=np.int64(num_heads), qkv_bias=np.int64(bias))
-    return multihead.put_layers(record, _random_layers(r, d_in, d_out, bias))
+    return multihead.put_layers(record, _random_layers(r, d_in, d_out, bias, out_bias=d_in != d_out))
 
 
 def stored_inputs():
@@ -113,7 +159,8 @@ def _check_stored_records(impl, same_width):
 
 # Layers with d_in == d_out (most of the chapter's) and with d_in != d_out are cases of their own,
 # here and in the oracle, each half of the output weight: a wrong scale or mixed heads fails both,
-# while a width taken from d_in instead of d_out keeps the first.
+# while a width taken from d_in instead of d_out keeps the first. Only the second gives out_proj's bias
+# values (`_random_layers`).
 @case(STEP, "stored", weight=1.5)
 def test_stored_outputs(impl):
     """matches the reference with d_in == d_out, for 1 and 6 heads and several batch sizes"""
@@ -122,7 +169,7 @@ def test_stored_outputs(impl):
 
 @case(STEP, "stored", weight=1.5)
 def test_stored_outputs_other_widths(impl):
-    """matches the reference with d_in != d_out, head_dim unlike both, bias and a single token"""
+    """matches the reference with d_in != d_out, head_dim unlike both, biases and a single token"""
     _check_stored_records(impl, same_width=False)
 
 
@@ -198,7 +245,7 @@ def test_matches_torch_sdpa_other_widths(impl):
 def test_out_proj_applied_once_at_the_end(impl):
     """out_proj is applied once, to the merged heads: the output is linear in out_proj's weight and bias"""
     r = rng(1804)
-    linears = _random_layers(r, 3, 4, False)
+    linears = _random_layers(r, 3, 4, False, out_bias=True)
     x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     identity = dict(linears, out_proj=(np.eye(4, dtype=np.float32), np.zeros(4, dtype=np.float32)))
     merged = checks.to_array(_mha(impl, 3, 4, 5, 2, identity)(x), "MultiHeadAttention(x)")

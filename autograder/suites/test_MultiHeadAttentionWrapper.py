@@ -32,9 +32,10 @@ def _what(d_in, d_out, context_length, num_heads, dropout=0.0, bias=False):
             f"num_heads={num_heads}, qkv_bias={bias})")
 
 
-def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False):
+def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False, explained=True):
     what = _what(d_in, d_out, context_length, len(heads), dropout, bias)
-    module = toolkit.construct(impl, STEP, (d_in, d_out, context_length, dropout, len(heads), bias), what=what)
+    module = toolkit.construct(impl, STEP, (d_in, d_out, context_length, dropout, len(heads), bias), what=what,
+                               explained=explained)
     _check_heads(module, len(heads), what)
     width = module.describe("heads.0.W_query").get("weight_shape", (d_out,))[0]
     if width != d_out and width == d_out // len(heads):
@@ -46,10 +47,26 @@ def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False):
     return module.eval()
 
 
+CHAINED = ("the heads run one after another, each on the previous head's output (calling an nn.Sequential "
+           "chains its modules): every head runs on x itself, and their outputs go side by side")
+
+
+@toolkit.explains_forward(STEP)
+def _explain_forward(impl, what, error):
+    """A forward that raised, run again with d_in == d_out, where heads chained one after another fit."""
+    r = rng(1509)
+    heads = _random_heads(r, 2, 2, 2, False)
+    x = r.normal(size=(2, 3, 2))
+    toolkit.explain_by_probe(what, error, lambda: _wrapper(impl, 2, 2, 4, heads, explained=False)(toolkit.tensor(x)),
+                             lambda: toolkit.attention(toolkit.attention(x, heads[0]), heads[1]), [({}, CHAINED)],
+                             "d_in == d_out")
+
+
 def _check_heads(module, num_heads, what):
-    """`heads` must hold num_heads modules to load weights into."""
+    """`heads` must hold num_heads modules to load weights into (any container whose forward the
+    wrapper does not call: test_heads_structure charges one other than nn.ModuleList)."""
     info = module.describe("heads")
-    if not info.get("exists") or not {"ModuleList", "list", "tuple"} & set(info.get("mro", ())):
+    if not info.get("exists") or not {"ModuleList", "Sequential", "list", "tuple"} & set(info.get("mro", ())):
         found = info.get("type", "nothing") if info.get("exists") else "nothing"
         raise CaseFailure(f"{what} should have an attribute `heads`, an nn.ModuleList of the heads; found "
                           f"{found}")
@@ -59,7 +76,12 @@ def _check_heads(module, num_heads, what):
 
 def _check_heads_as_the_task_says(module, num_heads, d_in, d_out, bias, what):
     """An nn.ModuleList of num_heads distinct modules, each with its three projections."""
-    if "ModuleList" not in module.describe("heads").get("mro", ()):
+    mro = module.describe("heads").get("mro", ())
+    if "Sequential" in mro:
+        raise CaseFailure(f"{what}.heads is an nn.Sequential, the container of a chain (each module's output "
+                          "fed to the next); the heads run side by side on the same x, so they are an "
+                          "nn.ModuleList")
+    if "ModuleList" not in mro:
         raise CaseFailure(f"{what}.heads is a {module.describe('heads').get('type')}, not an nn.ModuleList, "
                           "so the heads' parameters are not registered (model.parameters(), .eval() and "
                           ".to() miss them)")

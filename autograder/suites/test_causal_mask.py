@@ -26,14 +26,41 @@ def _not_additive(mask, what):
                           "where a key is blocked")
 
 
+def _extra_axes(mask):
+    """The extra leading axes of a mask of shape (1, ..., 1, T, T), or () for any other shape."""
+    shape = tuple(getattr(mask, "shape", ()))
+    return shape[:-2] if len(shape) > 2 and shape[-1] == shape[-2] and set(shape[:-2]) == {1} else ()
+
+
+def _no_extra_axes(mask, what):
+    """A (1, T, T) mask has a batch axis it does not need: named by its own cause (its entries are
+    graded by the other cases)."""
+    if _extra_axes(mask):
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(mask.shape)}, an extra leading axis of size 1; "
+                          "causal_mask returns a (T, T) mask, which broadcasts over a batch as it is")
+
+
+def _examine(mask, what):
+    _not_additive(mask, what)
+    _no_extra_axes(mask, what)
+
+
 def _mask(impl, num_tokens):
     mask = impl.causal_mask(num_tokens)
     _not_additive(mask, f"causal_mask({num_tokens})")
     return mask
 
 
+def _entries(impl, num_tokens):
+    """causal_mask(num_tokens) with extra leading axes of size 1 dropped: such a mask broadcasts like
+    the (T, T) one, so the cases of its entries grade the entries, and the cases of its shape (the
+    notes' example and test_bool_tensor) charge the extra axis, a slip."""
+    mask = _mask(impl, num_tokens)
+    return mask.reshape(mask.shape[-2:]) if _extra_axes(mask) else mask
+
+
 def apply(impl, record):
-    return _mask(impl, int(record["num_tokens"]))
+    return _entries(impl, int(record["num_tokens"]))
 
 
 def stored_symptoms(record, k):
@@ -58,7 +85,7 @@ def stored_symptoms(record, k):
                                "rest of the mask is False")]
 
 
-test_notes = notes_cases(STEP, replayed=stored_symptoms, examine=_not_additive)
+test_notes = notes_cases(STEP, replayed=stored_symptoms, examine=_examine)
 
 
 @case(STEP, "stored", weight=2)
@@ -77,6 +104,7 @@ def test_bool_tensor(impl):
         if out.dtype != torch.bool:
             raise CaseFailure(f"causal_mask({n}) has dtype {out.dtype}; return a torch.bool tensor "
                               "(e.g. build it with dtype=torch.bool, or compare with == 1)")
+        _no_extra_axes(out, f"causal_mask({n})")
         checks.expect_shape(out, (n, n), f"causal_mask({n})")
 
 
@@ -86,7 +114,7 @@ def test_matches_torch_causal_attention(impl):
     r = rng(1201)
     n, d = 7, 4
     q, k, v = (torch.tensor(r.normal(size=(2, n, d)), dtype=torch.float32) for _ in range(3))
-    mask = _mask(impl, n)
+    mask = _entries(impl, n)
     if not torch.is_tensor(mask):
         mask = torch.as_tensor(np.asarray(mask))
     checks.expect_shape(mask, (n, n), f"causal_mask({n})")
@@ -117,7 +145,7 @@ def test_matches_torch_causal_attention(impl):
 def test_long_sequence(impl):
     """works for long sequences: T = 256 has T(T-1)/2 True entries, all above the diagonal"""
     n = 256
-    out = checks.to_array(_mask(impl, n), f"causal_mask({n})")
+    out = checks.to_array(_entries(impl, n), f"causal_mask({n})")
     checks.expect_shape(out, (n, n), f"causal_mask({n})")
     rows, cols = np.nonzero(out)
     if len(rows) != n * (n - 1) // 2 or bool((cols <= rows).any()):

@@ -1,12 +1,14 @@
 """A NumPy model of (multi-head, causal) attention in float64, whose keyword switches each
 reproduce one known mistake, so a wrong output can be named by its symptom (`symptoms`)."""
 
+import itertools
 import math
 
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
+from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored
 
 NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
@@ -24,7 +26,7 @@ def softmax(s, axis=-1):
 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True):
+              out_proj=True, split_into=None, keys_axes=None, values_axes=None):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -34,7 +36,11 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     (sqrt(T)) | "heads" (sqrt(num_heads)); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
-    split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False.
+    split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
+    `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
+    keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
+    order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
+    values' in the product with the weights, where the shapes fit.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -50,19 +56,21 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     d_out = made["q"].shape[-1]
     head_dim = d_out // num_heads
 
+    cut = split_into or num_heads
+
     def split_(z):
-        width = z.shape[-1] // num_heads
+        width = z.shape[-1] // cut
         if split == "no_transpose":
-            return z.reshape(*lead, num_heads, num_tokens, width)
+            return z.reshape(*lead, cut, num_tokens, width)
         if split == "interleaved":
-            return np.moveaxis(z.reshape(*lead, num_tokens, width, num_heads), -1, -3)
-        return np.swapaxes(z.reshape(*lead, num_tokens, num_heads, width), -3, -2)
+            return np.moveaxis(z.reshape(*lead, num_tokens, width, cut), -1, -3)
+        return np.swapaxes(z.reshape(*lead, num_tokens, cut, width), -3, -2)
 
     q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
                "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
-               "heads": math.sqrt(num_heads)}[scale]
-    scores = q @ np.swapaxes(k, -1, -2) / divisor
+               "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut)}[scale]
+    scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
                "none": 0 * ones}[mask].astype(bool)
@@ -72,7 +80,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
         weights = softmax(np.where(blocked, fill, scores), axis)
     if transpose_weights:
         weights = np.swapaxes(weights, -1, -2)
-    context = weights @ v  # (..., heads, T, width)
+    context = weights @ (v if values_axes is None else np.transpose(v, values_axes))  # (..., heads, T, width)
     if merge == "reversed":
         context = context[..., ::-1, :, :]
     if merge == "no_transpose":
@@ -159,3 +167,42 @@ def check_stored_outputs(impl, step, apply, what, symptoms_of, where=None):
         if str(failure).endswith("contains nan"):
             raise CaseFailure(f"{failure}: {NAN_HINT}") from None
         raise
+
+
+# --- a forward that raised, named by a run where the shapes fit -----------------------------
+
+def keys_axes_mistakes(names):
+    """(switches, message) of the keys entering the scores' product with their axes in any order but the
+    right one (the last two swapped). `names` {axis of the model's 4-D keys (batch, heads, T, width): its
+    name}; an axis left out (CausalAttention's one head) stays in place."""
+    moved = sorted(names)
+    orders = [order for order in itertools.permutations(moved) if order != (*moved[:-2], moved[-1], moved[-2])]
+
+    def axes(order):
+        placed = dict(zip(moved, order))
+        return tuple(placed.get(axis, axis) for axis in range(4))
+
+    return [(dict(keys_axes=axes(order)), f"the keys' axes enter the scores' product in the order "
+             f"({', '.join(names[i] for i in order)}); the scores are the queries times the keys with their "
+             f"last two axes ({names[moved[-2]]}, {names[moved[-1]]}) swapped") for order in orders]
+
+
+def values_axes_mistakes(names):
+    """(switches, message) of the values entering the product with the weights with their 4 axes (`names`,
+    in the model's order (batch, heads, T, width)) in any other order."""
+    return [(dict(values_axes=order), f"the values' axes enter the product with the weights in the order "
+             f"({', '.join(names[i] for i in order)}); the weights multiply each head's values, "
+             f"({', '.join(names)})") for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)]
+
+
+def explain_by_probe(what, error, run, model, mistakes, where):
+    """A forward that raised (`error`) is run again by `run()` on a layer `where` the shapes of the known
+    `mistakes` fit; an output that matches model(**switches) of one names it, else nothing is said."""
+    try:
+        out = checks.to_array(run(), what)
+    except (RemoteError, CaseFailure):
+        return
+    found = checks.named_mistake(out, symptoms(model, mistakes))
+    if found is not None:
+        raise CaseFailure(f"{what} raised {error.type_name}; on a layer where {where}, so that the shapes fit, "
+                          f"it shows why: {found}") from None

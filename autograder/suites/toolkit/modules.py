@@ -3,7 +3,8 @@ attribute name, check its attributes; random weights and inputs for the cases.
 
 One rule for an unwanted bias: it is zeroed while loading, so it costs points once, in the step's
 attribute case (`check_linear`), and nowhere else. A missing bias that the weights need cannot be
-loaded, and fails the case.
+loaded, and fails the case; one of zeros needs nothing loaded, so a case that is not about the
+bias can load zeros and leave a missing bias to the cases that are.
 """
 
 import math
@@ -12,6 +13,7 @@ import numpy as np
 import torch
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import SHAPE_MISMATCH
 from autograder.seam import Handle
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit import checks
@@ -38,8 +40,21 @@ def _is_signature_error(error):
     return isinstance(error, TypeError) and "__init__()" in text and "argument" in text
 
 
-def construct(impl, class_name, args, kwargs=None, what=None):
-    """impl.<class_name>(*args, **kwargs), checked to be an nn.Module: its Handle."""
+# A step's own explanation of a forward that raised, by class name: explain(impl, what, error) raises a
+# CaseFailure that names the cause, or returns. A suite registers it with `explains_forward`.
+FORWARD_EXPLAINERS = {}
+
+
+def explains_forward(class_name):
+    def register(explain):
+        FORWARD_EXPLAINERS[class_name] = explain
+        return explain
+    return register
+
+
+def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
+    """impl.<class_name>(*args, **kwargs), checked to be an nn.Module: its Handle, a `Layer` (whose
+    forward errors the class's `FORWARD_EXPLAINERS` entry also tries to name, if `explained`)."""
     what = what or f"{class_name}{tuple(args)}"
     try:
         module = getattr(impl, class_name)(*args, **(kwargs or {}))
@@ -48,6 +63,10 @@ def construct(impl, class_name, args, kwargs=None, what=None):
         if _is_signature_error(error):
             raise CaseFailure(f"{what} cannot be created ({first_line(error)}); keep the signature of the "
                               f"task: {class_name}{SIGNATURES.get(class_name, '(...)')}") from None
+        if "is not a Module subclass" in str(error):
+            raise CaseFailure(f"{what} cannot be created ({first_line(error)}): a module container got something "
+                              "other than a module; nn.Sequential takes its modules as separate arguments (not "
+                              "a generator or a list), nn.ModuleList one iterable of modules") from None
         if "dropout probability has to be between 0 and 1" in str(error):
             raise CaseFailure(f"{what} cannot be created: an nn.Dropout got a rate outside [0, 1]; are the "
                               "arguments passed on in the order of each signature (the layers' too)?") from None
@@ -56,7 +75,68 @@ def construct(impl, class_name, args, kwargs=None, what=None):
         kind = module.type_name if isinstance(module, Handle) else type(module).__name__
         raise CaseFailure(f"{what} is a {kind}, not a torch.nn.Module: subclass nn.Module (and call "
                           "super().__init__() first)")
-    return module
+    explain = FORWARD_EXPLAINERS.get(class_name) if explained else None
+    return Layer.of(module, what, explain and (lambda what_, error: explain(impl, what_, error)))
+
+
+class Layer(Handle):
+    """A module's handle whose forward, when it raises, is run again on an input where a known
+    mistake is harmless, so that the report names the mistake instead of the bare exception."""
+
+    @classmethod
+    def of(cls, handle, what, explain=None):
+        layer = cls.__new__(cls)
+        layer.__dict__.update(vars(handle))
+        layer.what, layer.explain = what, explain
+        return layer
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return super().__call__(*args, **kwargs)
+        except RemoteError as error:
+            if not any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+                raise  # the retries explain shapes that do not fit; an error a case expects stays as it is
+            if len(args) == 1 and set(kwargs) <= {"_seed"}:
+                # x alone: where other inputs (a context, a mask) meet it, resizing x makes other shapes fit
+                self._explain_batch_as_tokens(args, kwargs, error)
+                self._explain_features_as_tokens(args, kwargs, error)
+            if self.explain is not None:
+                self.explain(self.what, error)  # the step's own retries
+            raise
+
+    def _explain_features_as_tokens(self, args, kwargs, error):
+        """The number of tokens read from the features axis (x.shape[-1]) fails wherever d_in != T, and is
+        right on an input of exactly d_in tokens."""
+        x = args[0] if args else None
+        if not torch.is_tensor(x) or x.dim() != 3 or x.shape[1] == x.shape[2]:
+            return
+        try:
+            super().__call__(x[:, :1].expand(x.shape[0], x.shape[2], x.shape[2]).clone(), *args[1:], **kwargs)
+        except RemoteError:
+            return
+        raise CaseFailure(f"{self.what} raised {error.type_name} on {x.shape[1]} tokens of {x.shape[2]} features, "
+                          f"and runs on {x.shape[2]} tokens: is the number of tokens read from the features "
+                          "axis? x is (batch, T, d_in), so T is its second axis") from None
+
+    def _explain_batch_as_tokens(self, args, kwargs, error):
+        """The number of tokens read from the batch axis (x.shape[0]) fails wherever batch != T, and
+        is right on a batch of exactly T sequences: every batched input is retried so."""
+        x = args[0] if args else None
+        if not torch.is_tensor(x) or x.dim() != 3 or x.shape[0] == x.shape[1]:
+            return
+        batch, num_tokens = x.shape[:2]
+
+        def as_batch_of_t(a):
+            fits = torch.is_tensor(a) and a.dim() >= 2 and a.shape[0] == batch
+            return a[:1].expand(num_tokens, *a.shape[1:]).clone() if fits else a
+
+        try:
+            super().__call__(*map(as_batch_of_t, args), **kwargs)
+        except RemoteError:
+            return
+        raise CaseFailure(f"{self.what} raised {error.type_name} on a batch of {batch} sequences of {num_tokens} "
+                          f"tokens, and runs on a batch of {num_tokens}: is the number of tokens read from the "
+                          "batch axis? x is (batch, T, d_in), so T is its second axis") from None
 
 
 def linear_info(module, path, what):
@@ -78,25 +158,25 @@ def load_linear(module, path, weight, bias, what):
     """Copy (weight (out, in), bias or None) into the nn.Linear at `path` (e.g. "heads.1.W_key").
 
     The one rule for biases: a bias the weights do not have is zeroed (the attribute case marks
-    it down, once); a bias they have but the layer lacks fails here."""
+    it down, once); a nonzero bias they have but the layer lacks fails here."""
     info = linear_info(module, path, what)
     weight = np.asarray(weight, dtype=np.float32)
     if tuple(info["weight_shape"]) != weight.shape:
         raise CaseFailure(f"{what}: `{path}.weight` has shape {checks.fmt_shape(info['weight_shape'])}, "
                           f"expected {checks.fmt_shape(weight.shape)} (nn.Linear(in_features="
                           f"{weight.shape[1]}, out_features={weight.shape[0]}))")
-    if bias is not None and not info.get("bias"):
+    if bias is not None and not info.get("bias") and np.any(np.asarray(bias)):
         why = ("out_proj always has one" if path.endswith("out_proj")
                else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")
         raise CaseFailure(f"{what}: `{path}` has no bias, but it should have one ({why})")
     module.set_linear(path, weight, None if bias is None else np.asarray(bias, dtype=np.float32))
 
 
-def loaded_module(impl, class_name, args, linears, what=None, dtype=None):
+def loaded_module(impl, class_name, args, linears, what=None, dtype=None, explained=True):
     """impl.<class_name>(*args) holding `linears` {attribute path: (weight, bias or None)}, in
-    eval mode (and converted to `dtype` if given)."""
+    eval mode (and converted to `dtype` if given); `explained` as for `construct`."""
     what = what or f"{class_name}{tuple(args)}"
-    module = construct(impl, class_name, args, what=what)
+    module = construct(impl, class_name, args, what=what, explained=explained)
     for path, (weight, bias) in linears.items():
         load_linear(module, path, weight, bias, what)
     if dtype is not None:

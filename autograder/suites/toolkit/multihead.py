@@ -27,6 +27,8 @@ DIVIDED_BY_TWICE_HEAD_DIM = (dict(scale="twice_linear"), "the scores are divided
                              "divides by head_dim, then by 2 (** binds first, and / runs left to right); divide "
                              "by sqrt(head_dim)")
 HEADS_REVERSED = (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first")
+SOFTMAX_OVER_HEADS = (dict(axis=-3), "the softmax runs over dim=1, the heads: each query's weights must sum to 1 "
+                                    "over the keys, dim=-1")
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
 

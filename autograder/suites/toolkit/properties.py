@@ -100,6 +100,7 @@ def run_on_held(impl, module, x):
 
 
 def check_input_unchanged(impl, name, module, x):
+    module(x.clone())  # a forward that raises is explained on a plain input (`modules.Layer`), not a held one
     before = x.clone()
     _, after = run_on_held(impl, module, x)
     checks.expect_unchanged(before.numpy(), after, f"the input x of {name}")
