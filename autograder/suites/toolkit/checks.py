@@ -101,7 +101,9 @@ def named_mistake(actual, symptoms, atol=1e-5, rtol=1e-4):
 def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), finite_hint="", relation=True):
     """actual ≈ expected, or a message: a known mistake's symptom if one matches (tried first, so
     a mistake that makes nan or changes the shape is named by its cause), else the shape, nan, or
-    the size and place of the largest deviation, saying that the cause has no name."""
+    the size and place of the largest deviation, saying that the cause has no name. With
+    `relation` False, `expected` is another output of the same code (a symmetry, a reordering),
+    so no relation to it is called a kind of mistake."""
     actual = to_array(actual, what)
     expected_raw = asarray(expected)
     expected = asarray(expected, dtype=np.float64)

@@ -83,11 +83,14 @@ def _softmax_temperature(actual, expected, atol, rtol):
     live = expected > 1e-12
     if not np.array_equal(live, actual > 1e-12) or live.sum(axis=-1).max() < 2:
         return None
-    with np.errstate(divide="ignore"):
-        log_right, log_actual = np.where(live, np.log(expected), 0.0), np.where(live, np.log(actual), 0.0)
     count = np.maximum(live.sum(axis=-1, keepdims=True), 1)
-    centred_right = np.where(live, log_right - log_right.sum(axis=-1, keepdims=True) / count, 0.0)
-    centred_actual = np.where(live, log_actual - log_actual.sum(axis=-1, keepdims=True) / count, 0.0)
+
+    def centred_logs(weights):  # the scores behind the weights, up to a constant per row
+        with np.errstate(divide="ignore"):
+            logs = np.where(live, np.log(weights), 0.0)
+        return np.where(live, logs - logs.sum(axis=-1, keepdims=True) / count, 0.0)
+
+    centred_right, centred_actual = centred_logs(expected), centred_logs(actual)
     den = float(np.sum(centred_right ** 2))
     if den < 1e-12:
         return None  # uniform rows: every temperature gives them
@@ -102,6 +105,13 @@ def _softmax_temperature(actual, expected, atol, rtol):
 def _patterns(actual, expected, atol, rtol, facts):
     """(test, message) pairs, most specific first. A test may record in `facts` the numbers its
     message names ({factor}, {spread}, {items}); messages are str.format templates."""
+    fits = {}  # axis -> the per-slice factors, or None: two tests read the columns' fit
+
+    def fit_along(axis):
+        if axis not in fits:
+            fits[axis] = _scaled(actual, expected, atol, rtol, axis)
+        return fits[axis]
+
     def scaled_by_one_factor():
         factor = _scaled(actual, expected, atol, rtol, None)
         if factor is None or abs(float(factor)) < 1e-12:
@@ -112,7 +122,7 @@ def _patterns(actual, expected, atol, rtol, facts):
     def scaled_per_slice(axis, signs_only=False):
         if actual.ndim < 2 or actual.shape[axis] < 2 or actual.shape[-1 if axis == -2 else -2] < 2:
             return False
-        factors = _scaled(actual, expected, atol, rtol, axis)
+        factors = fit_along(axis)
         # a factor of 0 is a slice left out, not scaled (truncated codes, a row never written)
         if factors is None or np.any(abs(factors) < 1e-6):
             return False
