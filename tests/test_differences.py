@@ -7,14 +7,11 @@ import pytest
 
 from autograder.errors import CaseFailure
 from autograder.suites.toolkit import checks, differences
+from autograder.suites.toolkit.model import softmax
 
 RIGHT = np.random.default_rng(0).normal(size=(2, 4, 5))
 ROW_FACTORS = np.random.default_rng(1).uniform(1.5, 3, size=(2, 4, 1))
 COLUMN_FACTORS = np.random.default_rng(2).uniform(1.5, 3, size=(2, 1, 5))
-
-def SOFTMAX(scores):
-    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return exps / exps.sum(axis=-1, keepdims=True)
 
 
 KINDS = {
@@ -41,10 +38,10 @@ def test_weights_from_scores_scaled_by_the_wrong_factor_are_named_with_it():
     """Only the right weights are known, not the scores: their logs are the scores up to a constant
     per row, which is enough; rows with blocked (zero) entries keep them."""
     scores = np.where(np.triu(np.ones((4, 5), dtype=bool), 1), -np.inf, RIGHT)
-    message = differences.pattern_of(SOFTMAX(scores / 8), SOFTMAX(scores))
+    message = differences.pattern_of(softmax(scores / 8), softmax(scores))
     assert "each row is the softmax of the right scores times 0.125 (= 1/8)" in message
     uniform = np.full((3, 4), 0.25)
-    assert differences.pattern_of(SOFTMAX(RIGHT[0, :3, :4]), uniform) is None  # no scores to scale
+    assert differences.pattern_of(softmax(RIGHT[0, :3, :4]), uniform) is None  # no scores to scale
 
 
 def test_an_unrelated_error_is_named_by_none():
