@@ -17,7 +17,9 @@ READ_ASSIGNMENTS = pytest.StashKey[list]()  # the assignments whose catalogue th
 
 
 @pytest.fixture(scope="session")
-def course(tmp_path_factory):
+def released_course(tmp_path_factory):
+    """The course with all five assignments released. Under a name no test module redefines:
+    the catalogue's run begins before the first test, whichever module that is."""
     course_dir = grading.prepare(tmp_path_factory.mktemp("course") / "course")
     for assignment in ASSIGNMENTS:
         grading.release(course_dir, assignment)
@@ -25,9 +27,14 @@ def course(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def release_notebook(course):
+def course(released_course):
+    return released_course
+
+
+@pytest.fixture(scope="session")
+def release_notebook(released_course):
     def read(assignment):
-        return samples.read(CourseDir(course).release_notebook(assignment))
+        return samples.read(CourseDir(released_course).release_notebook(assignment))
 
     return read
 
@@ -52,11 +59,12 @@ def _catalogue_in_background(request):
 
 
 @pytest.fixture(scope="session")
-def catalogue_results(course, request):
+def catalogue_results(released_course, request):
     """assignment -> {student: StudentResult}, each assignment graded once (one grade_class
     call), in the background from the session's start (`catalogue_run.CatalogueRun`). At the end the matrix
     of this run is written next to the course directory (or to $CATALOGUE_MATRIX_OUT): what
     `python -m coursekit.matrix` would write."""
+    course = released_course
     run = CatalogueRun(course, request.config.stash.get(READ_ASSIGNMENTS, None) or ASSIGNMENTS)
     try:
         yield run
