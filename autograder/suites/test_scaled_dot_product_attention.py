@@ -11,6 +11,8 @@ from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 STEP = "scaled_dot_product_attention"
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
+MASK_TRANSPOSED = ("the mask is read transposed (mask.T): it already has the weights' layout, mask[i, j] True "
+                   "blocks key j for query i, one row per query")
 
 
 def _causal(n):
@@ -116,6 +118,19 @@ def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
     return weights.shape == full_mask.shape and bool(np.isnan(weights).any(axis=-1).all())
 
 
+def _reads_mask_transposed(impl):
+    """Whether a square, lopsided mask blocks as its transpose would, on inputs where the shapes fit."""
+    r = rng(1310)
+    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
+    mask = _causal(4)  # its transpose blocks the keys below the diagonal: another weight in every row but one
+    try:
+        weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask.copy())[1], "the weights")
+    except Exception:  # noqa: BLE001 - only asks how a mask is read
+        return False
+    return checks.named_mistake(weights, [(_softmax(np.where(mask.T, -np.inf, _raw(Q, K) / np.sqrt(3))),
+                                           MASK_TRANSPOSED)]) is not None
+
+
 def _call(impl, Q, K, V, mask, label):
     """(context, weights) as float64 arrays, with mistakes that change shapes or give nan named."""
     try:
@@ -131,6 +146,8 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but not with the mask spelled out to the weights' full shape: the "
                               f"mask of shape {checks.fmt_shape(np.shape(mask))} must broadcast; {FILL_HINT}"
                               ) from None
+        if mask is not None and _works(impl, Q, K, V, None) and _reads_mask_transposed(impl):
+            raise CaseFailure(f"{detail}, but not without the mask: {MASK_TRANSPOSED}") from None
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
                               "weights are (n_q, n_k), from Q Kᵀ, and the context is weights @ V") from None
@@ -206,6 +223,7 @@ def mistakes(Q, K, V, mask, k):
         variants += [
             (lambda: _softmax(np.where(mask, scaled, -np.inf)),
              "mask semantics look inverted: True means blocked (this query may NOT attend to that key)"),
+            (lambda: _softmax(fill(scaled, np.swapaxes(mask, -1, -2), -np.inf)), MASK_TRANSPOSED),
             (lambda: _softmax(fill(scaled, mask, 0.0)),
              f"the blocked scores are set to 0, which still gets weight: {FILL_HINT}"),
             (lambda: np.where(mask, 0.0, _softmax(scaled)),
@@ -339,6 +357,12 @@ def test_weights_are_probabilities(impl):
         if mask is not None:
             blocked = np.abs(weights[np.broadcast_to(mask, weights.shape)])
             if blocked.size and blocked.max() > BLOCKED_TOL:
+                # a mask read another way also gives weight to blocked keys; weights that are right
+                # but for a tiny leak (a finite fill) are told about the fill, not a mistake's model
+                right = _model(dict(Q=Q, K=K, V=V, mask=mask))[1]
+                found = checks.named_mistake(weights, [(right, None)] + mistakes(Q, K, V, mask, 1))
+                if found is not None:
+                    raise CaseFailure(f"the weights of {label} give blocked keys weight: {found}")
                 raise CaseFailure(f"blocked keys get weight up to {blocked.max():.3g}, not exactly 0 "
                                   f"({label}): {FILL_HINT}")
 
@@ -391,6 +415,7 @@ def test_edge_cases(impl):
     causal = _call(impl, Q, K, V, _causal(5), "5 tokens with a causal mask")
     checks.expect_close(causal[0][-1], plain[0][-1],
                         "the last token's causal context compared with its unmasked context (they are equal)",
+                        symptoms=[(lambda f=f: f()[-1], s) for f, s in mistakes(Q, K, V, _causal(5), 0)],
                         relation=False)
 
 
