@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
@@ -23,7 +23,24 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.dot_product(record["a"], record["b"])
+    a, b = record["a"], record["b"]
+    try:
+        return impl.dot_product(a, b)
+    except RemoteError as error:
+        if error.type_name != "NotImplementedError" and len(a) == 1 and _works_on_longer(impl):
+            raise CaseFailure(f"dot_product raised {error.type_name} on two vectors of a single entry, though it "
+                              "works on longer ones: a vector of one entry is still a 1-D array of length 1; "
+                              "code that needs two entries, or a squeeze that makes it a 0-d scalar with no "
+                              "length or index, fails there") from None
+        raise
+
+
+def _works_on_longer(impl):
+    try:
+        impl.dot_product(np.array([0.5, -1.0]), np.array([2.0, 3.0]))
+    except RemoteError:  # only asks whether longer vectors go through
+        return False
+    return True
 
 
 def stored_symptoms(record, k):
