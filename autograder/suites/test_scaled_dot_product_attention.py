@@ -7,6 +7,7 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
 STEP = "scaled_dot_product_attention"
 BLOCKED_TOL = 1e-12
@@ -119,10 +120,9 @@ def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
 
 
 def _reads_mask_transposed(impl):
-    """Whether a square, lopsided mask blocks as its transpose would, on inputs where the shapes fit."""
+    """Whether a causal mask blocks as its transpose (the keys below the diagonal) would, on square inputs."""
     r = rng(1310)
-    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
-    mask = _causal(4)  # its transpose blocks the keys below the diagonal: another weight in every row but one
+    Q, K, V, mask = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), _causal(4)
     try:
         weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask.copy())[1], "the weights")
     except Exception:  # noqa: BLE001 - only asks how a mask is read
@@ -218,6 +218,7 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _column_shifted(fill(scaled, mask, -np.inf)),
          "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
          "leaves its softmax unchanged, so subtract each row's maximum"),
+        *hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
     ]
     if mask is not None:
         variants += [
@@ -353,7 +354,11 @@ def test_weights_are_probabilities(impl):
         _, weights = _call(impl, Q, K, V, mask, label)
         checks.expect_shape(weights, (*Q.shape[:-1], K.shape[-2]), f"the weights of {label}")
         checks.expect_finite(weights, f"the weights of {label}")
-        checks.expect_rows_sum_to_one(weights, f"the weights of {label}")
+        try:
+            checks.expect_rows_sum_to_one(weights, f"the weights of {label}")
+        except CaseFailure as failure:  # a known mistake in the formula is the cause
+            found = checks.named_mistake(weights, mistakes(Q, K, V, mask, 1))
+            raise CaseFailure(failure if found is None else f"{failure}: {found}") from None
         if mask is not None:
             blocked = np.abs(weights[np.broadcast_to(mask, weights.shape)])
             if blocked.size and blocked.max() > BLOCKED_TOL:
@@ -404,8 +409,10 @@ def test_edge_cases(impl):
     r = rng(1306)
     Q, K, V = r.normal(size=(3, 4)), r.normal(size=(1, 4)), r.normal(size=(1, 2))
     context, weights = _call(impl, Q, K, V, None, "3 queries over a single key")
-    checks.expect_close(weights, np.ones((3, 1)), "the weights over a single key (it gets all the weight)")
-    checks.expect_close(context, np.repeat(V, 3, axis=0), "the context over a single key (its value)")
+    checks.expect_close(weights, np.ones((3, 1)), "the weights over a single key (it gets all the weight)",
+                        symptoms=mistakes(Q, K, V, None, 1))
+    checks.expect_close(context, np.repeat(V, 3, axis=0), "the context over a single key (its value)",
+                        symptoms=mistakes(Q, K, V, None, 0))
     Q, K, V = r.normal(size=(5, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 3))
     plain = _call(impl, Q, K, V, None, "5 tokens, no mask")
     open_mask = _call(impl, Q, K, V, np.zeros((5, 5), dtype=bool), "5 tokens with an all-False mask")
@@ -430,7 +437,8 @@ def test_large_scores_stay_finite(impl):
     checks.expect_finite(context, "the context for scores in the thousands", hint)
     q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v).numpy()
-    checks.expect_close(context, want, "the context for scores in the thousands, compared with torch")
+    checks.expect_close(context, want, "the context for scores in the thousands, compared with torch",
+                        symptoms=mistakes(Q, K, V, None, 0))
 
 
 @case(STEP, "property", weight=0.5)
