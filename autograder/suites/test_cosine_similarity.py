@@ -8,7 +8,8 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "cosine_similarity"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _named_call(impl, *rng(204).normal(size=(2, 5)), "two random 5-d vectors"))
 
 
 def stored_inputs():
@@ -42,7 +43,14 @@ def stored_symptoms(record, k):
             (lambda: 1 - cosine, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
             (lambda: np.dot(a, b) / np.linalg.norm(a) ** 2, "divides by |a|² instead of |a|·|b|"),
             (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
-             "divides by the squared lengths; take their square roots")]
+             "divides by the squared lengths; take their square roots"),
+            (lambda: _cosine(a - np.mean(a), b - np.mean(b)),
+             "subtracts each vector's mean first: that is Pearson's correlation, not the cosine, which "
+             "compares the vectors as they are (their directions from the origin)")]
+
+
+def _cosine(a, b):
+    return np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
 
 
 @case(STEP, "stored", weight=2)

@@ -80,7 +80,14 @@ def stored_symptoms(record, k):
          "divides each row by its own squared length only; use |x_i|·|x_j|"),
         (lambda: (X / np.linalg.norm(X, axis=0)) @ (X / np.linalg.norm(X, axis=0)).T,
          "divides by the lengths of the columns (axis=0); each row is divided by its own length, "
-         "along the features (axis=-1, keepdims=True)")]
+         "along the features (axis=-1, keepdims=True)"),
+        (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
+         "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
+         "the rows as they are (their directions from the origin)")]
+
+
+def _unit_rows(X):
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
 
 
 @case(STEP, "stored", weight=3)
