@@ -6,7 +6,7 @@ import torch
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "project_qkv"
 ROLES = ("Q", "K", "V")
@@ -99,6 +99,9 @@ def _checked_call(impl, record):
     except (CaseFailure, NotImplementedError):
         raise
     except Exception as error:
+        if X.ndim > 2:
+            explain_batch_error("project_qkv", error, label,
+                                lambda: impl.project_qkv(X[(0,) * (X.ndim - 2)].copy(), *(W.copy() for W in Ws)))
         if Ws[0].shape[0] != Ws[0].shape[1] and _works(impl, X, *(np.eye(X.shape[-1]),) * 3):
             raise CaseFailure(
                 f"project_qkv raised {type(error).__name__} on {label} (each W of shape "
