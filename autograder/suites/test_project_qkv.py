@@ -76,6 +76,19 @@ def _works(impl, *args):
     return True
 
 
+def _transposes_square_weights(impl, X):
+    """Whether, with square random weights, some item comes out as X @ Wᵀ: the evidence that the weights'
+    orientation, not another slip that square weights hide (K = Q @ W_k, say), broke the shapes."""
+    r = rng(1108)
+    Ws = [r.normal(size=(X.shape[-1],) * 2) for _ in WEIGHTS]
+    try:
+        out = impl.project_qkv(X.copy(), *(W.copy() for W in Ws))
+    except Exception:  # noqa: BLE001 - only asks what square weights give
+        return False
+    return any(checks.named_mistake(checks.to_array(item, "the item"), [(X @ W.T, "transposed")]) is not None
+               for item, W in zip(out, Ws))
+
+
 def _named_on_squares(impl):
     """What a mistake that only runs on square X and weights gives there (W @ X, X * W), or None."""
     r = rng(1105)
@@ -102,7 +115,8 @@ def _checked_call(impl, record):
         if X.ndim > 2:
             explain_batch_error("project_qkv", error, label,
                                 lambda: impl.project_qkv(X[(0,) * (X.ndim - 2)].copy(), *(W.copy() for W in Ws)))
-        if Ws[0].shape[0] != Ws[0].shape[1] and _works(impl, X, *(np.eye(X.shape[-1]),) * 3):
+        if Ws[0].shape[0] != Ws[0].shape[1] and _works(impl, X, *(np.eye(X.shape[-1]),) * 3) and \
+                _transposes_square_weights(impl, X):
             raise CaseFailure(
                 f"project_qkv raised {type(error).__name__} on {label} (each W of shape "
                 f"{checks.fmt_shape(Ws[0].shape)}), but not with square weights: tokens are the rows of X "
