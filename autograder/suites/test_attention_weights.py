@@ -66,7 +66,8 @@ def test_stored_outputs(impl):
 @case(STEP, "property")
 def test_rows_are_probabilities(impl):
     """gives each row non-negative weights summing to 1"""
-    scores = rng(602).normal(size=(2, 5, 5)) * 3
+    # one matrix: a softmax that fits one matrix only (axis=1) loses the stored case's batch, not this rule too
+    scores = rng(602).normal(size=(5, 5)) * 3
     weights = impl.attention_weights(scores)
     try:
         checks.expect_rows_sum_to_one(weights, "attention_weights(scores)")
