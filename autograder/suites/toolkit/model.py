@@ -31,6 +31,8 @@ EPSILON_IN_SUM = ("adds a small constant (an epsilon) to the sum it divides by, 
                   "no epsilon")
 # the epsilons a hand-written softmax adds; smaller ones stay within the grader's tolerance
 EPSILONS = (1e-1, 1e-2, 1e-3, 1e-4)
+NOT_A_SOFTMAX = ("the softmax exponentiates every score and divides by its row's sum of exponentials, so the "
+                 "weights are positive, sum to 1 and keep the scores' order")
 
 
 def hand_written_softmax_mistakes(s, axis=-1):
@@ -46,6 +48,14 @@ def hand_written_softmax_mistakes(s, axis=-1):
         return e / e.sum(axis=axis, keepdims=True)
 
     found = [(base_two, BASE_TWO)]
+    with np.errstate(over="ignore"):
+        found += [
+            (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
+            (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
+             f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
+            (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
+             f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
+        ]
     for eps in EPSILONS:
         found += [(lambda eps=eps: shifted() / (shifted().sum(axis=axis, keepdims=True) + eps), EPSILON_IN_SUM),
                   (lambda eps=eps: shifted() / (shifted() + eps).sum(axis=axis, keepdims=True), EPSILON_IN_SUM)]
