@@ -27,6 +27,20 @@ def apply(impl, record):
     return impl.cosine_similarity(record["a"], record["b"])
 
 
+ANGLE = "returns the angle (arccos of the cosine); the step returns the cosine itself"
+
+
+def _wrong_divisors(a, b):
+    """(divisor, its name) of the known mistakes in the cosine's denominator."""
+    return [(np.linalg.norm(a) ** 2, "|a|²"),
+            (np.dot(a, a) * np.sqrt(np.dot(b, b)), "|a|²·|b| (** binds before *, so a·a * (b·b) ** 0.5 takes "
+                                                   "the root of b·b only)"),
+            (np.sum(np.abs(a)) * np.sum(np.abs(b)), "the sums of absolute entries (ord=1 lengths; a length is the "
+                                                    "square root of the sum of squared entries)"),
+            (len(a) * np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b| times the number of entries"),
+            (np.linalg.norm(a * b), "the length of the products a_i b_i")]
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
@@ -39,9 +53,11 @@ def stored_symptoms(record, k):
             (lambda: np.dot(a, b) / (np.sqrt(np.sum(a)) * np.sqrt(np.sum(b))),
              "takes each length as the square root of the plain sum of the entries; a length sums the "
              "squared entries"),
-            (lambda: np.arccos(cosine), "returns the angle (arccos of the cosine); the step returns the cosine itself"),
+            (lambda: np.arccos(cosine), ANGLE),
+            (lambda: np.degrees(np.arccos(cosine)), ANGLE),
             (lambda: 1 - cosine, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
-            (lambda: np.dot(a, b) / np.linalg.norm(a) ** 2, "divides by |a|² instead of |a|·|b|"),
+            *[(lambda divisor=divisor: np.dot(a, b) / divisor, f"divides by {name} instead of |a|·|b|")
+              for divisor, name in _wrong_divisors(a, b)],
             (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
              "divides by the squared lengths; take their square roots"),
             (lambda: _cosine(a - np.mean(a), b - np.mean(b)),
