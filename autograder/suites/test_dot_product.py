@@ -52,9 +52,10 @@ def stored_symptoms(record, k):
                (lambda: np.sum(a[1:] * b[1:]), "leaves out the first pair of entries (a loop that starts at 1; "
                                                 "indices start at 0)")] if len(a) > 1 else []
     # A 0 from integers is no evidence: a loop that leaves the only pair out gives 0 as well.
-    in_integers = np.sum(np.asarray(a).astype(int) * np.asarray(b).astype(int))
-    truncated = [(in_integers, "converts the entries to integers first, which drops their fractional parts")
-                 ] if in_integers != 0 else []
+    in_integers = [(np.sum(np.asarray(a).astype(int) * np.asarray(b).astype(int)), "the entries to integers first"),
+                   (int(np.sum(np.asarray(a) * np.asarray(b))), "the sum to an integer (int())")]
+    truncated = [(lambda value=value: value, f"converts {what}, which drops the fractional part")
+                 for value, what in in_integers if value != 0]
     return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
             (lambda: np.sum(a) * np.sum(b), "multiplies the sum of a by the sum of b, which pairs every entry "
                                             "of a with every entry of b; the dot product pairs entry i with "
