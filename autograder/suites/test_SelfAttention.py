@@ -145,15 +145,24 @@ def mistakes(x, weights):
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
     d_k = np.shape(weights["W_key"][0])[0]
-    # queries divided by sqrt(2) and no scale: the scores divided by sqrt(2) whatever d_k is
-    by_sqrt2 = {**weights, "W_query": tuple(None if p is None else np.asarray(p) / np.sqrt(2)
+
+    def divided_scores(c):  # queries divided by sqrt(c) and no scale: the scores divided by sqrt(c)
+        by_c = {**weights, "W_query": tuple(None if p is None else np.asarray(p) / np.sqrt(c)
                                             for p in weights["W_query"])}
+        return toolkit.attention(x, by_c, mask="none", scale="none")
+
+    # wrong divisors whatever d_k is; on a batch of 2, keys.shape[0] is the chapter's 2 too, and tells
+    # neither apart
+    divisors = [(2, "the chapter's d_k, whatever the keys' width")]
+    if x.ndim == 3:
+        divisors = [] if x.shape[0] == 2 else divisors + [
+            (x.shape[0], "keys.shape[0], which is the batch size on a batch (and the tokens on one sequence)")]
     # weights / c @ values is (weights @ values) / c: the unscaled model's output, divided
     return toolkit.symptoms(compute, found) + [
         (lambda: compute(scale="none") / np.sqrt(d_k),
          "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
-        (lambda: toolkit.attention(x, by_sqrt2, mask="none", scale="none"),
-         "divides the scores by sqrt(2), the chapter's d_k, whatever the keys' width: d_k is keys.shape[-1]"),
+        *[(lambda c=c: divided_scores(c), f"divides the scores by sqrt({c}), {what}: d_k is keys.shape[-1]")
+          for c, what in divisors],
         (lambda: _no_softmax(x, weights),
          "mixes the values by the scaled scores themselves: apply the softmax over each row first")]
 
