@@ -12,6 +12,7 @@ from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 STEP = "scaled_dot_product_attention"
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
+WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
 MASK_TRANSPOSED = ("the mask is read transposed (mask.T): it already has the weights' layout, mask[i, j] True "
                    "blocks key j for query i, one row per query")
 
@@ -70,22 +71,16 @@ def apply(impl, record):
                                              None if mask is None else mask.copy())
 
 
-def _softmax(s, axis=-1):
+def _softmax(s, axis=-1, shift_axis=None):
+    """The softmax along `axis`; `shift_axis` (the axis each maximum is taken along) is `axis` unless given."""
     with np.errstate(invalid="ignore", over="ignore"):
-        s = s - np.max(s, axis=axis, keepdims=True)
-        e = np.exp(s)
+        e = np.exp(s - np.max(s, axis=axis if shift_axis is None else shift_axis, keepdims=True))
         return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def _unnormalised(s):
     with np.errstate(invalid="ignore", over="ignore"):
         return np.exp(s - np.max(s, axis=-1, keepdims=True))
-
-
-def _column_shifted(s):
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(s - np.max(s, axis=-2, keepdims=True))
-        return e / np.sum(e, axis=-1, keepdims=True)
 
 
 def _raw(Q, K):
@@ -208,14 +203,14 @@ def mistakes(Q, K, V, mask, k):
          "divides by the square root of the number of keys; d_k is the width of each key, K.shape[-1]"),
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
-        (lambda: _softmax(fill(scaled, mask, -np.inf), axis=-2),
-         "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last "
-         "axis"),
+        # the queries' axis, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
+        *[(lambda axis=axis, shift=shift: _softmax(fill(scaled, mask, -np.inf), axis, shift), WRONG_AXIS)
+          for axis in (-2, *range(np.ndim(scaled) - 2)) for shift in (None, -1)],
         (lambda: _unnormalised(fill(scaled, mask, -np.inf)),
          "the weights are the exponentials, never divided by their row's sum: softmax normalises each row"),
         (lambda: _softmax(fill(raw, mask, -np.inf)) / np.sqrt(d_k),
          "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
-        (lambda: _column_shifted(fill(scaled, mask, -np.inf)),
+        (lambda: _softmax(fill(scaled, mask, -np.inf), -1, -2),
          "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
          "leaves its softmax unchanged, so subtract each row's maximum"),
         *hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
@@ -353,8 +348,8 @@ def test_weights_are_probabilities(impl):
         V = r.normal(size=(*K.shape[:-1], 2))
         _, weights = _call(impl, Q, K, V, mask, label)
         checks.expect_shape(weights, (*Q.shape[:-1], K.shape[-2]), f"the weights of {label}")
-        checks.expect_finite(weights, f"the weights of {label}")
         try:
+            checks.expect_finite(weights, f"the weights of {label}")
             checks.expect_rows_sum_to_one(weights, f"the weights of {label}")
         except CaseFailure as failure:  # a known mistake in the formula is the cause
             found = checks.named_mistake(weights, mistakes(Q, K, V, mask, 1))
@@ -362,8 +357,7 @@ def test_weights_are_probabilities(impl):
         if mask is not None:
             blocked = np.abs(weights[np.broadcast_to(mask, weights.shape)])
             if blocked.size and blocked.max() > BLOCKED_TOL:
-                # a mask read another way also gives weight to blocked keys; weights that are right
-                # but for a tiny leak (a finite fill) are told about the fill, not a mistake's model
+                # a mask read another way gives blocked keys weight too; a mere leak (a finite fill) is not one
                 right = _model(dict(Q=Q, K=K, V=V, mask=mask))[1]
                 found = checks.named_mistake(weights, [(right, None)] + mistakes(Q, K, V, mask, 1))
                 if found is not None:
@@ -398,7 +392,7 @@ def test_batch_items_independent(impl):
     for i in range(3):
         c, w = _call(impl, Q[i], K[i], V[i], mask, f"item {i} alone")
         checks.expect_close(context[i], c, f"item {i} of the batch's context compared with item {i} alone",
-                            relation=False)
+                            symptoms=[(lambda f=f, i=i: f()[i], s) for f, s in mistakes(Q, K, V, mask, 0)], relation=False)
         checks.expect_close(weights[i], w, f"item {i} of the batch's weights compared with item {i} alone",
                             relation=False)
 
