@@ -18,7 +18,7 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import SCALED_BY_TOKENS
+from autograder.suites.toolkit.model import SCALED_BY_TOKENS, hand_written_softmax_mistakes
 
 STEP = "SelfAttention"
 
@@ -163,17 +163,25 @@ def mistakes(x, weights):
          "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
         *[(lambda c=c: divided_scores(c), f"divides the scores by sqrt({c}), {what}: d_k is keys.shape[-1]")
           for c, what in divisors],
-        (lambda: _no_softmax(x, weights),
-         "mixes the values by the scaled scores themselves: apply the softmax over each row first")]
+        (lambda: _scaled_scores_and_values(x, weights)[0] @ _scaled_scores_and_values(x, weights)[1],
+         "mixes the values by the scaled scores themselves: apply the softmax over each row first"),
+        *_hand_written_softmax(x, weights)]
 
 
-def _no_softmax(x, weights):
-    """The scaled scores @ the values: the model with its softmax left out."""
+def _scaled_scores_and_values(x, weights):
+    """(Q Kᵀ / sqrt(d_k), V) of the layers `weights` on x, in float64."""
     def project(name):
         weight, bias = (None if p is None else np.asarray(p, dtype=np.float64) for p in weights[name])
         return x @ weight.T + (0 if bias is None else bias)
     q, k, v = project("W_query"), project("W_key"), project("W_value")
-    return (q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])) @ v
+    return q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1]), v
+
+
+def _hand_written_softmax(x, weights):
+    """A softmax written by hand (another base, an epsilon, another normalisation), before @ values."""
+    scores, values = _scaled_scores_and_values(x, weights)
+    return [(lambda weigh=weigh: weigh() @ values, symptom)
+            for weigh, symptom in hand_written_softmax_mistakes(scores)]
 
 
 def _notes_symptoms(example):
