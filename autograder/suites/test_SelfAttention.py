@@ -18,7 +18,7 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import SCALED_BY_TOKENS
+from autograder.suites.toolkit.model import SCALED_BY_TOKENS, hand_written_softmax_mistakes
 
 STEP = "SelfAttention"
 
@@ -145,26 +145,43 @@ def mistakes(x, weights):
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
     d_k = np.shape(weights["W_key"][0])[0]
-    # queries divided by sqrt(2) and no scale: the scores divided by sqrt(2) whatever d_k is
-    by_sqrt2 = {**weights, "W_query": tuple(None if p is None else np.asarray(p) / np.sqrt(2)
+
+    def divided_scores(c):  # queries divided by sqrt(c) and no scale: the scores divided by sqrt(c)
+        by_c = {**weights, "W_query": tuple(None if p is None else np.asarray(p) / np.sqrt(c)
                                             for p in weights["W_query"])}
+        return toolkit.attention(x, by_c, mask="none", scale="none")
+
+    # wrong divisors whatever d_k is; on a batch of 2, keys.shape[0] is the chapter's 2 too, and tells
+    # neither apart
+    divisors = [(2, "the chapter's d_k, whatever the keys' width")]
+    if x.ndim == 3:
+        divisors = [] if x.shape[0] == 2 else divisors + [
+            (x.shape[0], "keys.shape[0], which is the batch size on a batch (and the tokens on one sequence)")]
     # weights / c @ values is (weights @ values) / c: the unscaled model's output, divided
     return toolkit.symptoms(compute, found) + [
         (lambda: compute(scale="none") / np.sqrt(d_k),
          "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
-        (lambda: toolkit.attention(x, by_sqrt2, mask="none", scale="none"),
-         "divides the scores by sqrt(2), the chapter's d_k, whatever the keys' width: d_k is keys.shape[-1]"),
-        (lambda: _no_softmax(x, weights),
-         "mixes the values by the scaled scores themselves: apply the softmax over each row first")]
+        *[(lambda c=c: divided_scores(c), f"divides the scores by sqrt({c}), {what}: d_k is keys.shape[-1]")
+          for c, what in divisors],
+        (lambda: _scaled_scores_and_values(x, weights)[0] @ _scaled_scores_and_values(x, weights)[1],
+         "mixes the values by the scaled scores themselves: apply the softmax over each row first"),
+        *_hand_written_softmax(x, weights)]
 
 
-def _no_softmax(x, weights):
-    """The scaled scores @ the values: the model with its softmax left out."""
+def _scaled_scores_and_values(x, weights):
+    """(Q Kᵀ / sqrt(d_k), V) of the layers `weights` on x, in float64."""
     def project(name):
         weight, bias = (None if p is None else np.asarray(p, dtype=np.float64) for p in weights[name])
         return x @ weight.T + (0 if bias is None else bias)
     q, k, v = project("W_query"), project("W_key"), project("W_value")
-    return (q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])) @ v
+    return q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1]), v
+
+
+def _hand_written_softmax(x, weights):
+    """A softmax written by hand (another base, an epsilon, another normalisation), before @ values."""
+    scores, values = _scaled_scores_and_values(x, weights)
+    return [(lambda weigh=weigh: weigh() @ values, symptom)
+            for weigh, symptom in hand_written_softmax_mistakes(scores)]
 
 
 def _notes_symptoms(example):
@@ -172,7 +189,9 @@ def _notes_symptoms(example):
     return mistakes(JOURNEY, self_attention_layers(example.key))
 
 
-test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
+# a worked example that raises is explained by the same code on the first stored record (one sequence)
+test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms,
+                         probe=lambda impl: apply(impl, next(iter(stored.load(STEP)))))
 
 
 def _check_stored_records(impl, batched):
@@ -251,13 +270,20 @@ def test_gradients_reach_every_projection(impl):
 def test_shapes_and_batches(impl):
     """accepts (T, d_in) and (batch, T, d_in), returns d_out wide, each batch item as if alone"""
     r = rng(1504)
-    module = _self_attention(impl, 5, 3, False, _random_weights(r, 5, 3, False))
+    weights = _random_weights(r, 5, 3, False)
+    module = _self_attention(impl, 5, 3, False, weights)
     x = toolkit.tensor(r.normal(size=(3, 4, 5)))
     out = forward(impl, module, x, "a (3, 4, 5) batch", 5, 3)
     checks.expect_shape(out, (3, 4, 3), "the output of SelfAttention(5, 3) on a (3, 4, 5) batch")
     for i in range(3):
         alone = forward(impl, module, x[i], f"item {i} alone, shape (4, 5)", 5, 3)
         checks.expect_shape(alone, (4, 3), "the output of SelfAttention(5, 3) on a (4, 5) input")
+        if not toolkit.close(out[i], alone):
+            # an item that differs from itself alone is named by the batch's output, where the
+            # known mistakes that only a batch shows (a softmax over dim 0 or 1) have a model
+            found = checks.named_mistake(checks.to_array(out, "the output"), mistakes(x.numpy(), weights))
+            if found is not None:
+                raise CaseFailure(f"item {i} of the batch's output differs from item {i} alone: {found}")
         checks.expect_close(out[i], alone.numpy(), f"item {i} of the batch's output compared with item {i} alone",
                             relation=False)
 

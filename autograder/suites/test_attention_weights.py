@@ -2,9 +2,11 @@
 
 import numpy as np
 
+from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
 STEP = "attention_weights"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
@@ -50,7 +52,8 @@ def stored_symptoms(record, k):
              "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
              "higher score must get more"),
             (lambda: whole / whole.sum(), at_once),
-            (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once)]
+            (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
+            *hand_written_softmax_mistakes(s)]
 
 
 @case(STEP, "stored", weight=3)
@@ -63,8 +66,15 @@ def test_stored_outputs(impl):
 @case(STEP, "property")
 def test_rows_are_probabilities(impl):
     """gives each row non-negative weights summing to 1"""
-    scores = rng(602).normal(size=(2, 5, 5)) * 3
-    checks.expect_rows_sum_to_one(impl.attention_weights(scores), "attention_weights(scores)")
+    # one matrix: a softmax that fits one matrix only (axis=1) loses the stored case's batch, not this rule too
+    scores = rng(602).normal(size=(5, 5)) * 3
+    weights = impl.attention_weights(scores)
+    try:
+        checks.expect_rows_sum_to_one(weights, "attention_weights(scores)")
+    except CaseFailure as failure:  # a known mistake in the formula is the cause
+        found = checks.named_mistake(checks.to_array(weights, "the weights"),
+                                     stored_symptoms(dict(scores=scores), 0))
+        raise CaseFailure(failure if found is None else f"{failure}: {found}") from None
 
 
 @case(STEP, "property")

@@ -5,7 +5,7 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "context_vectors"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
@@ -40,6 +40,10 @@ def _call(impl, weights, values, label):
     try:
         return impl.context_vectors(weights, values)
     except RemoteError as error:
+        if np.ndim(weights) > 2:
+            first = (0,) * (np.ndim(weights) - 2)
+            explain_batch_error("context_vectors", error, label, lambda: impl.context_vectors(weights[first],
+                                                                                              values[first]))
         r = rng(704)
         w, v = _weights(r, (4, 4)), r.normal(size=(4, 4))
         try:

@@ -8,7 +8,8 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "cosine_similarity"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         probe=lambda impl: _named_call(impl, *rng(204).normal(size=(2, 5)), "two random 5-d vectors"))
 
 
 def stored_inputs():
@@ -26,6 +27,20 @@ def apply(impl, record):
     return impl.cosine_similarity(record["a"], record["b"])
 
 
+ANGLE = "returns the angle (arccos of the cosine); the step returns the cosine itself"
+
+
+def _wrong_divisors(a, b):
+    """(divisor, its name) of the known mistakes in the cosine's denominator."""
+    return [(np.linalg.norm(a) ** 2, "|a|²"),
+            (np.dot(a, a) * np.sqrt(np.dot(b, b)), "|a|²·|b| (** binds before *, so a·a * (b·b) ** 0.5 takes "
+                                                   "the root of b·b only)"),
+            (np.sum(np.abs(a)) * np.sum(np.abs(b)), "the sums of absolute entries (ord=1 lengths; a length is the "
+                                                    "square root of the sum of squared entries)"),
+            (len(a) * np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b| times the number of entries"),
+            (np.linalg.norm(a * b), "the length of the products a_i b_i")]
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
@@ -38,11 +53,20 @@ def stored_symptoms(record, k):
             (lambda: np.dot(a, b) / (np.sqrt(np.sum(a)) * np.sqrt(np.sum(b))),
              "takes each length as the square root of the plain sum of the entries; a length sums the "
              "squared entries"),
-            (lambda: np.arccos(cosine), "returns the angle (arccos of the cosine); the step returns the cosine itself"),
+            (lambda: np.arccos(cosine), ANGLE),
+            (lambda: np.degrees(np.arccos(cosine)), ANGLE),
             (lambda: 1 - cosine, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
-            (lambda: np.dot(a, b) / np.linalg.norm(a) ** 2, "divides by |a|² instead of |a|·|b|"),
+            *[(lambda divisor=divisor: np.dot(a, b) / divisor, f"divides by {name} instead of |a|·|b|")
+              for divisor, name in _wrong_divisors(a, b)],
             (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
-             "divides by the squared lengths; take their square roots")]
+             "divides by the squared lengths; take their square roots"),
+            (lambda: _cosine(a - np.mean(a), b - np.mean(b)),
+             "subtracts each vector's mean first: that is Pearson's correlation, not the cosine, which "
+             "compares the vectors as they are (their directions from the origin)")]
+
+
+def _cosine(a, b):
+    return np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
 
 
 @case(STEP, "stored", weight=2)

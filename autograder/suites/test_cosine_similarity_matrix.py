@@ -51,8 +51,24 @@ COLUMNS = "compares columns, not rows: the rows of X are the tokens"
 
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
-    the stored outputs and of the notes' worked examples."""
-    X = record["X"]
+    the stored outputs and of the notes' worked examples. Mistakes that give the same value on these
+    inputs (rows of ±1 entries have the same L1 and squared lengths) are left out: the value tells them
+    apart no more than the right one."""
+    found = _mistakes(record["X"])
+    return [(candidate, message) for candidate, message in found
+            if not any(other != message and checks.named_mistake(_value(candidate), [(twin, other)])
+                       for twin, other in found)]
+
+
+def _value(candidate):
+    with np.errstate(all="ignore"):
+        try:
+            return np.asarray(candidate() if callable(candidate) else candidate, dtype=float)
+        except Exception:  # noqa: BLE001 - a model that cannot be computed matches nothing
+            return np.array(np.nan)
+
+
+def _mistakes(X):
     lengths = np.linalg.norm(X, axis=-1)
     unit = X / lengths[:, None]
     plain = [(lambda: X @ X.T, "these are plain dot products: divide by the two rows' lengths"),
@@ -78,9 +94,24 @@ def stored_symptoms(record, k):
         (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)), COLUMNS),
         (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
          "divides each row by its own squared length only; use |x_i|·|x_j|"),
-        (lambda: (X / np.linalg.norm(X, axis=0)) @ (X / np.linalg.norm(X, axis=0)).T,
-         "divides by the lengths of the columns (axis=0); each row is divided by its own length, "
-         "along the features (axis=-1, keepdims=True)")]
+        *[(lambda scale=scale: (X / scale) @ (X / scale).T,
+           f"divides by {name}; each row is divided by its own length, along the features (axis=-1, keepdims=True)")
+          for scale, name in _wrong_lengths(X)],
+        (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
+         "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
+         "the rows as they are (their directions from the origin)")]
+
+
+def _wrong_lengths(X):
+    """(what X is divided by, its name) of the known mistakes in the rows' lengths."""
+    return [(np.linalg.norm(X, axis=0), "the lengths of the columns (axis=0)"),
+            (np.linalg.norm(X), "the length of the whole matrix (np.linalg.norm(X) with no axis)"),
+            (np.abs(X).sum(axis=-1, keepdims=True), "each row's sum of absolute entries (an ord=1 length)"),
+            (np.abs(X).max(axis=-1, keepdims=True), "each row's largest absolute entry")]
+
+
+def _unit_rows(X):
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
 
 
 @case(STEP, "stored", weight=3)

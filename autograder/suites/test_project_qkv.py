@@ -6,7 +6,7 @@ import torch
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "project_qkv"
 ROLES = ("Q", "K", "V")
@@ -76,6 +76,19 @@ def _works(impl, *args):
     return True
 
 
+def _transposes_square_weights(impl, X):
+    """Whether, with square random weights, some item comes out as X @ Wᵀ: the evidence that the weights'
+    orientation, not another slip that square weights hide (K = Q @ W_k, say), broke the shapes."""
+    r = rng(1108)
+    Ws = [r.normal(size=(X.shape[-1],) * 2) for _ in WEIGHTS]
+    try:
+        out = impl.project_qkv(X.copy(), *(W.copy() for W in Ws))
+    except Exception:  # noqa: BLE001 - only asks what square weights give
+        return False
+    return any(checks.named_mistake(checks.to_array(item, "the item"), [(X @ W.T, "transposed")]) is not None
+               for item, W in zip(out, Ws))
+
+
 def _named_on_squares(impl):
     """What a mistake that only runs on square X and weights gives there (W @ X, X * W), or None."""
     r = rng(1105)
@@ -99,7 +112,11 @@ def _checked_call(impl, record):
     except (CaseFailure, NotImplementedError):
         raise
     except Exception as error:
-        if Ws[0].shape[0] != Ws[0].shape[1] and _works(impl, X, *(np.eye(X.shape[-1]),) * 3):
+        if X.ndim > 2:
+            explain_batch_error("project_qkv", error, label,
+                                lambda: impl.project_qkv(X[(0,) * (X.ndim - 2)].copy(), *(W.copy() for W in Ws)))
+        if Ws[0].shape[0] != Ws[0].shape[1] and _works(impl, X, *(np.eye(X.shape[-1]),) * 3) and \
+                _transposes_square_weights(impl, X):
             raise CaseFailure(
                 f"project_qkv raised {type(error).__name__} on {label} (each W of shape "
                 f"{checks.fmt_shape(Ws[0].shape)}), but not with square weights: tokens are the rows of X "

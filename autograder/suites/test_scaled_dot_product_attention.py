@@ -7,10 +7,14 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
 STEP = "scaled_dot_product_attention"
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
+WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
+MASK_TRANSPOSED = ("the mask is read transposed (mask.T): it already has the weights' layout, mask[i, j] True "
+                   "blocks key j for query i, one row per query")
 
 
 def _causal(n):
@@ -67,22 +71,16 @@ def apply(impl, record):
                                              None if mask is None else mask.copy())
 
 
-def _softmax(s, axis=-1):
+def _softmax(s, axis=-1, shift_axis=None):
+    """The softmax along `axis`; `shift_axis` (the axis each maximum is taken along) is `axis` unless given."""
     with np.errstate(invalid="ignore", over="ignore"):
-        s = s - np.max(s, axis=axis, keepdims=True)
-        e = np.exp(s)
+        e = np.exp(s - np.max(s, axis=axis if shift_axis is None else shift_axis, keepdims=True))
         return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def _unnormalised(s):
     with np.errstate(invalid="ignore", over="ignore"):
         return np.exp(s - np.max(s, axis=-1, keepdims=True))
-
-
-def _column_shifted(s):
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(s - np.max(s, axis=-2, keepdims=True))
-        return e / np.sum(e, axis=-1, keepdims=True)
 
 
 def _raw(Q, K):
@@ -116,6 +114,18 @@ def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
     return weights.shape == full_mask.shape and bool(np.isnan(weights).any(axis=-1).all())
 
 
+def _reads_mask_transposed(impl):
+    """Whether a causal mask blocks as its transpose (the keys below the diagonal) would, on square inputs."""
+    r = rng(1310)
+    Q, K, V, mask = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), _causal(4)
+    try:
+        weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask.copy())[1], "the weights")
+    except Exception:  # noqa: BLE001 - only asks how a mask is read
+        return False
+    return checks.named_mistake(weights, [(_softmax(np.where(mask.T, -np.inf, _raw(Q, K) / np.sqrt(3))),
+                                           MASK_TRANSPOSED)]) is not None
+
+
 def _call(impl, Q, K, V, mask, label):
     """(context, weights) as float64 arrays, with mistakes that change shapes or give nan named."""
     try:
@@ -131,6 +141,8 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but not with the mask spelled out to the weights' full shape: the "
                               f"mask of shape {checks.fmt_shape(np.shape(mask))} must broadcast; {FILL_HINT}"
                               ) from None
+        if mask is not None and _works(impl, Q, K, V, None) and _reads_mask_transposed(impl):
+            raise CaseFailure(f"{detail}, but not without the mask: {MASK_TRANSPOSED}") from None
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
                               "weights are (n_q, n_k), from Q Kᵀ, and the context is weights @ V") from None
@@ -191,21 +203,23 @@ def mistakes(Q, K, V, mask, k):
          "divides by the square root of the number of keys; d_k is the width of each key, K.shape[-1]"),
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
-        (lambda: _softmax(fill(scaled, mask, -np.inf), axis=-2),
-         "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last "
-         "axis"),
+        # the queries' axis, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
+        *[(lambda axis=axis, shift=shift: _softmax(fill(scaled, mask, -np.inf), axis, shift), WRONG_AXIS)
+          for axis in (-2, *range(np.ndim(scaled) - 2)) for shift in (None, -1)],
         (lambda: _unnormalised(fill(scaled, mask, -np.inf)),
          "the weights are the exponentials, never divided by their row's sum: softmax normalises each row"),
         (lambda: _softmax(fill(raw, mask, -np.inf)) / np.sqrt(d_k),
          "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
-        (lambda: _column_shifted(fill(scaled, mask, -np.inf)),
+        (lambda: _softmax(fill(scaled, mask, -np.inf), -1, -2),
          "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
          "leaves its softmax unchanged, so subtract each row's maximum"),
+        *hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
     ]
     if mask is not None:
         variants += [
             (lambda: _softmax(np.where(mask, scaled, -np.inf)),
              "mask semantics look inverted: True means blocked (this query may NOT attend to that key)"),
+            (lambda: _softmax(fill(scaled, np.swapaxes(mask, -1, -2), -np.inf)), MASK_TRANSPOSED),
             (lambda: _softmax(fill(scaled, mask, 0.0)),
              f"the blocked scores are set to 0, which still gets weight: {FILL_HINT}"),
             (lambda: np.where(mask, 0.0, _softmax(scaled)),
@@ -334,11 +348,20 @@ def test_weights_are_probabilities(impl):
         V = r.normal(size=(*K.shape[:-1], 2))
         _, weights = _call(impl, Q, K, V, mask, label)
         checks.expect_shape(weights, (*Q.shape[:-1], K.shape[-2]), f"the weights of {label}")
-        checks.expect_finite(weights, f"the weights of {label}")
-        checks.expect_rows_sum_to_one(weights, f"the weights of {label}")
+        try:
+            checks.expect_finite(weights, f"the weights of {label}")
+            checks.expect_rows_sum_to_one(weights, f"the weights of {label}")
+        except CaseFailure as failure:  # a known mistake in the formula is the cause
+            found = checks.named_mistake(weights, mistakes(Q, K, V, mask, 1))
+            raise CaseFailure(failure if found is None else f"{failure}: {found}") from None
         if mask is not None:
             blocked = np.abs(weights[np.broadcast_to(mask, weights.shape)])
             if blocked.size and blocked.max() > BLOCKED_TOL:
+                # a mask read another way gives blocked keys weight too; a mere leak (a finite fill) is not one
+                right = _model(dict(Q=Q, K=K, V=V, mask=mask))[1]
+                found = checks.named_mistake(weights, [(right, None)] + mistakes(Q, K, V, mask, 1))
+                if found is not None:
+                    raise CaseFailure(f"the weights of {label} give blocked keys weight: {found}")
                 raise CaseFailure(f"blocked keys get weight up to {blocked.max():.3g}, not exactly 0 "
                                   f"({label}): {FILL_HINT}")
 
@@ -369,7 +392,7 @@ def test_batch_items_independent(impl):
     for i in range(3):
         c, w = _call(impl, Q[i], K[i], V[i], mask, f"item {i} alone")
         checks.expect_close(context[i], c, f"item {i} of the batch's context compared with item {i} alone",
-                            relation=False)
+                            symptoms=[(lambda f=f, i=i: f()[i], s) for f, s in mistakes(Q, K, V, mask, 0)], relation=False)
         checks.expect_close(weights[i], w, f"item {i} of the batch's weights compared with item {i} alone",
                             relation=False)
 
@@ -380,8 +403,10 @@ def test_edge_cases(impl):
     r = rng(1306)
     Q, K, V = r.normal(size=(3, 4)), r.normal(size=(1, 4)), r.normal(size=(1, 2))
     context, weights = _call(impl, Q, K, V, None, "3 queries over a single key")
-    checks.expect_close(weights, np.ones((3, 1)), "the weights over a single key (it gets all the weight)")
-    checks.expect_close(context, np.repeat(V, 3, axis=0), "the context over a single key (its value)")
+    checks.expect_close(weights, np.ones((3, 1)), "the weights over a single key (it gets all the weight)",
+                        symptoms=mistakes(Q, K, V, None, 1))
+    checks.expect_close(context, np.repeat(V, 3, axis=0), "the context over a single key (its value)",
+                        symptoms=mistakes(Q, K, V, None, 0))
     Q, K, V = r.normal(size=(5, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 3))
     plain = _call(impl, Q, K, V, None, "5 tokens, no mask")
     open_mask = _call(impl, Q, K, V, np.zeros((5, 5), dtype=bool), "5 tokens with an all-False mask")
@@ -391,6 +416,7 @@ def test_edge_cases(impl):
     causal = _call(impl, Q, K, V, _causal(5), "5 tokens with a causal mask")
     checks.expect_close(causal[0][-1], plain[0][-1],
                         "the last token's causal context compared with its unmasked context (they are equal)",
+                        symptoms=[(lambda f=f: f()[-1], s) for f, s in mistakes(Q, K, V, _causal(5), 0)],
                         relation=False)
 
 
@@ -405,7 +431,8 @@ def test_large_scores_stay_finite(impl):
     checks.expect_finite(context, "the context for scores in the thousands", hint)
     q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v).numpy()
-    checks.expect_close(context, want, "the context for scores in the thousands, compared with torch")
+    checks.expect_close(context, want, "the context for scores in the thousands, compared with torch",
+                        symptoms=mistakes(Q, K, V, None, 0))
 
 
 @case(STEP, "property", weight=0.5)

@@ -5,7 +5,7 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "simplified_self_attention"
 
@@ -30,6 +30,9 @@ def _call(impl, X, label):
     try:
         return impl.simplified_self_attention(X)
     except RemoteError as error:
+        if np.ndim(X) > 2:
+            explain_batch_error("simplified_self_attention", error, label,
+                                lambda: impl.simplified_self_attention(X[(0,) * (np.ndim(X) - 2)]))
         square = rng(803).normal(size=(4, 4))
         try:
             out = impl.simplified_self_attention(square)

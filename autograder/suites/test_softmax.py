@@ -7,6 +7,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
 STEP = "softmax"
 # The notes' examples are single rows, where no axis can be wrong: they weigh little, and the
@@ -79,6 +80,14 @@ def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     x, axis = record["x"], int(record["axis"])
+    right = _shifted_then_normalised(np.asarray(x, dtype=float), axis, axis)
+    # a mistake that gives the right value on this input (the whole array's sum of a vector, say) is
+    # no evidence: where the case's tolerance is loose, it would name a close but wrong output
+    return [(candidate, symptom) for candidate, symptom in _mistakes(x, axis)
+            if checks.named_mistake(right, [(candidate, symptom)]) is None]
+
+
+def _mistakes(x, axis):
     other = 0 if axis in (-1, x.ndim - 1) and x.ndim > 1 else -1
     return [(lambda: _exp_normalise(x, other), f"normalises along axis {other}, not along axis={axis}"),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
@@ -93,7 +102,31 @@ def stored_symptoms(record, k):
              "subtracts the maximum along `axis` but sums along the last axis: both must run along `axis`"),
             (lambda: _exp_normalise(x - x.max(), axis),
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
-             "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)")]
+             "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),
+            *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis)]
+
+
+SMALL = np.array([1.0, 2.0, 4.0])
+
+
+def _named_on_small(impl):
+    """The known mistake softmax([1.0, 2.0, 4.0]) shows, or None (when it is right, or unnamed): a property
+    that fails is explained by the formula where one is wrong."""
+    got = checks.to_array(impl.softmax(SMALL), "softmax([1.0, 2.0, 4.0])")
+    if checks.named_mistake(got, [(_exp_normalise(SMALL, -1), "right")]) is not None:
+        return None
+    return checks.named_mistake(got, stored_symptoms(dict(x=SMALL, axis=-1), 0))
+
+
+def _explained(impl, check):
+    """check(), with a failure's message followed by the known mistake a small input shows."""
+    try:
+        return check()
+    except CaseFailure as failure:
+        symptom = _named_on_small(impl)
+        if symptom is None:
+            raise
+        raise CaseFailure(f"{failure}; softmax([1.0, 2.0, 4.0]) shows why: it {symptom}") from None
 
 
 @case(STEP, "stored", weight=6)
@@ -110,13 +143,11 @@ def test_large_inputs_stay_finite(impl):
     for x in ([1000.0, 1001.0], [-1000.0, -1001.0], [0.0, 1000.0]):
         out = checks.to_array(impl.softmax(np.array(x)), f"softmax({x})")
         if not np.isfinite(out).all():  # a known mistake on small inputs is the cause, not the shift
-            small = np.array([1.0, 2.0, 4.0])
-            got = checks.to_array(impl.softmax(small), "softmax([1.0, 2.0, 4.0])")
-            symptom = checks.named_mistake(got, stored_symptoms(dict(x=small, axis=-1), 0))
-            if symptom is not None and checks.named_mistake(got, [(_exp_normalise(small, -1), "right")]) is None:
+            symptom = _named_on_small(impl)
+            if symptom is not None:
                 raise CaseFailure(f"softmax({x}) is not finite, and softmax([1.0, 2.0, 4.0]) {symptom}")
         checks.expect_finite(out, f"softmax({x})", "exp overflows or underflows: subtract the maximum first")
-        checks.expect_rows_sum_to_one(out, f"softmax({x})")
+        _explained(impl, lambda out=out, x=x: checks.expect_rows_sum_to_one(out, f"softmax({x})"))
 
 
 @case(STEP, "oracle")
@@ -134,7 +165,8 @@ def test_matches_torch_softmax(impl):
 def test_probabilities_and_shift_invariance(impl):
     """gives non-negative entries summing to 1, unchanged when a constant is added"""
     x = rng(403).normal(size=(5, 7))
-    out = checks.expect_rows_sum_to_one(_call(impl, x, None, "a (5, 7) array"), "softmax(x)")
+    out = _explained(impl, lambda: checks.expect_rows_sum_to_one(_call(impl, x, None, "a (5, 7) array"),
+                                                                 "softmax(x)"))
     checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)", relation=False)
 
 
@@ -146,6 +178,11 @@ def test_default_axis_is_last(impl):
     checks.expect_shape(out, (3, 4), "softmax(x)")
     sums = out.sum(axis=-1)
     if not np.allclose(sums, 1, atol=1e-6):
+        # no axis sums to 1: a wrong formula, which a small input names, not the default axis
+        symptom = None if np.allclose(out.sum(axis=0), 1, atol=1e-6) else _named_on_small(impl)
+        if symptom is not None:
+            raise CaseFailure(f"rows of softmax(x) with no axis do not sum to 1, and softmax([1.0, 2.0, 4.0]) "
+                              f"{symptom}")
         raise CaseFailure("with no axis given, rows of softmax(x) should sum to 1 (axis=-1 is the default)")
 
 

@@ -167,5 +167,19 @@ def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None
                                 symptoms=symptoms(record, k) if symptoms else ())
 
 
+def explain_batch_error(what, error, label, first_item):
+    """An `error` of `what` on a batch (`label`) where `first_item()`, the same code on the batch's first
+    item alone, goes through: the code fits one matrix only, which the CaseFailure says."""
+    try:
+        first_item()
+    except Exception:  # noqa: BLE001 - only asks whether one item goes through
+        return
+    name = getattr(error, "type_name", type(error).__name__)
+    raise CaseFailure(f"{what} works on one item of the batch but raised {name} on {label}: code written for one "
+                      "matrix (.T, which reverses every axis of a batch; an einsum, np.dot or loop for 2-d input) "
+                      "does not fit a batch; leave the leading axes alone and work on the last two (@ broadcasts "
+                      "over them, np.swapaxes(a, -1, -2), '...' in einsum)") from None
+
+
 def rng(seed):
     return np.random.default_rng(seed)

@@ -24,6 +24,44 @@ def softmax(s, axis=-1):
         return e / e.sum(axis=axis, keepdims=True)
 
 
+BASE_TWO = ("exponentiates in base 2 (np.exp2, 2 ** x): softmax raises e to each score (np.exp); another base "
+            "is a softmax of rescaled scores, flatter than attention's")
+EPSILON_IN_SUM = ("adds a small constant (an epsilon) to the sum it divides by, so each row sums to less than 1: "
+                  "after the shift by the maximum the largest exponential is 1, so the sum is never 0 and needs "
+                  "no epsilon")
+# the epsilons a hand-written softmax adds; smaller ones stay within the grader's tolerance
+EPSILONS = (1e-1, 1e-2, 1e-3, 1e-4)
+NOT_A_SOFTMAX = ("the softmax exponentiates every score and divides by its row's sum of exponentials, so the "
+                 "weights are positive, sum to 1 and keep the scores' order")
+
+
+def hand_written_softmax_mistakes(s, axis=-1):
+    """(candidate, symptom) of a hand-written softmax's slips in the formula, on scores s: exp in base 2,
+    and an epsilon added to the normaliser (to the sum, or to every exponential inside it)."""
+    def shifted(base_two=False):
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = s - s.max(axis=axis, keepdims=True)
+            return np.exp2(z) if base_two else np.exp(z)
+
+    def base_two():
+        e = shifted(True)
+        return e / e.sum(axis=axis, keepdims=True)
+
+    found = [(base_two, BASE_TWO)]
+    with np.errstate(over="ignore"):
+        found += [
+            (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
+            (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
+             f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
+            (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
+             f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
+        ]
+    for eps in EPSILONS:
+        found += [(lambda eps=eps: shifted() / (shifted().sum(axis=axis, keepdims=True) + eps), EPSILON_IN_SUM),
+                  (lambda eps=eps: shifted() / (shifted() + eps).sum(axis=axis, keepdims=True), EPSILON_IN_SUM)]
+    return found
+
+
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
               out_proj=True, split_into=None, keys_axes=None, values_axes=None):
