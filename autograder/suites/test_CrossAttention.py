@@ -23,12 +23,12 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks, multihead
 from autograder.suites.toolkit.cases import check_stored, rng
-from autograder.suites.toolkit.multihead import LAYERS, cross_attention, record_linears
+from autograder.suites.toolkit.multihead import LAYERS, cross_attention, lengths_mask, record_linears
 
 STEP = "CrossAttention"
 
-# Where d_q == d_out, a divisor of sqrt(d_out) may be x's width: the message says both. Every output case
-# meets such a record first, so a divisor of sqrt(d_q) needs no candidate of its own.
+# Where d_q == d_out, a divisor of sqrt(d_out) may be x's width: the message says both. The stored case
+# grades the records where the two differ first, so there each is named apart (the oracle's d_q is d_out).
 D_OUT_OR_D_Q = ("the scores are divided by sqrt(d_out), which is d_q, the width of x, here; divide by "
                 "sqrt(head_dim), head_dim = d_out // num_heads")
 
@@ -49,6 +49,8 @@ MISTAKES = [
     multihead.NO_OUT_PROJ,
     multihead.HEADS_REVERSED,
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
+    (dict(scale="d_q"), "the scores are divided by sqrt(d_q), the width of x (W_query's input); divide by "
+                        "sqrt(head_dim), the width of each head's queries and keys (head_dim = d_out // num_heads)"),
     (dict(scale="d_kv"), "the scores are divided by sqrt(d_kv), the context's width; divide by sqrt(head_dim), "
                          "the width of each head's keys (head_dim = d_out // num_heads)"),
     multihead.SOFTMAX_OVER_HEADS,
@@ -142,15 +144,15 @@ def _check(module, x, context, key_padding_mask, linears, num_heads, what, known
                         symptoms=symptoms, finite_hint=NAN_HINT)
 
 
-def _random_layers(r, d_q, d_kv, d_out, bias):
+def _random_layers(r, d_q, d_kv, d_out, bias, out_bias=False):
+    """Random layers; out_proj's bias is zeros unless `out_bias`. Only the stored records give it values
+    (as MultiHeadAttention's suite does), so out_proj built without a bias, a slip, costs the stored case
+    and the attribute case, not every case that loads the layer."""
     layers = {"W_query": toolkit.random_linear(r, d_out, d_q, bias)}
     layers |= {name: toolkit.random_linear(r, d_out, d_kv, bias) for name in ("W_key", "W_value")}
-    layers["out_proj"] = toolkit.random_linear(r, d_out, d_out, True)
+    weight, bias_values = toolkit.random_linear(r, d_out, d_out, True)  # drawn either way: same stream
+    layers["out_proj"] = (weight, bias_values if out_bias else np.zeros_like(bias_values))
     return layers
-
-
-def _lengths_mask(lengths, num_tokens):
-    return np.arange(num_tokens)[None, :] >= np.asarray(lengths)[:, None]
 
 
 # --- stored outputs -----------------------------------------------------------------------
@@ -160,8 +162,8 @@ def _record(r, label, batch, t_q, t_k, d_q, d_kv, d_out, num_heads, bias, length
                   context=r.normal(size=(batch, t_k, d_kv)).astype(np.float32),
                   d_q=np.int64(d_q), d_kv=np.int64(d_kv), d_out=np.int64(d_out), num_heads=np.int64(num_heads),
                   qkv_bias=np.int64(bias), has_mask=np.int64(lengths is not None),
-                  key_padding_mask=_lengths_mask(lengths if lengths is not None else [t_k] * batch, t_k))
-    return multihead.put_layers(record, _random_layers(r, d_q, d_kv, d_out, bias))
+                  key_padding_mask=lengths_mask(lengths if lengths is not None else [t_k] * batch, t_k))
+    return multihead.put_layers(record, _random_layers(r, d_q, d_kv, d_out, bias, out_bias=True))
 
 
 def _record_mask(record):
@@ -209,8 +211,13 @@ def test_stored_outputs(impl):
         return _explain_shape(out, record["x"], record["context"], int(record["d_out"]),
                               f"CrossAttention on {record['label']}")
 
+    def d_q_is_d_out(record):
+        return int(record["d_q"]) == int(record["d_out"])
+
     try:
-        check_stored(impl, STEP, checked, "CrossAttention", symptoms=_stored_symptoms)
+        # where d_q != d_out first: a divisor of either width is named apart there (D_OUT_OR_D_Q)
+        for where in (lambda record: not d_q_is_d_out(record), d_q_is_d_out):
+            check_stored(impl, STEP, checked, "CrossAttention", symptoms=_stored_symptoms, where=where)
     except CaseFailure as failure:
         if WRONG_INPUT not in str(failure):
             raise
@@ -237,7 +244,7 @@ def test_matches_torch(impl):
         linears = _random_layers(r, d, d_kv, d, bias)
         x = toolkit.tensor(r.normal(size=(2, t_q, d)))
         context = toolkit.tensor(r.normal(size=(2, t_k, d_kv)))
-        mask = None if lengths is None else torch.tensor(_lengths_mask(lengths, t_k))
+        mask = None if lengths is None else torch.tensor(lengths_mask(lengths, t_k))
         with torch.random.fork_rng(devices=[]):
             torch_mha = nn.MultiheadAttention(d, num_heads, bias=True, kdim=d_kv, vdim=d_kv, batch_first=True).eval()
         with torch.no_grad():
@@ -291,7 +298,7 @@ def test_padded_keys_are_ignored(impl):
     module = _layer(impl, 3, 5, 4, 2, linears)
     lengths = [4, 2, 1]
     x, context = toolkit.tensor(r.normal(size=(3, 3, 3))), toolkit.tensor(r.normal(size=(3, 4, 5)))
-    mask = torch.tensor(_lengths_mask(lengths, 4))
+    mask = torch.tensor(lengths_mask(lengths, 4))
     what = "CrossAttention(3, 5, 4, num_heads=2) with key_padding_mask for context lengths [4, 2, 1]"
     out = _explain_shape(_run(module, x, context, mask, what), x.numpy(), context.numpy(), 4, what)
     for b, length in enumerate(lengths):
@@ -353,7 +360,7 @@ def test_order_of_context_does_not_matter(impl):
     linears = _random_layers(r, 3, 4, 4, False)
     module = _layer(impl, 3, 4, 4, 2, linears)
     x, context = toolkit.tensor(r.normal(size=(2, 3, 3))), toolkit.tensor(r.normal(size=(2, 5, 4)))
-    mask = torch.tensor(_lengths_mask([5, 3], 5))
+    mask = torch.tensor(lengths_mask([5, 3], 5))
     what = "CrossAttention(3, 4, 4, num_heads=2)"
     out = _explain_shape(_run(module, x, context, mask, what), x.numpy(), context.numpy(), 4, what)
     keys = torch.tensor([4, 0, 3, 1, 2])
@@ -368,32 +375,14 @@ def test_order_of_context_does_not_matter(impl):
                           "each query is answered on its own")
 
 
-class _SelfView:
-    """A CrossAttention handle seen as a layer of one input: x attends over x itself (for
-    toolkit.check_dropout, which probes with x = eye(T))."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def __call__(self, x, _seed=None):
-        return self.module(x, x, _seed=_seed)
-
-    def train(self):
-        self.module.train()
-        return self
-
-    def eval(self):
-        self.module.eval()
-        return self
-
-
 def _probe_linears(num_tokens):
     return multihead.dropout_probe_linears(_random_layers(rng(1907), num_tokens, num_tokens, 4 * num_tokens, False),
                                            num_tokens)
 
 
 def _dropout_probe(impl, num_tokens, p):
-    return _SelfView(_layer(impl, num_tokens, num_tokens, 4 * num_tokens, 2, _probe_linears(num_tokens), dropout=p))
+    layer = _layer(impl, num_tokens, num_tokens, 4 * num_tokens, 2, _probe_linears(num_tokens), dropout=p)
+    return multihead.SelfView(layer)
 
 
 @case(STEP, "property", weight=0.5)
@@ -410,7 +399,7 @@ def test_batch_sizes(impl):
     r = rng(1908)
     module = _layer(impl, 3, 2, 4, 2, _random_layers(r, 3, 2, 4, True), bias=True)
     x, context = toolkit.tensor(r.normal(size=(4, 3, 3))), toolkit.tensor(r.normal(size=(4, 5, 2)))
-    mask = torch.tensor(_lengths_mask([5, 1, 3, 4], 5))
+    mask = torch.tensor(lengths_mask([5, 1, 3, 4], 5))
     what = "CrossAttention on a batch of 4"
     out = _explain_shape(_run(module, x, context, mask, what), x.numpy(), context.numpy(), 4, what)
     for i in range(4):
@@ -426,7 +415,7 @@ def test_inputs_unchanged(impl):
     r = rng(1909)
     module = _layer(impl, 3, 2, 4, 2, _random_layers(r, 3, 2, 4, False))
     x, context = toolkit.tensor(r.normal(size=(2, 3, 3))), toolkit.tensor(r.normal(size=(2, 4, 2)))
-    mask = torch.tensor(_lengths_mask([4, 2], 4))
+    mask = torch.tensor(lengths_mask([4, 2], 4))
     _run(module, x, context, mask, "CrossAttention(3, 2, 4, num_heads=2)")  # names a failure to run at all
     held = impl.hold(x, context, mask)
     module(*held)

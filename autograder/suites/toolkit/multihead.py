@@ -77,16 +77,41 @@ def check_rejects_indivisible(make, cases):
                           "(raise AssertionError or ValueError)")
 
 
+def lengths_mask(lengths, num_tokens):
+    """A key_padding_mask (batch, T) of sequences of these lengths: True on the padding after each."""
+    return np.arange(num_tokens)[None, :] >= np.asarray(lengths)[:, None]
+
+
+class SelfView:
+    """A CrossAttention handle seen as a layer of one input: x attends over x itself (for
+    `properties.check_dropout`, which probes with x = eye(T))."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, x, _seed=None):
+        return self.module(x, x, _seed=_seed)
+
+    def train(self):
+        self.module.train()
+        return self
+
+    def eval(self):
+        self.module.eval()
+        return self
+
+
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
-    "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" | "d_out" | "head_linear";
+    "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" |
+    "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv" (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
-    scale also "twice_linear" (2 head_dim) | "d_kv" (sqrt(d_kv)); `values` from another layer; `after`
-    (the mask applied to the weights after the softmax, without renormalising)."""
+    `values` from another layer; `after` (the mask applied to the weights after the softmax, without
+    renormalising)."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -100,7 +125,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project(values, context))
     head_dim, d_out = q.shape[-1], num_heads * q.shape[-1]
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
-               "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1])}[scale]
+               "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1])}[scale]
     scores = q @ np.swapaxes(k, -1, -2) / divisor  # (batch, heads, T_q, T_k)
     blocked = np.zeros(scores.shape, dtype=bool)
     if key_padding_mask is not None and mask != "ignored":
