@@ -54,6 +54,8 @@ MISTAKES = [
     (dict(scale="d_kv"), "the scores are divided by sqrt(d_kv), the context's width; divide by sqrt(head_dim), "
                          "the width of each head's keys (head_dim = d_out // num_heads)"),
     multihead.SOFTMAX_OVER_HEADS,
+    multihead.HEADS_TIMES,
+    multihead.HEADS_AVERAGED,
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),

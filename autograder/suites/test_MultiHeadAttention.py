@@ -42,6 +42,8 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     multihead.HEADS_REVERSED,
     multihead.NO_OUT_PROJ,
     multihead.SOFTMAX_OVER_HEADS,
+    multihead.HEADS_TIMES,
+    multihead.HEADS_AVERAGED,
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 

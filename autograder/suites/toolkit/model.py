@@ -24,9 +24,13 @@ def softmax(s, axis=-1):
         return e / e.sum(axis=axis, keepdims=True)
 
 
+# The heads' outputs scaled by the number of heads (`heads_factor`), as the switch names it.
+HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": lambda heads: 1.0 / heads}
+
+
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True, split_into=None, keys_axes=None, values_axes=None):
+              out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -40,7 +44,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
     keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
     order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
-    values' in the product with the weights, where the shapes fit.
+    values' in the product with the weights, where the shapes fit; `heads_factor` "times" | "over": the
+    heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -81,6 +86,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     if transpose_weights:
         weights = np.swapaxes(weights, -1, -2)
     context = weights @ (v if values_axes is None else np.transpose(v, values_axes))  # (..., heads, T, width)
+    context = context * HEADS_FACTORS[heads_factor](num_heads)
     if merge == "reversed":
         context = context[..., ::-1, :, :]
     if merge == "no_transpose":

@@ -10,7 +10,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure
 from autograder.steps import PROJECTIONS
-from autograder.suites.toolkit.model import softmax
+from autograder.suites.toolkit.model import HEADS_FACTORS, softmax
 
 LAYERS = PROJECTIONS + ("out_proj",)
 BIAS_KEYS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
@@ -29,6 +29,12 @@ DIVIDED_BY_TWICE_HEAD_DIM = (dict(scale="twice_linear"), "the scores are divided
 HEADS_REVERSED = (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first")
 SOFTMAX_OVER_HEADS = (dict(axis=-3), "the softmax runs over dim=1, the heads: each query's weights must sum to 1 "
                                     "over the keys, dim=-1")
+HEADS_TIMES = (dict(heads_factor="times"), "each head's output is num_heads times too large before the merge: are the "
+                                          "attention weights (or the values) multiplied by num_heads? Each head's "
+                                          "weights sum to 1 over the keys, whatever the number of heads")
+HEADS_AVERAGED = (dict(heads_factor="over"), "each head's output is divided by num_heads before the merge: are the "
+                                             "heads averaged (weights or values divided by num_heads)? The heads "
+                                             "are set side by side, each with weights that sum to 1 over the keys")
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
 
@@ -102,7 +108,8 @@ class SelfView:
 
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
-                    causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False):
+                    causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
+                    heads_factor=None):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
@@ -111,7 +118,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv" (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
-    renormalising)."""
+    renormalising); `heads_factor` as for `model.attention`."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -139,7 +146,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         weights = softmax(scores, axis) * ~blocked
     else:
         weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
-    heads = weights @ v
+    heads = weights @ v * HEADS_FACTORS[heads_factor](num_heads)
     if merge == "reversed":
         heads = heads[..., ::-1, :, :]
     merged = (heads if merge == "no_transpose" else np.swapaxes(heads, -3, -2)).reshape(*x.shape[:-1], d_out)
