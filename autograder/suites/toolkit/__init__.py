@@ -28,6 +28,7 @@ loaded with `set_linear`, switched between train and eval.
 from autograder.suites.toolkit import cases, checks  # noqa: F401  (the suites' shared names)
 from autograder.suites.toolkit.model import (  # noqa: F401
     MASK_MISTAKES,
+    MULTIPLIED_BY_SQRT,
     NAN_HINT,
     ROLE_MISTAKES,
     SCALE_MISTAKES,

@@ -38,6 +38,38 @@ HEADS_AVERAGED = (dict(heads_factor="over"), "each head's output is divided by n
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
 
+# CrossAttention's key_padding_mask misused. A blocked score set to 0, or raised by the bool mask added to it
+# (True = 1): one message for both.
+NOT_MINUS_INF = ("blocked scores are not -inf (set to 0 instead of -inf, or the bool mask added to them, True "
+                 "counting as 1), so padded keys still get weight")
+KEY_PADDING_MISTAKES = [
+    (dict(mask="ignored"), "key_padding_mask is ignored: padded keys still get weight; fill the blocked "
+                           "scores with -inf before the softmax"),
+    (dict(mask="inverted"), "key_padding_mask is used the wrong way round: True means blocked (padding), "
+                            "as in nn.MultiheadAttention, so fill the scores where the mask is True"),
+    (dict(mask="zero"), NOT_MINUS_INF),
+    (dict(mask="added"), NOT_MINUS_INF),
+    (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
+                         "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
+]
+
+
+def fixed_heads(num_heads, d_out):
+    """A number of heads hard-coded (the chapter's 2, say) instead of num_heads: the features cut into
+    `heads` heads, scaled by the head_dim of those heads or of num_heads, for each other divisor of d_out."""
+    def why(heads):
+        if heads == d_out // num_heads:
+            return (f"the features are cut into {heads} head{'s' * (heads > 1)}, which is head_dim here, not "
+                    f"num_heads = {num_heads}: are num_heads and head_dim swapped (or a number of heads hard-coded)?")
+        if heads == 1:
+            return (f"all the features form one head whatever num_heads is (here {num_heads}): are the queries, "
+                    "keys and values split into num_heads heads?")
+        return (f"the features are cut into {heads} heads whatever num_heads is (here {num_heads}): is a "
+                "number of heads hard-coded? The heads, and head_dim, follow num_heads")
+    return [(dict(split_into=heads, scale=scale), why(heads))
+            for heads in range(1, d_out + 1) if d_out % heads == 0 and heads != num_heads
+            for scale in ("head", "cut")]
+
 
 def put_layers(record, layers):
     """Store {layer: (weight, bias or None)} in a stored-output record (a missing bias as zeros)."""
@@ -109,13 +141,15 @@ class SelfView:
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None):
+                    heads_factor=None, split_into=None):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
-    "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" |
-    "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv" (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width);
+    "inverted" | "zero" (blocked scores set to 0) | "added" (the bool mask added to the scores) | "heads" (the
+    mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
+    (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "times_sqrt" | "cut";
+    `split_into` as for `model.attention` (a number of heads hard-coded, with scale "cut" its head_dim);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
     renormalising); `heads_factor` as for `model.attention`."""
@@ -126,13 +160,18 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         y = source @ np.asarray(weight, dtype=np.float64).T
         return y if bias is None else y + np.asarray(bias, dtype=np.float64)
 
+    cut = split_into or num_heads
+
     def split(z):
-        return np.swapaxes(z.reshape(*z.shape[:-1], num_heads, z.shape[-1] // num_heads), -3, -2)
+        return np.swapaxes(z.reshape(*z.shape[:-1], cut, z.shape[-1] // cut), -3, -2)
 
     q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project(values, context))
-    head_dim, d_out = q.shape[-1], num_heads * q.shape[-1]
+    d_out = cut * q.shape[-1]
+    head_dim = d_out // num_heads
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
-               "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1])}[scale]
+               "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1]),
+               "d_q_heads": math.sqrt(x.shape[-1] // num_heads), "times_sqrt": 1 / math.sqrt(head_dim),
+               "cut": math.sqrt(q.shape[-1])}[scale]
     scores = q @ np.swapaxes(k, -1, -2) / divisor  # (batch, heads, T_q, T_k)
     blocked = np.zeros(scores.shape, dtype=bool)
     if key_padding_mask is not None and mask != "ignored":
@@ -144,6 +183,8 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
     if after:
         weights = softmax(scores, axis) * ~blocked
+    elif mask == "added":
+        weights = softmax(scores + blocked, axis)
     else:
         weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
     heads = weights @ v * HEADS_FACTORS[heads_factor](num_heads)
