@@ -43,6 +43,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     multihead.NO_OUT_PROJ,
     multihead.SOFTMAX_OVER_HEADS,
     toolkit.MULTIPLIED_BY_SQRT,
+    toolkit.WEIGHTS_TRANSPOSED,
     multihead.HEADS_TIMES,
     multihead.HEADS_AVERAGED,
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES

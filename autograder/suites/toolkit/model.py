@@ -150,6 +150,10 @@ SCALE_MISTAKES = [
 ]
 
 
+# weightsᵀ @ values: SelfAttention's ladder, and every layer built like it.
+WEIGHTS_TRANSPOSED = (dict(transpose_weights=True), "the context uses weightsᵀ @ values: row i of the weights "
+                                                    "belongs to query i, so use weights @ values")
+
 # The softmax along the wrong axis, in a layer that writes its own (not the step's function).
 SOFTMAX_AXIS_MISTAKES = [
     (dict(axis=-2), "the softmax runs over dim=-2, the queries: each query's weights must sum to 1 over "
