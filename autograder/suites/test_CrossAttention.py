@@ -32,10 +32,6 @@ STEP = "CrossAttention"
 D_OUT_OR_D_Q = ("the scores are divided by sqrt(d_out), which is d_q, the width of x, here; divide by "
                 "sqrt(head_dim), head_dim = d_out // num_heads")
 
-# Two divisors, said once: sqrt(d_q) or sqrt(d_q // num_heads).
-FROM_D_Q = ("the scores are divided by the square root of a width taken from d_q, the width of x (sqrt(d_q), or "
-            "head_dim as d_q // num_heads); divide by sqrt(head_dim), head_dim = d_out // num_heads")
-
 MISTAKES = [
     *multihead.KEY_PADDING_MISTAKES,
     (dict(causal=True), "a causal mask is applied: cross-attention is not causal, every query may look "
@@ -46,11 +42,8 @@ MISTAKES = [
     multihead.NO_OUT_PROJ,
     multihead.HEADS_REVERSED,
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
-    (dict(scale="d_q"), FROM_D_Q),
-    (dict(scale="d_q_heads"), FROM_D_Q),
+    *multihead.INPUT_WIDTH_MISTAKES,
     toolkit.MULTIPLIED_BY_SQRT,
-    (dict(scale="d_kv"), "the scores are divided by sqrt(d_kv), the context's width; divide by sqrt(head_dim), "
-                         "the width of each head's keys (head_dim = d_out // num_heads)"),
     multihead.SOFTMAX_OVER_HEADS,
     multihead.HEADS_TIMES,
     multihead.HEADS_AVERAGED,
@@ -91,6 +84,11 @@ WRONG_INPUT = "a layer gets the wrong input"
 def _self_mask(key_padding_mask, x):
     return None if key_padding_mask is None or np.shape(key_padding_mask)[-1] != np.shape(x)[-2] \
         else key_padding_mask
+
+
+@toolkit.explains_forward(STEP)
+def _explain_forward(impl, what, error):
+    multihead.explain_cross_forward(impl, what, error)
 
 
 def _explain_shape(out, x, context, d_out, what):
@@ -184,6 +182,9 @@ def stored_inputs():
                 False),
         _record(r, "d_q=4, d_kv=3, d_out=4, 4 heads (head_dim 1), 6 queries, 3 context tokens, lengths [2, 3]",
                 2, 6, 3, 4, 3, 4, 4, False, lengths=[2, 3]),
+        # every divisor of a width (d_q, d_kv, d_out, head_dim; whole or per head) differs from the others here
+        _record(r, "d_q=4, d_kv=10, d_out=6, 2 heads, 3 queries, 5 context tokens, lengths [5, 3]", 2, 3, 5, 4, 10,
+                6, 2, False, lengths=[5, 3]),
     ]
 
 
@@ -213,10 +214,10 @@ def test_stored_outputs(impl):
                               f"CrossAttention on {record['label']}")
 
     def blurs_widths(record):
-        """d_q == d_out (their divisors coincide), or d_q // num_heads is 1 or head_dim (a divisor of it is none
-        or the right one): such a record tells fewer scale mistakes apart, and is graded after the others."""
-        d_q, d_out, num_heads = (int(record[key]) for key in ("d_q", "d_out", "num_heads"))
-        return d_q == d_out, d_q // num_heads in (1, d_out // num_heads)
+        """d_q == d_out (their divisors coincide), or d_q // num_heads or d_kv // num_heads is 1 or head_dim (a
+        divisor of it is none or the right one): a record that tells fewer scale mistakes apart is graded later."""
+        d_q, d_kv, d_out, heads = (int(record[key]) for key in ("d_q", "d_kv", "d_out", "num_heads"))
+        return d_q == d_out, d_q // heads in (1, d_out // heads), d_kv // heads in (1, d_out // heads)
 
     try:
         for blurs in sorted({blurs_widths(record) for record in stored.load(STEP)}):

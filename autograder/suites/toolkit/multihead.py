@@ -10,7 +10,8 @@ import numpy as np
 
 from autograder.errors import CaseFailure
 from autograder.steps import PROJECTIONS
-from autograder.suites.toolkit.model import HEADS_FACTORS, softmax
+from autograder.suites.toolkit.model import HEADS_FACTORS, explain_by_probe, keys_axes_mistakes, softmax
+from autograder.suites.toolkit.modules import loaded_module, random_linear, tensor
 
 LAYERS = PROJECTIONS + ("out_proj",)
 BIAS_KEYS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
@@ -42,6 +43,14 @@ NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads 
 # (True = 1): one message for both.
 NOT_MINUS_INF = ("blocked scores are not -inf (set to 0 instead of -inf, or the bool mask added to them, True "
                  "counting as 1), so padded keys still get weight")
+# CrossAttention's scores divided by the square root of an input's width, whole or per head: one message each.
+FROM_D_Q = ("the scores are divided by the square root of a width taken from d_q, the width of x (sqrt(d_q), or "
+            "head_dim as d_q // num_heads); divide by sqrt(head_dim), head_dim = d_out // num_heads")
+FROM_D_KV = ("the scores are divided by sqrt(d_kv), the context's width (or by the square root of d_kv // num_heads); "
+             "divide by sqrt(head_dim), the width of each head's keys (head_dim = d_out // num_heads)")
+INPUT_WIDTH_MISTAKES = [(dict(scale="d_q"), FROM_D_Q), (dict(scale="d_q_heads"), FROM_D_Q),
+                        (dict(scale="d_kv"), FROM_D_KV), (dict(scale="d_kv_heads"), FROM_D_KV)]
+
 KEY_PADDING_MISTAKES = [
     (dict(mask="ignored"), "key_padding_mask is ignored: padded keys still get weight; fill the blocked "
                            "scores with -inf before the softmax"),
@@ -141,15 +150,16 @@ class SelfView:
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None, split_into=None):
+                    heads_factor=None, split_into=None, keys_axes=None):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
     "inverted" | "zero" (blocked scores set to 0) | "added" (the bool mask added to the scores) | "heads" (the
     mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
-    (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "times_sqrt" | "cut";
-    `split_into` as for `model.attention` (a number of heads hard-coded, with scale "cut" its head_dim);
+    (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut";
+    `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
+    head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
     renormalising); `heads_factor` as for `model.attention`."""
@@ -171,8 +181,9 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
                "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1]),
                "d_q_heads": math.sqrt(x.shape[-1] // num_heads), "times_sqrt": 1 / math.sqrt(head_dim),
+               "d_kv_heads": math.sqrt(context.shape[-1] // num_heads),
                "cut": math.sqrt(q.shape[-1])}[scale]
-    scores = q @ np.swapaxes(k, -1, -2) / divisor  # (batch, heads, T_q, T_k)
+    scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     blocked = np.zeros(scores.shape, dtype=bool)
     if key_padding_mask is not None and mask != "ignored":
         keys = np.asarray(key_padding_mask, dtype=bool)
@@ -195,3 +206,20 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         return merged
     weight, bias = linears["out_proj"]
     return merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
+
+
+# The keys' axes in any order but the right one (queries @ keys, say): they fit where T_k == head_dim == 2.
+CROSS_KEYS_AXES = keys_axes_mistakes({0: "batch", 1: "num_heads", 2: "T_k", 3: "head_dim"})
+
+
+def explain_cross_forward(impl, what, error):
+    """A CrossAttention forward that raised, run again (`explain_by_probe`) on a layer of 2 heads of width 2,
+    x of 2 queries and a context of 2 tokens, where the keys' axes fit in any order, without a mask."""
+    r = np.random.default_rng(1912)
+    linears = {"W_query": random_linear(r, 4, 3, False), "W_key": random_linear(r, 4, 5, False),
+               "W_value": random_linear(r, 4, 5, False), "out_proj": random_linear(r, 4, 4, True)}
+    x, context = r.normal(size=(2, 2, 3)), r.normal(size=(2, 2, 5))
+    layer = loaded_module(impl, "CrossAttention", (3, 5, 4, 2), linears, explained=False)
+    explain_by_probe(what, error, lambda: layer(tensor(x), tensor(context)),
+                     lambda **kw: cross_attention(x, context, linears, 2, **kw), CROSS_KEYS_AXES,
+                     "batch, T_q, T_k, num_heads and head_dim are all 2")
