@@ -42,6 +42,10 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     multihead.HEADS_REVERSED,
     multihead.NO_OUT_PROJ,
     multihead.SOFTMAX_OVER_HEADS,
+    toolkit.MULTIPLIED_BY_SQRT,
+    toolkit.WEIGHTS_TRANSPOSED,
+    multihead.HEADS_TIMES,
+    multihead.HEADS_AVERAGED,
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
@@ -50,26 +54,9 @@ D_OUT_OR_PRECEDENCE = ("the scores are divided by d_out, which is 2 head_dim her
                        "`/ head_dim ** 1 / 2`, where ** binds first?); divide by sqrt(head_dim)")
 
 
-def _fixed_heads(num_heads, d_out):
-    """A number of heads hard-coded (the chapter's 2, say) instead of num_heads: the features cut into
-    `heads` heads, scaled by the head_dim of those heads or of num_heads, for each other divisor of d_out."""
-    def why(heads):
-        if heads == d_out // num_heads:
-            return (f"the features are cut into {heads} head{'s' * (heads > 1)}, which is head_dim here, not "
-                    f"num_heads = {num_heads}: are num_heads and head_dim swapped (or a number of heads hard-coded)?")
-        if heads == 1:
-            return (f"all the features form one head whatever num_heads is (here {num_heads}): are the queries, "
-                    "keys and values split into num_heads heads?")
-        return (f"the features are cut into {heads} heads whatever num_heads is (here {num_heads}): is a "
-                "number of heads hard-coded? The heads, and head_dim, follow num_heads")
-    return [(dict(split_into=heads, scale=scale), why(heads))
-            for heads in range(1, d_out + 1) if d_out % heads == 0 and heads != num_heads
-            for scale in ("head", "cut")]
-
-
 def _mistakes(x, linears, num_heads):
     mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else why)
-                for switches, why in MISTAKES] + _fixed_heads(num_heads, linears["out_proj"][0].shape[0])
+                for switches, why in MISTAKES] + multihead.fixed_heads(num_heads, linears["out_proj"][0].shape[0])
     return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), mistakes)
 
 

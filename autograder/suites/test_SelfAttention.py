@@ -136,8 +136,7 @@ def mistakes(x, weights):
         (dict(scale="tokens"), SCALED_BY_TOKENS),
         (dict(axis=-2), "the softmax runs over the wrong axis: each query's row of weights must sum to 1 "
                         "(dim=-1)"),
-        (dict(transpose_weights=True), "the context uses weightsᵀ @ values: row i of the weights belongs "
-                                       "to query i, so use weights @ values"),
+        toolkit.WEIGHTS_TRANSPOSED,
         (dict(untransposed=True), "the inputs are multiplied by the layers' weights without transposing "
                                   "(x @ W.weight): call the layers, self.W_query(x), which compute "
                                   "x @ W.weight.T"),

@@ -63,6 +63,10 @@ def apply(impl, record):
     return _entries(impl, int(record["num_tokens"]))
 
 
+BLOCKS_EARLIER = ("True below the diagonal blocks the EARLIER tokens; True belongs strictly above the diagonal "
+                  "(key j > query i)")
+
+
 def stored_symptoms(record, k):
     """[(mask, diagnosis)] of the known mistakes for `record`'s number of tokens: the ladder of the
     stored outputs and of the notes' worked example. On one or two tokens some coincide: the first
@@ -70,8 +74,8 @@ def stored_symptoms(record, k):
     ones = np.ones((int(record["num_tokens"]),) * 2)
     return [(np.triu(ones, 0), "the diagonal is True as well: a token must be allowed to attend to "
                                "itself, so only entries strictly above the diagonal are True (diagonal=1)"),
-            (np.tril(ones, -1), "True below the diagonal blocks the EARLIER tokens; True belongs strictly "
-                                "above the diagonal (key j > query i)"),
+            (np.tril(ones, -1), BLOCKS_EARLIER),
+            (ones - np.eye(len(ones)), BLOCKS_EARLIER),  # ~eye: only the diagonal allowed
             (np.tril(ones, 0), "True marks the allowed entries (the convention of "
                                "F.scaled_dot_product_attention); here True means blocked: invert it"),
             (0 * ones, "no entry is True: the entries strictly above the diagonal must be True"),

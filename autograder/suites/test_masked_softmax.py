@@ -64,8 +64,8 @@ def _weights(impl, scores, mask, what):
     try:
         weights = impl.masked_softmax(scores, mask)
     except RemoteError as error:
-        if scores.dim() <= mask.dim():
-            raise
+        if scores.dim() <= mask.dim() or "does not match the shape of the indexed tensor" not in str(error):
+            raise  # only boolean indexing says so; another error of the batch (a sum without keepdim) is not it
         try:  # one matrix of scores, which the mask fits exactly: if that works, broadcasting is the trouble
             impl.masked_softmax(scores[(0,) * (scores.dim() - mask.dim())].clone(), mask)
         except RemoteError:

@@ -63,8 +63,9 @@ def _joined_wrongly(x):
              "num_heads, head_dim); x is (batch, num_heads, T, head_dim), as split_heads returns it"),
             (lambda: x.transpose(0, 2, 1, 3).reshape(b, t * h * hd), "the tokens are flattened into the "
              "features too: the result keeps one row per token, (batch, T, num_heads * head_dim)"),
-            (lambda: x.transpose(0, 2, 1, 3).reshape(t, b * h * hd), "the batch is folded into the features: "
-             "the batch axis stays first, (batch, T, num_heads * head_dim)")]
+            # with a batch of 1 a batch folded in is the batch axis dropped (a squeeze): only the shape says so
+            *([(lambda: x.transpose(0, 2, 1, 3).reshape(t, b * h * hd), "the batch is folded into the features: "
+                "the batch axis stays first, (batch, T, num_heads * head_dim)")] if b > 1 else [])]
 
 
 @case(STEP, "stored", weight=3)

@@ -38,6 +38,11 @@ def _call(impl, lengths, num_tokens, strict=False):
         raise CaseFailure(f"{what} raised {error.type_name}: lengths (batch,) and the key positions (num_tokens,) "
                           "do not broadcast as they are compared; each sequence's length must meet a whole row "
                           "of positions, so one of the two needs an axis of its own") from None
+    if isinstance(out, np.ndarray) and not strict:
+        return what, out != 0  # a NumPy mask's entries are graded; its type costs the strict case alone
+    if isinstance(out, np.ndarray):
+        raise CaseFailure(f"{what} is a NumPy array; return a torch.bool tensor (torch.arange and a comparison "
+                          "with lengths keep it one)")
     checks.expect_tensor(out, what)
     if not strict:
         return what, out.numpy() != 0
@@ -78,20 +83,35 @@ def _diagnose(what, got, lengths, num_tokens):
         raise CaseFailure(f"{what}: the right entries, repeated for every query, shape "
                           f"{checks.fmt_shape(got.shape)}: keep the query axis of size 1, (batch, 1, "
                           "num_tokens), and let broadcasting repeat it")
+    if got.shape == (num_tokens, 1, batch) and np.array_equal(got[:, 0].T, want[:, 0]):
+        raise CaseFailure(f"{what}: the batch and key-position axes are swapped, shape (num_tokens, 1, batch): "
+                          "each row is one sequence, so the new axis goes on lengths (one length per row), "
+                          "not on the positions")
+    if got.shape == (1, batch, num_tokens) and np.array_equal(got[0], want[:, 0]):
+        raise CaseFailure(f"{what}: the right entries, but the axis of size 1 comes first, shape (1, batch, "
+                          "num_tokens); it stands for the queries and goes in the middle: (batch, 1, num_tokens)")
+    if got.shape == (batch, num_tokens, num_tokens) and np.array_equal(got, want | np.swapaxes(want, 1, 2)):
+        raise CaseFailure(f"{what}: it blocks the padded queries (rows) as well as the padded keys, shape "
+                          f"{checks.fmt_shape(got.shape)}: the mask blocks keys only, (batch, 1, num_tokens); a "
+                          "row with every key blocked gives nan in the softmax")
     if got.shape == (batch, num_tokens, num_tokens) and np.array_equal(
             got, want | np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1)):
         raise CaseFailure(f"{what}: it blocks the later keys too (a causal mask inside): padding_mask marks only "
                           "the padding, (batch, 1, num_tokens), and is combined with causal_mask by | where both apply")
     if got.ndim == 3 and got.shape[:2] == want.shape[:2] and got.shape[2] != num_tokens:
-        for size, which in ((int(np.max(lengths)), "the longest sequence's length"),
-                            (batch, "the batch size, len(lengths)")):
-            if got.shape[2] == size:
-                raise CaseFailure(f"{what} has {size} key position{'s' * (size != 1)}, {which}: the mask covers all num_tokens "
-                                  "positions, padding included")
+        size = got.shape[2]
+        # each size it may have been read from, all of them where they coincide
+        which = [name for name, known in (("the longest sequence's length", int(np.max(lengths))),
+                                          ("the batch size, len(lengths)", batch),
+                                          ("one short of num_tokens", num_tokens - 1)) if size == known]
+        if which:
+            raise CaseFailure(f"{what} has {size} key position{'s' * (size != 1)}, {' or '.join(which)}: the mask "
+                              "covers all num_tokens positions, padding included")
     if got.shape != want.shape:
         raise CaseFailure(f"{what} has shape {checks.fmt_shape(got.shape)}, expected (batch, 1, num_tokens) "
                           f"= {checks.fmt_shape(want.shape)}{_which_sizes(got.shape, want.shape)}")
-    if np.array_equal(got, ~want):
+    if np.array_equal(got, ~want) or np.array_equal(got, ~_blocked(np.asarray(lengths) + 1, num_tokens)):
+        # the second: `positions <= lengths[b]`, the comparison turned round (and so off by one as well)
         raise CaseFailure(f"{what}: True and False are swapped; True means blocked, so True marks the "
                           "padding, key positions j >= lengths[b]")
     if np.array_equal(got, _blocked(np.asarray(lengths) + 1, num_tokens)):
@@ -100,6 +120,15 @@ def _diagnose(what, got, lengths, num_tokens):
     if np.array_equal(got, _blocked(np.asarray(lengths) - 1, num_tokens)):
         raise CaseFailure(f"{what} is off by one: it also blocks the last real token, position "
                           "lengths[b] - 1; block j >= lengths[b]")
+    positions = np.arange(num_tokens)[None, None, :]
+    ends = num_tokens - np.asarray(lengths)[:, None, None]  # where each sequence's real tokens end when right-aligned
+    if np.array_equal(got, positions < ends):
+        raise CaseFailure(f"{what} blocks the first positions of each sequence, as if the padding came before the "
+                          "real tokens (left padding); here each sequence starts at position 0 and its padding "
+                          "follows its lengths[b] real tokens")
+    if np.array_equal(got, positions >= ends):
+        raise CaseFailure(f"{what} blocks the last lengths[b] positions of each sequence, as if lengths counted "
+                          "the padding tokens; lengths[b] is the number of REAL tokens of sequence b")
     for length, which in ((np.min(lengths), "the shortest"), (np.max(lengths), "the longest"),
                           (lengths[0], "the first sequence's"), (lengths[-1], "the last sequence's")):
         if batch > 1 and np.array_equal(got, _blocked(np.full(batch, length), num_tokens)):
@@ -127,7 +156,10 @@ def apply(impl, record):
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """is True exactly at key positions j >= lengths[b], shape (batch, 1, num_tokens)"""
-    for record in stored.load(STEP):
+    # a record without padding tells fewer mistakes apart (swapped True/False blocks all of it, and so does
+    # counting the padding), so the records with padding are compared first
+    for record in sorted(stored.load(STEP), key=lambda record: bool(np.all(record["lengths"] ==
+                                                                           record["num_tokens"]))):
         lengths, num_tokens = record["lengths"], int(record["num_tokens"])
         what, got = _call(impl, lengths, num_tokens)
         want = stored.expected_outputs(record)[0]

@@ -28,10 +28,12 @@ loaded with `set_linear`, switched between train and eval.
 from autograder.suites.toolkit import cases, checks  # noqa: F401  (the suites' shared names)
 from autograder.suites.toolkit.model import (  # noqa: F401
     MASK_MISTAKES,
+    MULTIPLIED_BY_SQRT,
     NAN_HINT,
     ROLE_MISTAKES,
     SCALE_MISTAKES,
     SOFTMAX_AXIS_MISTAKES,
+    WEIGHTS_TRANSPOSED,
     attention,
     check_stored_outputs,
     explain_by_probe,

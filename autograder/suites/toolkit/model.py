@@ -62,23 +62,28 @@ def hand_written_softmax_mistakes(s, axis=-1):
     return found
 
 
+# The heads' outputs scaled by the number of heads (`heads_factor`), as the switch names it.
+HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": lambda heads: 1.0 / heads}
+
+
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True, split_into=None, keys_axes=None, values_axes=None):
+              out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
     or None)}. The defaults are the correct model; each switch reproduces a known mistake:
     mask "none" | "lower" | "diagonal"; `fill` for blocked scores; `after`: mask the weights after
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
-    (sqrt(T)) | "heads" (sqrt(num_heads)); the softmax
+    (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
     split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
     `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
     keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
     order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
-    values' in the product with the weights, where the shapes fit.
+    values' in the product with the weights, where the shapes fit; `heads_factor` "times" | "over": the
+    heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -107,7 +112,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
                "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
-               "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut)}[scale]
+               "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut), "times_sqrt": 1 / math.sqrt(head_dim)}[scale]
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
@@ -119,6 +124,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     if transpose_weights:
         weights = np.swapaxes(weights, -1, -2)
     context = weights @ (v if values_axes is None else np.transpose(v, values_axes))  # (..., heads, T, width)
+    context = context * HEADS_FACTORS[heads_factor](num_heads)
     if merge == "reversed":
         context = context[..., ::-1, :, :]
     if merge == "no_transpose":
@@ -168,6 +174,9 @@ NOT_SCALED = "the scores are not scaled: divide them by sqrt(d_k), d_k = the wid
 SCALED_BY_D_IN = "the scores are divided by sqrt(d_in); divide by sqrt(d_k), d_k = the width of the keys (d_out here)"
 SCALED_BY_TOKENS = ("the scores are divided by sqrt(T), the number of tokens (keys.shape[-2]); divide by "
                     "sqrt(d_k), the keys' width (keys.shape[-1])")
+# `* d_k ** 0.5` (or `/ d_k ** -0.5`): every layer's ladder has it, with d_k the width of one head's keys.
+MULTIPLIED_BY_SQRT = (dict(scale="times_sqrt"), "the scores are multiplied by the square root of the keys' width "
+                                                "(d_k, or head_dim in each head) instead of divided by it")
 SCALE_MISTAKES = [
     (dict(scale="none"), NOT_SCALED),
     (dict(scale="d_in"), SCALED_BY_D_IN),
@@ -175,8 +184,13 @@ SCALE_MISTAKES = [
     (dict(scale="tokens"), SCALED_BY_TOKENS),
     (dict(scale="twice_linear"), "the scores are divided by 2 d_k: `/ d_k ** 1 / 2` divides by d_k, then by 2 "
                                  "(** binds first, and / runs left to right); the divisor is sqrt(d_k)"),
+    MULTIPLIED_BY_SQRT,
 ]
 
+
+# weightsᵀ @ values: SelfAttention's ladder, and every layer built like it.
+WEIGHTS_TRANSPOSED = (dict(transpose_weights=True), "the context uses weightsᵀ @ values: row i of the weights "
+                                                    "belongs to query i, so use weights @ values")
 
 # The softmax along the wrong axis, in a layer that writes its own (not the step's function).
 SOFTMAX_AXIS_MISTAKES = [

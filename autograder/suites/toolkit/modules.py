@@ -106,13 +106,21 @@ class Layer(Handle):
 
     def _explain_features_as_tokens(self, args, kwargs, error):
         """The number of tokens read from the features axis (x.shape[-1]) fails wherever d_in != T, and is
-        right on an input of exactly d_in tokens."""
+        right on an input of exactly d_in tokens. A layer that also runs on d_in - 1 tokens (2 or more: one
+        token broadcasts against any mask) fails for another reason, such as a mask made for fewer tokens."""
         x = args[0] if args else None
         if not torch.is_tensor(x) or x.dim() != 3 or x.shape[1] == x.shape[2]:
             return
-        try:
-            super().__call__(x[:, :1].expand(x.shape[0], x.shape[2], x.shape[2]).clone(), *args[1:], **kwargs)
-        except RemoteError:
+
+        def runs_on(num_tokens):
+            try:
+                super(Layer, self).__call__(x[:, :1].expand(x.shape[0], num_tokens, x.shape[2]).clone(), *args[1:],
+                                            **kwargs)
+            except RemoteError:
+                return False
+            return True
+
+        if not runs_on(x.shape[2]) or (x.shape[2] - 1 >= 2 and runs_on(x.shape[2] - 1)):
             return
         raise CaseFailure(f"{self.what} raised {error.type_name} on {x.shape[1]} tokens of {x.shape[2]} features, "
                           f"and runs on {x.shape[2]} tokens: is the number of tokens read from the features "

@@ -10,7 +10,8 @@ import numpy as np
 
 from autograder.errors import CaseFailure
 from autograder.steps import PROJECTIONS
-from autograder.suites.toolkit.model import softmax
+from autograder.suites.toolkit.model import HEADS_FACTORS, explain_by_probe, keys_axes_mistakes, softmax
+from autograder.suites.toolkit.modules import loaded_module, random_linear, tensor
 
 LAYERS = PROJECTIONS + ("out_proj",)
 BIAS_KEYS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value", "out_proj": "b_out"}
@@ -29,8 +30,54 @@ DIVIDED_BY_TWICE_HEAD_DIM = (dict(scale="twice_linear"), "the scores are divided
 HEADS_REVERSED = (dict(merge="reversed"), "the heads are merged in reverse order: head 0's features come first")
 SOFTMAX_OVER_HEADS = (dict(axis=-3), "the softmax runs over dim=1, the heads: each query's weights must sum to 1 "
                                     "over the keys, dim=-1")
+HEADS_TIMES = (dict(heads_factor="times"), "each head's output is num_heads times too large before the merge: are the "
+                                          "attention weights (or the values) multiplied by num_heads? Each head's "
+                                          "weights sum to 1 over the keys, whatever the number of heads")
+HEADS_AVERAGED = (dict(heads_factor="over"), "each head's output is divided by num_heads before the merge: are the "
+                                             "heads averaged (weights or values divided by num_heads)? The heads "
+                                             "are set side by side, each with weights that sum to 1 over the keys")
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
+
+# CrossAttention's key_padding_mask misused. A blocked score set to 0, or raised by the bool mask added to it
+# (True = 1): one message for both.
+NOT_MINUS_INF = ("blocked scores are not -inf (set to 0 instead of -inf, or the bool mask added to them, True "
+                 "counting as 1), so padded keys still get weight")
+# CrossAttention's scores divided by the square root of an input's width, whole or per head: one message each.
+FROM_D_Q = ("the scores are divided by the square root of a width taken from d_q, the width of x (sqrt(d_q), or "
+            "head_dim as d_q // num_heads); divide by sqrt(head_dim), head_dim = d_out // num_heads")
+FROM_D_KV = ("the scores are divided by sqrt(d_kv), the context's width (or by the square root of d_kv // num_heads); "
+             "divide by sqrt(head_dim), the width of each head's keys (head_dim = d_out // num_heads)")
+INPUT_WIDTH_MISTAKES = [(dict(scale="d_q"), FROM_D_Q), (dict(scale="d_q_heads"), FROM_D_Q),
+                        (dict(scale="d_kv"), FROM_D_KV), (dict(scale="d_kv_heads"), FROM_D_KV)]
+
+KEY_PADDING_MISTAKES = [
+    (dict(mask="ignored"), "key_padding_mask is ignored: padded keys still get weight; fill the blocked "
+                           "scores with -inf before the softmax"),
+    (dict(mask="inverted"), "key_padding_mask is used the wrong way round: True means blocked (padding), "
+                            "as in nn.MultiheadAttention, so fill the scores where the mask is True"),
+    (dict(mask="zero"), NOT_MINUS_INF),
+    (dict(mask="added"), NOT_MINUS_INF),
+    (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
+                         "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
+]
+
+
+def fixed_heads(num_heads, d_out):
+    """A number of heads hard-coded (the chapter's 2, say) instead of num_heads: the features cut into
+    `heads` heads, scaled by the head_dim of those heads or of num_heads, for each other divisor of d_out."""
+    def why(heads):
+        if heads == d_out // num_heads:
+            return (f"the features are cut into {heads} head{'s' * (heads > 1)}, which is head_dim here, not "
+                    f"num_heads = {num_heads}: are num_heads and head_dim swapped (or a number of heads hard-coded)?")
+        if heads == 1:
+            return (f"all the features form one head whatever num_heads is (here {num_heads}): are the queries, "
+                    "keys and values split into num_heads heads?")
+        return (f"the features are cut into {heads} heads whatever num_heads is (here {num_heads}): is a "
+                "number of heads hard-coded? The heads, and head_dim, follow num_heads")
+    return [(dict(split_into=heads, scale=scale), why(heads))
+            for heads in range(1, d_out + 1) if d_out % heads == 0 and heads != num_heads
+            for scale in ("head", "cut")]
 
 
 def put_layers(record, layers):
@@ -77,16 +124,45 @@ def check_rejects_indivisible(make, cases):
                           "(raise AssertionError or ValueError)")
 
 
+def lengths_mask(lengths, num_tokens):
+    """A key_padding_mask (batch, T) of sequences of these lengths: True on the padding after each."""
+    return np.arange(num_tokens)[None, :] >= np.asarray(lengths)[:, None]
+
+
+class SelfView:
+    """A CrossAttention handle seen as a layer of one input: x attends over x itself (for
+    `properties.check_dropout`, which probes with x = eye(T))."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, x, _seed=None):
+        return self.module(x, x, _seed=_seed)
+
+    def train(self):
+        self.module.train()
+        return self
+
+    def eval(self):
+        self.module.eval()
+        return self
+
+
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
-                    causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False):
+                    causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
+                    heads_factor=None, split_into=None, keys_axes=None):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
-    "inverted" | "zero" (blocked scores set to 0) | "heads" (the mask lined up with the heads); scale "none" | "d_out" | "head_linear";
+    "inverted" | "zero" (blocked scores set to 0) | "added" (the bool mask added to the scores) | "heads" (the
+    mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
+    (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut";
+    `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
+    head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
-    scale also "twice_linear" (2 head_dim) | "d_kv" (sqrt(d_kv)); `values` from another layer; `after`
-    (the mask applied to the weights after the softmax, without renormalising)."""
+    `values` from another layer; `after` (the mask applied to the weights after the softmax, without
+    renormalising); `heads_factor` as for `model.attention`."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -94,14 +170,20 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         y = source @ np.asarray(weight, dtype=np.float64).T
         return y if bias is None else y + np.asarray(bias, dtype=np.float64)
 
+    cut = split_into or num_heads
+
     def split(z):
-        return np.swapaxes(z.reshape(*z.shape[:-1], num_heads, z.shape[-1] // num_heads), -3, -2)
+        return np.swapaxes(z.reshape(*z.shape[:-1], cut, z.shape[-1] // cut), -3, -2)
 
     q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project(values, context))
-    head_dim, d_out = q.shape[-1], num_heads * q.shape[-1]
+    d_out = cut * q.shape[-1]
+    head_dim = d_out // num_heads
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
-               "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1])}[scale]
-    scores = q @ np.swapaxes(k, -1, -2) / divisor  # (batch, heads, T_q, T_k)
+               "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1]),
+               "d_q_heads": math.sqrt(x.shape[-1] // num_heads), "times_sqrt": 1 / math.sqrt(head_dim),
+               "d_kv_heads": math.sqrt(context.shape[-1] // num_heads),
+               "cut": math.sqrt(q.shape[-1])}[scale]
+    scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     blocked = np.zeros(scores.shape, dtype=bool)
     if key_padding_mask is not None and mask != "ignored":
         keys = np.asarray(key_padding_mask, dtype=bool)
@@ -112,9 +194,11 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
     if after:
         weights = softmax(scores, axis) * ~blocked
+    elif mask == "added":
+        weights = softmax(scores + blocked, axis)
     else:
         weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
-    heads = weights @ v
+    heads = weights @ v * HEADS_FACTORS[heads_factor](num_heads)
     if merge == "reversed":
         heads = heads[..., ::-1, :, :]
     merged = (heads if merge == "no_transpose" else np.swapaxes(heads, -3, -2)).reshape(*x.shape[:-1], d_out)
@@ -122,3 +206,20 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         return merged
     weight, bias = linears["out_proj"]
     return merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
+
+
+# The keys' axes in any order but the right one (queries @ keys, say): they fit where T_k == head_dim == 2.
+CROSS_KEYS_AXES = keys_axes_mistakes({0: "batch", 1: "num_heads", 2: "T_k", 3: "head_dim"})
+
+
+def explain_cross_forward(impl, what, error):
+    """A CrossAttention forward that raised, run again (`explain_by_probe`) on a layer of 2 heads of width 2,
+    x of 2 queries and a context of 2 tokens, where the keys' axes fit in any order, without a mask."""
+    r = np.random.default_rng(1912)
+    linears = {"W_query": random_linear(r, 4, 3, False), "W_key": random_linear(r, 4, 5, False),
+               "W_value": random_linear(r, 4, 5, False), "out_proj": random_linear(r, 4, 4, True)}
+    x, context = r.normal(size=(2, 2, 3)), r.normal(size=(2, 2, 5))
+    layer = loaded_module(impl, "CrossAttention", (3, 5, 4, 2), linears, explained=False)
+    explain_by_probe(what, error, lambda: layer(tensor(x), tensor(context)),
+                     lambda **kw: cross_attention(x, context, linears, 2, **kw), CROSS_KEYS_AXES,
+                     "batch, T_q, T_k, num_heads and head_dim are all 2")
