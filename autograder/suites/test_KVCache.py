@@ -33,6 +33,10 @@ def _length(cache, what):
     try:
         return len(cache)
     except RemoteError as error:
+        if "Boolean value of Tensor" in str(error):
+            raise CaseFailure(f"len({what}) raised {error.type_name}: does __len__ ask for the truth of a tensor "
+                              "(if self.keys:)? A tensor of several values is neither true nor false, and an empty "
+                              "cache holds no tensor yet: test `is None`") from None
         raise CaseFailure(f"len({what}) raised {error.type_name}: define __len__ to return the number of "
                           "tokens held (0 when nothing is stored yet)") from None
 
@@ -85,6 +89,9 @@ def _symptoms(ks, vs, which):
                                                 "append along dim 1, the token axis of (batch, T, d)"),
         (lambda: parts[-1], "update returns only the new entries: return everything held so far"),
         (lambda: parts[0], "the cache keeps only its first update: later updates must be appended"),
+        (lambda: np.concatenate([parts[0], parts[-1]], axis=1), "update returns what the cache holds with the new "
+                                                                "entries appended, but does not keep it: the cache "
+                                                                "still holds only its first update"),
         (lambda: np.concatenate(parts[::-1], axis=1), "each update is put in front of what the cache holds: "
                                                       "append it after, so the tokens stay in their order"),
         (lambda: sum(parts), "update adds the new entries to the ones held (+= on tensors adds them up, entry by "
@@ -167,6 +174,8 @@ def _expect_lengths(lengths, want, sizes, shape, label):
                           "dim; return the number of tokens, keys.shape[1]")
     if (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
         raise CaseFailure(f"{what}: len(cache) counts the calls to update, not the tokens held")
+    if len(sizes) > 1 and (lengths == sizes[0]).all():
+        raise CaseFailure(f"{what}: len(cache) never grows after the first update: the later updates are not kept")
     if (lengths == width).all() and width != want[-1]:
         raise CaseFailure(f"{what}: len(cache) is the keys' width, their last dim: return the number of tokens, "
                           "the size of the token axis (dim 1 of (batch, T, d))")
