@@ -203,9 +203,10 @@ ERROR_CAUSES = (
     (("'float' object is not callable", "'int' object is not callable"),
      "it calls a number as if it were a function; does an attribute that should hold a module (an "
      "nn.Dropout, say) hold the number it was built from?"),
-    (("'numpy.ndarray' object has no attribute",),
-     "a torch method called on a NumPy array; NumPy arrays have their own functions (np.expand_dims for "
-     ".unsqueeze, .reshape for .view, np.concatenate for torch.cat): stay in one library"),
+    (("'numpy.ndarray' object has no attribute", "can't assign a numpy.ndarray to a torch"),
+     "torch and NumPy mixed: a torch method called on a NumPy array, or a NumPy array written into a torch "
+     "tensor; NumPy arrays have their own functions (np.expand_dims for .unsqueeze, .reshape for .view, "
+     "np.concatenate for torch.cat): stay in one library"),
     (("only length-1 arrays can be converted", "only 0-dimensional arrays can be converted",
       "only one element tensors can be converted"),
      "a function of the math module called on an array; math.sin, math.exp and friends take one number, "

@@ -153,11 +153,16 @@ def _positions(impl, num_tokens, d_model):
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_ANGLE_PER_COLUMN}") from None
         if f"intoshape({(num_tokens + 1) // 2},{d_model})" in said and num_tokens > 1:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ROWS_SLICED}") from None
-        rows = re.search(rf"fromshape\((\d+),{d_model // 2}\)intoshape\({num_tokens},{d_model // 2}\)", said)
-        if rows:
-            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have "
-                              f"{rows.group(1)} rows for {num_tokens} positions: one row per position p = 0, 1, ..., "
-                              "num_tokens - 1") from None
+        if f"shapes({num_tokens},)(1,{d_model // 2})" in said:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the positions have no axis "
+                              f"of their own, shape ({num_tokens},), so they cannot meet the pairs' (1, "
+                              f"{d_model // 2}) in a table of angles: make them a column, (num_tokens, 1)") from None
+        angles = re.search(rf"fromshape\((\d+),(\d+)\)intoshape\({num_tokens},{d_model // 2}\)", said)
+        if angles:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have shape "
+                              f"({angles.group(1)}, {angles.group(2)}), for {d_model // 2} pairs and {num_tokens} "
+                              "positions: one row per position p = 0, 1, ..., num_tokens - 1, one column per pair "
+                              "i = 0, 1, ..., d_model / 2 - 1") from None
         raise
 
 
