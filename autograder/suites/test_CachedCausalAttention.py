@@ -37,6 +37,18 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
                                  f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
+@toolkit.explains_forward(STEP)
+def _explain_keys_axes(impl, what, error):
+    """As CausalAttention's: a forward that raised, run again without a cache where batch, T and d_out are all
+    2, so that keys with their axes in another order (keys.T on 3-D keys) fit, and are named."""
+    r = rng(1542)
+    linears = toolkit.random_projections(r, 3, 2, False)
+    x = r.normal(size=(2, 2, 3))
+    layer = toolkit.loaded_module(impl, STEP, (3, 2, 3, 0.0, False), linears, explained=False)
+    toolkit.explain_by_probe(what, error, lambda: layer(toolkit.tensor(x)), lambda **kw: toolkit.attention(x, linears, **kw),
+                             toolkit.ONE_HEAD_KEYS_AXES_MISTAKES, "batch, T and d_out are all 2")
+
+
 def _generate(impl, module, x, sizes, what):
     """Feed x (batch, T, d_in) in chunks of `sizes` tokens through one new KVCache; the outputs
     side by side (batch, T, d_out), and len(cache) after each chunk."""

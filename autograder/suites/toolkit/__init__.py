@@ -31,6 +31,7 @@ from autograder.suites.toolkit import cases, checks  # noqa: F401  (the suites' 
 from autograder.suites.toolkit.model import (  # noqa: F401
     MASK_MISTAKES,
     NAN_HINT,
+    ONE_HEAD_KEYS_AXES_MISTAKES,
     ROLE_MISTAKES,
     SCALE_MISTAKES,
     SOFTMAX_AXIS_MISTAKES,

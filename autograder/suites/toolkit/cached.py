@@ -33,7 +33,10 @@ def explain_failed_forward(error, cache, start, size, call):
     sizes = {int(found.group(1)), int(found.group(2))} if found else set()
     if len(cache) == start + size and (isinstance(error, ValueError) or sizes == {start + size, start + 2 * size}):
         raise CaseFailure(f"{call} raised {error.type_name}: {AFTER_UPDATE}") from None
-    if start and found and found.re is _MISMATCH and sizes == {size, start + size}:
+    # torch names the mask "tensor a" in masked_fill: a narrow mask (size wide, or start + size high), not
+    # narrow scores (new keys only), is the mask's fault.
+    if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
+            int(found.group(1)) == (size if found.group(3) == "2" else start + size):
         _mask_not_wide_enough(error, start, size, call, found.group(3))
 
 
@@ -65,7 +68,7 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
     the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
     scale "tokens" (sqrt of the keys held), mask "inverted" (j <= i blocked: a keep-mask used as the
-    blocked one), roles "qqv" (the queries cached as keys)."""
+    blocked one), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
     x = np.asarray(x, dtype=np.float64)
 
     def project(name):
@@ -103,7 +106,7 @@ CACHE_MISTAKES = [
     (dict(scale="none"), NOT_SCALED),
     (dict(offset=False, scale="none"), "the scores are not scaled, and the mask ignores the cache's offset"),
     (dict(scale="d_in"), SCALED_BY_D_IN),
-    (dict(roles="qqv"), "the cache holds the queries in place of the keys: cache.update takes the new keys "
-                        "(W_key(x)) and values"),
+    *[(dict(roles=f"q{role}v"), f"the cache holds the {held} in place of the keys: cache.update takes the new keys "
+                                f"(W_key(x)) and values") for role, held in (("q", "queries"), ("v", "values"))],
     (dict(mask="inverted"), INVERTED_MASK),
 ]
