@@ -179,15 +179,16 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     if isinstance(error, MemoryError) or name in ("MemoryError", "OutOfMemoryError"):
         budget = f" ({text[0]})" if text and "budget" in text[0] else ""
         return f"`{step}` ran out of memory{budget}; are you building a much larger array than needed?"
-    if isinstance(error, TypeError) and "argument" in str(error):
-        said = f" ({str(error)[:160]})" if show_details else ""
-        return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
     # The error's words pick one of these fixed texts even where they are not shown: a kernel
-    # that forged them could only choose which fixed text its own step gets.
+    # that forged them could only choose which fixed text its own step gets. They come before the
+    # signature's TypeError: torch's own functions word a wrong call of theirs with "argument" too.
     said = str(error)
     for phrases, cause in ERROR_CAUSES:
         if any(phrase in said for phrase in phrases):
             return f"`{step}` raised {name}: {cause}"
+    if isinstance(error, TypeError) and "argument" in said:
+        said = f" ({said[:160]})" if show_details else ""
+        return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
     if any(phrase in said for phrase in SHAPE_MISMATCH):
         return (f"`{step}` raised {name}, a shape mismatch: two arrays it combines do not fit (compare each "
                 f"one's shape with the docstring's){detail}")
@@ -202,13 +203,21 @@ ERROR_CAUSES = (
     (("'float' object is not callable", "'int' object is not callable"),
      "it calls a number as if it were a function; does an attribute that should hold a module (an "
      "nn.Dropout, say) hold the number it was built from?"),
-    (("'numpy.ndarray' object has no attribute",),
-     "a torch method called on a NumPy array; NumPy arrays have their own functions (np.expand_dims for "
-     ".unsqueeze, .reshape for .view, np.concatenate for torch.cat): stay in one library"),
+    (("'numpy.ndarray' object has no attribute", "can't assign a numpy.ndarray to a torch"),
+     "torch and NumPy mixed: a torch method called on a NumPy array, or a NumPy array written into a torch "
+     "tensor; NumPy arrays have their own functions (np.expand_dims for .unsqueeze, .reshape for .view, "
+     "np.concatenate for torch.cat): stay in one library"),
     (("only length-1 arrays can be converted", "only 0-dimensional arrays can be converted",
       "only one element tensors can be converted"),
      "a function of the math module called on an array; math.sin, math.exp and friends take one number, "
      "np.sin and np.exp (or torch's) work on every entry"),
+    (("must be tuple of Tensors, not Tensor", "cat() takes from 1 to 2 positional arguments",
+      "stack() takes from 1 to 2 positional arguments"),
+     "torch.cat and torch.stack take the tensors to join as ONE list (or tuple), then dim; here they were "
+     "passed one by one, or a single tensor in place of the list"),
+    (("'Tensor' object has no attribute 'append'", "'Tensor' object has no attribute 'extend'"),
+     "a list's method called on a tensor: a tensor has a fixed size and cannot grow in place; joining "
+     "tensors (torch.cat) makes a new, longer one, which is kept in place of the old"),
     (("'NoneType' object has no attribute", "object of type 'NoneType' has no len()",
       "'NoneType' object is not subscriptable"),
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "

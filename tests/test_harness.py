@@ -310,8 +310,13 @@ def test_a_lent_reference_brings_the_references_it_calls():
     lambda: None.update(1, 2),
     lambda: torch.ones(2, 3).t().view(6),
     lambda: torch.nn.Linear(2, 2).__dict__.get("p", 0.1)(torch.ones(2)),  # a rate kept as the dropout
+    lambda: torch.cat(torch.ones(1, 2), torch.ones(1, 2), dim=1),  # a TypeError that is not the step's signature
+    lambda: torch.cat(torch.ones(1, 2), torch.ones(1, 2), torch.ones(1, 2), dim=1),
+    lambda: torch.ones(1, 2).append(torch.ones(1, 2)),
+    lambda: torch.zeros(2, 2).__setitem__((slice(None), 0), np.ones(2)),
 ], ids=["torch-method-on-numpy", "math-on-array", "len-of-none", "none-attribute", "view-after-transpose",
-        "float-called"])
+        "float-called", "cat-of-tensors-one-by-one", "cat-of-three-tensors", "tensor-append",
+        "numpy-into-torch"])
 def test_an_exception_whose_words_name_its_cause_is_named_whatever_the_step(raise_it):
     """The exceptions ERROR_CAUSES lists, raised for real by NumPy, torch and Python: each is named by
     its cause, and the generic text (the grader cannot name it) is never given for them."""

@@ -11,10 +11,9 @@ context_length (ValueError); the attributes of `CausalAttention`. The reference 
 for the student's (`depends_on`), so a wrong cache costs points at its own step only. Weights are
 copied in by attribute name (`toolkit.loaded_module`). A NumPy model of cached attention, with
 attention's own mistakes made on each chunk, names the known mistakes (a mask that ignores the
-cache's offset, a cache filled but never read, a mask slice of the wrong size, ...).
+cache's offset, a cache filled but never read, a mask slice of the wrong size, the position read
+after the cache grew, ...: `toolkit.cached`).
 """
-
-import re
 
 import numpy as np
 import torch
@@ -25,9 +24,8 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cached, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN
 
 STEP = "CachedCausalAttention"
 
@@ -39,6 +37,18 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
                                  f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
+@toolkit.explains_forward(STEP)
+def _explain_keys_axes(impl, what, error):
+    """As CausalAttention's: a forward that raised, run again without a cache where batch, T and d_out are all
+    2, so that keys with their axes in another order (keys.T on 3-D keys) fit, and are named."""
+    r = rng(1542)
+    linears = toolkit.random_projections(r, 3, 2, False)
+    x = r.normal(size=(2, 2, 3))
+    layer = toolkit.loaded_module(impl, STEP, (3, 2, 3, 0.0, False), linears, explained=False)
+    toolkit.explain_by_probe(what, error, lambda: layer(toolkit.tensor(x)), lambda **kw: toolkit.attention(x, linears, **kw),
+                             toolkit.ONE_HEAD_KEYS_AXES_MISTAKES, "batch, T and d_out are all 2")
+
+
 def _generate(impl, module, x, sizes, what):
     """Feed x (batch, T, d_in) in chunks of `sizes` tokens through one new KVCache; the outputs
     side by side (batch, T, d_out), and len(cache) after each chunk."""
@@ -48,11 +58,10 @@ def _generate(impl, module, x, sizes, what):
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
         try:
             out = checks.to_array(module(x[:, start:start + size], cache=cache), call)
-        except RemoteError as error:  # a cache grown by the wrong number of tokens is the likelier cause
-            _expect_grown(cache, start, size, call)
-            _expect_mask_wide_enough(error, start, size, call)
+        except RemoteError as error:
+            cached.explain_failed_forward(error, cache, start, size, call)
             raise
-        _expect_grown(cache, start, size, call)
+        cached.expect_grown(cache, start, size, call)
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
             raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
                               "one output row per NEW token")
@@ -62,80 +71,6 @@ def _generate(impl, module, x, sizes, what):
     return np.concatenate(outs, axis=1), lengths
 
 
-def _expect_mask_wide_enough(error, start, size, call):
-    """A forward of `size` new tokens after `start` cached ones whose scores (size x start + size) met a
-    mask slice only `size` wide (CausalAttention's mask[:t, :t]) or with a row per token so far."""
-    found = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)",
-                      str(error))
-    if not start or not found or {int(found.group(1)), int(found.group(2))} != {size, start + size}:
-        return
-    if found.group(3) == "2":
-        raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
-                          f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
-                          "the new tokens' rows of the mask span all the keys so far") from None
-    raise CaseFailure(f"{call} raised {error.type_name}: the mask slice has a row for every token so far ({start} + "
-                      f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
-
-
-def _expect_grown(cache, start, size, call):
-    """After a forward with `size` new tokens, the cache holds `start` + `size` (or nothing at all:
-    a cache never filled is the caller's to name)."""
-    held = len(cache)
-    if held not in (0, start + size):
-        raise CaseFailure(f"{call}: len(cache) is {held} after it, expected {start} + {size} = {start + size}: "
-                          "call cache.update once per forward, with the keys and values of the new tokens only")
-
-
-# --- a NumPy model of cached attention, with known mistakes as switches -----------------------
-
-def _model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
-           axis=-1, roles="qkv"):
-    """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
-    the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally). The
-    other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
-    scale "tokens" (sqrt of the keys held), mask "inverted" (j <= i blocked: a keep-mask used as the
-    blocked one), roles "qqv" (the queries cached as keys)."""
-    x = np.asarray(x, dtype=np.float64)
-
-    def project(name):
-        weight, bias = linears[name]
-        y = x @ np.asarray(weight, dtype=np.float64).T
-        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
-
-    made = {"q": project("W_query"), "k": project("W_key"), "v": project("W_value"), "x": x}
-    q, k, v = (made[role] for role in roles)
-    outs, start = [], 0
-    for size in sizes:
-        keys_from = 0 if read else start
-        qs, ks, vs = q[:, start:start + size], k[:, keys_from:start + size], v[:, keys_from:start + size]
-        divisor = {"head": np.sqrt(made["q"].shape[-1]), "none": 1.0, "d_in": np.sqrt(x.shape[-1]),
-                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2])}[scale]
-        scores = qs @ np.swapaxes(ks, -1, -2) / divisor
-        key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
-        query_pos = np.arange(size)[:, None] + (start if offset else 0)
-        blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
-                   "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos}[mask]
-        weights = toolkit.softmax(scores, axis) * ~blocked if after else toolkit.softmax(np.where(blocked, fill, scores), axis)
-        outs.append(weights @ vs)
-        start += size
-    return np.concatenate(outs, axis=1)
-
-
-INVERTED_MASK = ("the mask blocks the keys each token may see and keeps the later ones (a True-means-keep mask, "
-                 "like torch.tril, used where masked_fill wants True = blocked): the first token is left with no "
-                 "key, which makes nan")
-CACHE_MISTAKES = [
-    (dict(offset=False), "the mask of the new tokens ignores the cache's offset: new token i sits at position "
-                         "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),
-    (dict(read=False), "the cache is filled but never read: the new tokens attend only to themselves; attend "
-                       "to all the keys and values cache.update returns"),
-    (dict(scale="none"), NOT_SCALED),
-    (dict(offset=False, scale="none"), "the scores are not scaled, and the mask ignores the cache's offset"),
-    (dict(scale="d_in"), SCALED_BY_D_IN),
-    (dict(roles="qqv"), "the cache holds the queries in place of the keys: cache.update takes the new keys "
-                        "(W_key(x)) and values"),
-    (dict(mask="inverted"), INVERTED_MASK),
-]
 FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
                  + toolkit.ROLE_MISTAKES)
 
@@ -159,12 +94,13 @@ def _told_apart(symptoms):
 def _cache_symptoms(x, linears, sizes):
     """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
     attention itself, made on each chunk (one axis or mask or scale mistake fails every path)."""
-    return _told_apart(toolkit.symptoms(lambda **kw: _model(x, linears, sizes, **kw), CACHE_MISTAKES + FULL_MISTAKES))
+    return _told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw),
+                                        cached.CACHE_MISTAKES + FULL_MISTAKES))
 
 
 def _full_symptoms(x, linears):
     return _told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
-        ((lambda: _model(x, linears, [np.shape(x)[-2]], mask="inverted")), INVERTED_MASK)])
+        ((lambda: cached.model(x, linears, [np.shape(x)[-2]], mask="inverted")), cached.INVERTED_MASK)])
 
 
 def _notes_symptoms(example):
@@ -178,7 +114,9 @@ def _notes_symptoms(example):
     return _cache_symptoms(x, linears, [1] * 6)
 
 
-test_notes = notes_cases(STEP, symptoms=_notes_symptoms)
+# A worked example that raises is explained by the same layer fed the suite's own tokens, a few at a time.
+test_notes = notes_cases(STEP, symptoms=_notes_symptoms,
+                         probe=lambda impl: _check_generation(impl, [2, 1, 1], 1533, True, with_full_forward=False))
 
 
 def _sizes_text(sizes):
@@ -349,7 +287,11 @@ def test_last_token_through_cache_is_self_attention(impl):
     x = toolkit.tensor(r.normal(size=(2, 6, 3)))
     module = _module(impl, 3, 4, 6, linears, bias=True)
     cache = impl.KVCache()
-    module(x[:, :5], cache=cache)
+    try:
+        module(x[:, :5], cache=cache)
+    except RemoteError as error:
+        cached.explain_failed_forward(error, cache, 0, 5, "forward(x[:, :5], cache=KVCache())")
+        raise
     last = checks.to_array(module(x[:, 5:], cache=cache), "forward(x[:, 5:], cache=cache)")
     checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
@@ -385,15 +327,14 @@ def test_refuses_to_grow_past_context_length(impl):
     cache = impl.KVCache()
     try:
         module(x[:, :3], cache=cache)
-    except RemoteError:  # 3 tokens into an empty cache: no length check is to blame
-        _expect_grown(cache, 0, 3, f"{what}: forward(x[:, 0:3], cache=cache)")
+    except RemoteError as error:  # 3 tokens into an empty cache: no length check is to blame
+        cached.explain_failed_forward(error, cache, 0, 3, f"{what}: forward(x[:, 0:3], cache=cache)")
         raise
     try:
         module(x[:, 3:5], cache=cache)  # exactly context_length tokens: allowed
     except RemoteError as error:
-        _expect_mask_wide_enough(error, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")
-        raise CaseFailure(f"{what} raised {error.type_name} while the cache held 3 tokens and 2 more came (5 = "
-                          "context_length fits): refuse only MORE than context_length tokens") from None
+        cached.explain_failed_forward(error, cache, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")
+        raise
     _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more")
     _expect_value_error(lambda: module(x[:, :6], cache=impl.KVCache()), f"{what} given 6 tokens and an empty cache")
     cache = impl.KVCache()

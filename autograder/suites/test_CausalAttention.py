@@ -31,9 +31,6 @@ def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False,
                                  explained=explained)
 
 
-# keys.T on the 3-D keys (batch, T, d_k) reverses all three axes, and a transpose that moves the batch raises
-# too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays in place).
-KEYS_AXES_MISTAKES = toolkit.keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"})
 
 
 @toolkit.explains_forward(STEP)
@@ -44,7 +41,7 @@ def _explain_keys_axes(impl, what, error):
     linears = toolkit.random_projections(r, 3, 2, False)
     x = r.normal(size=(2, 2, 3))
     toolkit.explain_by_probe(what, error, lambda: _causal(impl, 3, 2, 3, linears, explained=False)(toolkit.tensor(x)),
-                             lambda **kw: toolkit.attention(x, linears, **kw), KEYS_AXES_MISTAKES,
+                             lambda **kw: toolkit.attention(x, linears, **kw), toolkit.ONE_HEAD_KEYS_AXES_MISTAKES,
                              "batch, T and d_out are all 2")
 
 

@@ -33,6 +33,10 @@ def _length(cache, what):
     try:
         return len(cache)
     except RemoteError as error:
+        if "Boolean value of Tensor" in str(error):
+            raise CaseFailure(f"len({what}) raised {error.type_name}: does __len__ ask for the truth of a tensor "
+                              "(if self.keys:)? A tensor of several values is neither true nor false, and an empty "
+                              "cache holds no tensor yet: test `is None`") from None
         raise CaseFailure(f"len({what}) raised {error.type_name}: define __len__ to return the number of "
                           "tokens held (0 when nothing is stored yet)") from None
 
@@ -40,12 +44,26 @@ def _length(cache, what):
 _AXES = {"0": "dim 0, the batch axis", "2": "the last dim, the features", "-1": "the last dim, the features"}
 
 
-def _call_update(cache, k, v, what):
-    """cache.update(k, v); a torch.cat along the wrong axis is named, not shown as a bare error."""
+def _call_update(impl, cache, k, v, what):
+    """cache.update(k, v); a torch.cat along the wrong axis, or with another cache's entries, is named,
+    not shown as a bare error."""
     try:
         return cache.call("update", k, v)
     except RemoteError as error:
         found = re.search(r"must match except in dimension (-?\d+)", str(error))
+        joined = re.search(r"Expected size (\d+) but got size (\d+) for tensor number 1\b", str(error))
+        widths = (np.shape(v)[-1], np.shape(k)[-1]) if torch.is_tensor(k) and torch.is_tensor(v) else None
+        if found and found.group(1) == "1" and joined and widths and widths[0] != widths[1] and \
+                (int(joined.group(1)), int(joined.group(2))) == widths:  # the values held, then a new key
+            message = VALUES_HOLD_KEYS.format("appended after the first update")
+            raise CaseFailure(f"{what} raised {error.type_name} joining the values held with a new key's width: "
+                              f"{message}") from None
+        if re.search(r"must match the size of tensor b \(\d+\) at non-singleton dimension 1", str(error)):
+            raise CaseFailure(f"{what} raised {error.type_name}: {ADDS}") from None  # held + new, entry by entry
+        if found and found.group(1) == "1" and _first_update_fails(impl, k, v):
+            raise CaseFailure(_shared(f"{what} raised {error.type_name}, and so does the first update of a "
+                                      "brand-new cache: it joins the new entries with tensors of another "
+                                      "batch or width, stored by an earlier cache")) from None
         if "stack expects each tensor to be equal size" in str(error):
             raise CaseFailure(f"{what} raised {error.type_name}: torch.stack puts tensors side by side along a NEW "
                               "axis, so they must have equal shapes; the cache grows along an existing one, the "
@@ -56,9 +74,18 @@ def _call_update(cache, k, v, what):
         raise
 
 
-def _update(cache, k, v, what):
+def _first_update_fails(impl, k, v):
+    """Whether the first update of a brand-new cache raises: it has nothing of its own to join with."""
+    try:
+        impl.KVCache().call("update", k, v)
+    except RemoteError:
+        return True
+    return False
+
+
+def _update(impl, cache, k, v, what):
     """cache.update(k, v) as (keys, values) arrays, or a CaseFailure saying what came back."""
-    out = _call_update(cache, k, v, what)
+    out = _call_update(impl, cache, k, v, what)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CaseFailure(f"{what} should return a tuple (all keys, all values); it returned a "
                           f"{type(out).__name__}")
@@ -85,30 +112,37 @@ def _symptoms(ks, vs, which):
                                                 "append along dim 1, the token axis of (batch, T, d)"),
         (lambda: parts[-1], "update returns only the new entries: return everything held so far"),
         (lambda: parts[0], "the cache keeps only its first update: later updates must be appended"),
+        (lambda: np.concatenate([parts[0], parts[-1]], axis=1), "update returns what the cache holds with the new "
+                                                                "entries appended, but does not keep it: the cache "
+                                                                "still holds only its first update"),
         (lambda: np.concatenate(parts[::-1], axis=1), "each update is put in front of what the cache holds: "
                                                       "append it after, so the tokens stay in their order"),
-        (lambda: sum(parts), "update adds the new entries to the ones held (+= on tensors adds them up, entry by "
-                             "entry): append them along the token axis"),
+        (lambda: sum(parts), ADDS),
     ] + (_values_from_keys(parts, other) if which else [
         (lambda: np.concatenate(other, axis=1), "the keys and values are swapped (update(k, v) returns (keys, "
                                                 "values) in that order)")])
 
 
+ADDS = ("update adds the new entries to the ones held (+= on tensors adds them up, entry by entry): append them "
+        "along the token axis")
+VALUES_HOLD_KEYS = "the values {} hold the keys: update must store v_new with the values, k_new with the keys"
+
+
 def _values_from_keys(values, keys):
     """The values (the keys being right) that hold keys: all of them, the first update's only, or the
     later updates' only (a copy-paste slip on one line of update)."""
-    said = "the values {} hold the keys: update must store v_new with the values, k_new with the keys"
+    said = VALUES_HOLD_KEYS
     return [(lambda: np.concatenate(keys, axis=1), said.format("returned")),
             (lambda: np.concatenate(keys[:1] + values[1:], axis=1), said.format("of the first update")),
             (lambda: np.concatenate(values[:1] + keys[1:], axis=1), said.format("appended after the first update"))]
 
 
-def _run(cache, ks, vs, label):
+def _run(impl, cache, ks, vs, label):
     """Every update; (final keys, final values, len after each update)."""
     lengths = []
     out = None
     for step, (k, v) in enumerate(zip(ks, vs)):
-        out = _update(cache, k, v, f"update number {step + 1} ({label})")
+        out = _update(impl, cache, k, v, f"update number {step + 1} ({label})")
         lengths.append(_length(cache, f"the cache after update {step + 1} ({label})"))
     return out[0], out[1], np.array(lengths, dtype=np.int64)
 
@@ -135,7 +169,7 @@ def stored_inputs():
 def apply(impl, record):
     sizes = [int(s) for s in record["sizes"]]
     k, v = torch.tensor(record["k"]), torch.tensor(record["v"])
-    return _run(_new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), record["label"])
+    return _run(impl, _new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), record["label"])
 
 
 @case(STEP, "stored", weight=3)
@@ -167,6 +201,8 @@ def _expect_lengths(lengths, want, sizes, shape, label):
                           "dim; return the number of tokens, keys.shape[1]")
     if (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
         raise CaseFailure(f"{what}: len(cache) counts the calls to update, not the tokens held")
+    if len(sizes) > 1 and (lengths == sizes[0]).all():
+        raise CaseFailure(f"{what}: len(cache) never grows after the first update: the later updates are not kept")
     if (lengths == width).all() and width != want[-1]:
         raise CaseFailure(f"{what}: len(cache) is the keys' width, their last dim: return the number of tokens, "
                           "the size of the token axis (dim 1 of (batch, T, d))")
@@ -189,7 +225,7 @@ def test_matches_torch_cat(impl):
     cache = _new_cache(impl)
     for step in range(len(sizes)):
         what = f"update number {step + 1} (of {', '.join(map(str, sizes))} tokens)"
-        keys, values = _update(cache, ks[step], vs[step], what)
+        keys, values = _update(impl, cache, ks[step], vs[step], what)
         want_k, want_v = torch.cat(ks[:step + 1], dim=1), torch.cat(vs[:step + 1], dim=1)
         checks.expect_close(keys, want_k.numpy(), f"the keys {what} returns, compared with torch.cat(..., dim=1)",
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks[:step + 1], vs[:step + 1], 0))
@@ -207,12 +243,16 @@ def test_length_counts_tokens(impl):
     r = rng(1523)
     sizes = [2, 1, 3]
     k = torch.tensor(r.normal(size=(4, 6, 3)), dtype=torch.float32)
-    _, _, lengths = _run(cache, _chunks(k, sizes), _chunks(k, sizes), "a batch of 4")
+    _, _, lengths = _run(impl, cache, _chunks(k, sizes), _chunks(k, sizes), "a batch of 4")
     _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a batch of 4")
 
 
 SHARED = ("Keep the storage on the instance (self.keys = ... in __init__), not in a class attribute or a "
           "default argument, which every cache shares")
+
+
+def _shared(evidence):
+    return f"two KVCache objects share what they hold: {evidence}. {SHARED}"
 
 
 def _expect_empty(cache):
@@ -231,15 +271,14 @@ def test_caches_are_independent(impl):
     second = _new_cache(impl)
     a = torch.tensor(r.normal(size=(1, 2, 3)), dtype=torch.float32)
     b = torch.tensor(r.normal(size=(1, 3, 3)), dtype=torch.float32)
-    _update(first, a, a, "update of the first cache")
-    keys, _ = _update(second, b, b, "update of a second, new cache")
+    _update(impl, first, a, a, "update of the first cache")
+    keys, _ = _update(impl, second, b, b, "update of a second, new cache")
     keys = checks.to_array(keys, "the keys of the second cache")
     both = 2 + 3  # what a cache that also holds the other one's tokens holds or counts
     # A wrong len that is not that count is the length case's to take, not a sign of sharing.
     if (keys.ndim == 3 and keys.shape[1] == both) or both in (_length(second, "the second cache"),
                                                              _length(first, "the first cache")):
-        raise CaseFailure(f"two KVCache objects share what they hold: a second, new cache returned the first "
-                          f"cache's tokens too. {SHARED}")
+        raise CaseFailure(_shared("a second, new cache returned the first cache's tokens too"))
     checks.expect_close(keys, b.numpy(), "the keys of a second, new cache", atol=1e-6, rtol=1e-5)
 
 
@@ -250,7 +289,7 @@ def test_generation_one_token_at_a_time(impl):
     sizes = [4] + [1] * 60
     k = torch.tensor(r.normal(size=(2, 64, 8)), dtype=torch.float32)
     v = torch.tensor(r.normal(size=(2, 64, 8)), dtype=torch.float32)
-    keys, values, lengths = _run(_new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), "a long generation")
+    keys, values, lengths = _run(impl, _new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), "a long generation")
     what = "after a prompt of 4 tokens and 60 one-token updates"
     checks.expect_close(keys, k.numpy(), f"the keys {what}", atol=1e-6, rtol=1e-5,
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 0))
@@ -266,8 +305,8 @@ def test_inputs_unchanged(impl):
     tensors = [torch.tensor(r.normal(size=(2, t, 3)), dtype=torch.float32) for t in (2, 2, 1, 1)]
     held = impl.hold(*tensors)
     cache = _new_cache(impl)
-    _call_update(cache, held[0], held[1], "the first update")
-    _call_update(cache, held[2], held[3], "the second update")
+    _call_update(impl, cache, held[0], held[1], "the first update")
+    _call_update(impl, cache, held[2], held[3], "the second update")
     for index, (before, handle) in enumerate(zip(tensors, held)):
         checks.expect_unchanged(before.numpy(), handle.call("clone"),
                                 f"the {'keys' if index % 2 == 0 else 'values'} passed to update")

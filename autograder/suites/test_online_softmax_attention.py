@@ -35,7 +35,7 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width); normalise False: no final division; shift "old":
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)); normalise False: no final division; shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped; sum_axis 0: the block's weights
     summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own.
@@ -43,7 +43,8 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     causal mask needs them; a long input's spot checks model only the rows they read)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
-    divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1])}[scale]
+    divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
+               "block": np.sqrt(block_size)}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
@@ -116,8 +117,22 @@ CAUSAL_MISTAKES = [
 ]
 
 
+BY_BLOCK = ("the scores are divided by sqrt(block_size), the number of keys in a block: the scale is sqrt(d_k), "
+            "the width of the queries and keys, whatever the block size")
+
+
+def _with_block_scale(mistakes, block_size, d_k):
+    """`mistakes` and scores divided by sqrt(block_size). Where that divisor is another mistake's (block_size
+    1: no scale; d_k²: d_k), no output tells the two apart, so that mistake's message names both."""
+    twin = {1: "none", d_k * d_k: "linear"}.get(block_size)
+    if twin is None:
+        return mistakes + [(dict(scale="block"), BY_BLOCK)]
+    return [(kw, f"the output fits more than one known mistake: {message}; or {BY_BLOCK}" if kw == dict(scale=twin)
+             else message) for kw, message in mistakes]
+
+
 def _symptoms(Q, K, V, block_size, causal, positions=None):
-    found = MISTAKES + (CAUSAL_MISTAKES if causal else [])
+    found = _with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
     return [((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
             for kw, message in found]
 

@@ -6,7 +6,8 @@ graded by stored outputs, an independent PyTorch construction, and properties. A
 with switches names the usual mistakes: sin and cos swapped, the exponent i/d instead of 2i/d,
 the cosine column using its own index, integer division, sines and cosines in two halves, the
 power applied to p / 10000; and codes whose pairs turn steadily at wrong speeds (another base,
-another width in the exponent) are named from the speeds the student's own rows show.
+another width in the exponent) are named from the speeds the student's own rows show, and columns
+shifted by a constant angle from the start angles they show.
 """
 
 import math
@@ -79,7 +80,7 @@ def _symptoms(num_tokens, d_model, out=None):
     """The known mistakes; with the student's `out`, also a measured one: every pair turns at a
     steady speed, but not the right one (a wrong base, or d_model replaced in the exponent)."""
     found = [((lambda kw=kw: _model(num_tokens, d_model, **kw)), message) for kw, message in MISTAKES]
-    return found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN)] + _steady_speeds(out)
+    return found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN)] + _steady_speeds(out) + _phases(out)
 
 
 def _steady_speeds(out):
@@ -98,6 +99,39 @@ def _steady_speeds(out):
     return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
                              f"{float(speeds[worst]):.4g} radians per position; pair i must turn by "
                              "1 / 10000**(2i / d_model) (check the base, 10000, and the exponent, 2i / d_model)")]
+
+
+def _phases(out):
+    """[(codes whose columns turn at the right speeds from the start angles `out` shows, the diagnosis)],
+    when some columns start at one same angle other than a multiple of a right angle (those are the
+    swaps and signs named elsewhere): each column fitted as a sin(p w) + b cos(p w), w its pair's speed."""
+    try:
+        out = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return []
+    if out.ndim != 2 or out.shape[0] < 3 or out.shape[1] % 2 or not np.isfinite(out).all():
+        return []
+    p = np.arange(out.shape[0], dtype=np.float64)[:, None]
+    angles = p * np.repeat(10000.0 ** -(np.arange(0, out.shape[1], 2) / out.shape[1]), 2)
+    fitted, starts = np.empty(out.shape), np.empty(out.shape[1])
+    for j in range(out.shape[1]):
+        basis = np.stack([np.sin(angles[:, j]), np.cos(angles[:, j])], axis=1)
+        (a, b), *_ = np.linalg.lstsq(basis, out[:, j], rcond=None)
+        fitted[:, j] = basis @ (a, b)
+        # sin(x + c) = cos c sin x + sin c cos x; cos(x + c) = -sin c sin x + cos c cos x
+        starts[j] = np.arctan2(b, a) if j % 2 == 0 else np.arctan2(-a, b)
+    quarter = np.pi / 2
+    off = np.abs(starts / quarter - np.round(starts / quarter)) > 1e-3
+    # One constant added to some columns' angles shifts each of them alike; positions numbered
+    # otherwise (from 1, from the end) shift each pair by its own speed, and are named elsewhere.
+    gaps = np.angle(np.exp(1j * (starts[off] - starts[off][:1])))
+    if not off.any() or not np.allclose(gaps, 0.0, atol=1e-3):
+        return []
+    j = int(np.argmax(off))
+    kind = "cosine" if j % 2 else "sine"
+    return [(lambda: fitted, f"every column turns at the right speed, but the {kind} in column {j} is shifted by a "
+                             f"constant {float(starts[j]):.3g} radians: both columns of pair i take the angle "
+                             "p / 10000**(2i / d_model) itself, with nothing added to it")]
 
 
 # NumPy's words for an assignment codes[...] = angles whose shapes do not fit, in two mistakes.
@@ -119,11 +153,16 @@ def _positions(impl, num_tokens, d_model):
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_ANGLE_PER_COLUMN}") from None
         if f"intoshape({(num_tokens + 1) // 2},{d_model})" in said and num_tokens > 1:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ROWS_SLICED}") from None
-        rows = re.search(rf"fromshape\((\d+),{d_model // 2}\)intoshape\({num_tokens},{d_model // 2}\)", said)
-        if rows:
-            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have "
-                              f"{rows.group(1)} rows for {num_tokens} positions: one row per position p = 0, 1, ..., "
-                              "num_tokens - 1") from None
+        if f"shapes({num_tokens},)(1,{d_model // 2})" in said:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the positions have no axis "
+                              f"of their own, shape ({num_tokens},), so they cannot meet the pairs' (1, "
+                              f"{d_model // 2}) in a table of angles: make them a column, (num_tokens, 1)") from None
+        angles = re.search(rf"fromshape\((\d+),(\d+)\)intoshape\({num_tokens},{d_model // 2}\)", said)
+        if angles:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have shape "
+                              f"({angles.group(1)}, {angles.group(2)}), for {d_model // 2} pairs and {num_tokens} "
+                              "positions: one row per position p = 0, 1, ..., num_tokens - 1, one column per pair "
+                              "i = 0, 1, ..., d_model / 2 - 1") from None
         raise
 
 

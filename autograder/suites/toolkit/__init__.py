@@ -18,6 +18,8 @@
   output can be named by its symptom (`symptoms`).
 - `multihead`: what the two multi-head layers' suites (`MultiHeadAttention`, `CrossAttention`)
   share: their layers' names, records and probes, and the mistakes of their heads.
+- `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
+  model of attention fed in chunks through a cache, and the diagnoses of a forward that raised.
 - `properties`: property checks several suites share: causality, the last token, inputs shorter
   than `context_length`, batches, the input left unchanged, gradients, dropout.
 
@@ -30,6 +32,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     MASK_MISTAKES,
     MULTIPLIED_BY_SQRT,
     NAN_HINT,
+    ONE_HEAD_KEYS_AXES_MISTAKES,
     ROLE_MISTAKES,
     SCALE_MISTAKES,
     SOFTMAX_AXIS_MISTAKES,

@@ -239,6 +239,11 @@ def keys_axes_mistakes(names):
              f"last two axes ({names[moved[-2]]}, {names[moved[-1]]}) swapped") for order in orders]
 
 
+# keys.T on the 3-D keys (batch, T, d_k) of a one-head layer reverses all three axes, and a transpose that moves
+# the batch raises too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays).
+ONE_HEAD_KEYS_AXES_MISTAKES = keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"})
+
+
 def values_axes_mistakes(names):
     """(switches, message) of the values entering the product with the weights with their 4 axes (`names`,
     in the model's order (batch, heads, T, width)) in any other order."""

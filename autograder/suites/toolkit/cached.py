@@ -1,0 +1,112 @@
+"""What the suite of `CachedCausalAttention` names a cached forward's mistakes by: a NumPy model of
+attention fed in chunks through a cache, whose switches each reproduce one known mistake of the
+cache's use (`model`, `CACHE_MISTAKES`), and the diagnoses of a forward that raised or grew the
+cache wrongly (`explain_failed_forward`, `expect_grown`)."""
+
+import re
+
+import numpy as np
+
+from autograder.errors import CaseFailure
+from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, softmax
+
+# The two numbers each of PyTorch's words for a mismatch in the mask or the weights' product quotes.
+_MISMATCH = re.compile(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)")
+_BATCH2 = re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]")
+
+AFTER_UPDATE = ("the new tokens' position is read from len(cache) after cache.update, which already counts them: "
+                "the first new token sits where the cache ended before this call")
+
+
+def explain_failed_forward(error, cache, start, size, call):
+    """Name the cause of a forward of `size` new tokens after `start` cached ones (that fit in
+    context_length) that raised `error`, if a known one: the cache grown by the wrong number, a length
+    check that refuses what fits, the position read after the cache grew (a ValueError, or a mask slice
+    one chunk too far on), a mask slice of the wrong width or height. Otherwise return, for the caller to re-raise."""
+    if isinstance(error, ValueError) and len(cache) == start:  # refused before the cache grew
+        raise CaseFailure(f"{call} raised {error.type_name}, but {start} cached and {size} new tokens make "
+                          f"{start + size}, which context_length fits: refuse only MORE than context_length "
+                          "tokens") from None
+    expect_grown(cache, start, size, call)
+    said = str(error)
+    found = _MISMATCH.search(said) or _BATCH2.search(said)
+    sizes = {int(found.group(1)), int(found.group(2))} if found else set()
+    if len(cache) == start + size and (isinstance(error, ValueError) or sizes == {start + size, start + 2 * size}):
+        raise CaseFailure(f"{call} raised {error.type_name}: {AFTER_UPDATE}") from None
+    # torch names the mask "tensor a" in masked_fill: a narrow mask (size wide, or start + size high), not
+    # narrow scores (new keys only), is the mask's fault.
+    if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
+            int(found.group(1)) == (size if found.group(3) == "2" else start + size):
+        _mask_not_wide_enough(error, start, size, call, found.group(3))
+
+
+def _mask_not_wide_enough(error, start, size, call, dimension):
+    """The new tokens' scores (size x start + size) met a mask slice only `size` wide (CausalAttention's
+    mask[:t, :t]), or one with a row per token so far."""
+    if dimension == "2":
+        raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
+                          f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
+                          "the new tokens' rows of the mask span all the keys so far") from None
+    raise CaseFailure(f"{call} raised {error.type_name}: the mask slice has a row for every token so far ({start} + "
+                      f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
+
+
+def expect_grown(cache, start, size, call):
+    """After a forward with `size` new tokens, the cache holds `start` + `size` (or nothing at all:
+    a cache never filled is the caller's to name)."""
+    held = len(cache)
+    if held not in (0, start + size):
+        raise CaseFailure(f"{call}: len(cache) is {held} after it, expected {start} + {size} = {start + size}: "
+                          "call cache.update once per forward, with the keys and values of the new tokens only")
+
+
+# --- a NumPy model of cached attention, with known mistakes as switches -----------------------
+
+def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
+          axis=-1, roles="qkv"):
+    """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
+    the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally). The
+    other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
+    scale "tokens" (sqrt of the keys held), mask "inverted" (j <= i blocked: a keep-mask used as the
+    blocked one), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
+    x = np.asarray(x, dtype=np.float64)
+
+    def project(name):
+        weight, bias = linears[name]
+        y = x @ np.asarray(weight, dtype=np.float64).T
+        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+
+    made = {"q": project("W_query"), "k": project("W_key"), "v": project("W_value"), "x": x}
+    q, k, v = (made[role] for role in roles)
+    outs, start = [], 0
+    for size in sizes:
+        keys_from = 0 if read else start
+        qs, ks, vs = q[:, start:start + size], k[:, keys_from:start + size], v[:, keys_from:start + size]
+        divisor = {"head": np.sqrt(made["q"].shape[-1]), "none": 1.0, "d_in": np.sqrt(x.shape[-1]),
+                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2])}[scale]
+        scores = qs @ np.swapaxes(ks, -1, -2) / divisor
+        key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
+        query_pos = np.arange(size)[:, None] + (start if offset else 0)
+        blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
+                   "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos}[mask]
+        weights = softmax(scores, axis) * ~blocked if after else softmax(np.where(blocked, fill, scores), axis)
+        outs.append(weights @ vs)
+        start += size
+    return np.concatenate(outs, axis=1)
+
+
+INVERTED_MASK = ("the mask blocks the keys each token may see and keeps the later ones (a True-means-keep mask, "
+                 "like torch.tril, used where masked_fill wants True = blocked): the first token is left with no "
+                 "key, which makes nan")
+CACHE_MISTAKES = [
+    (dict(offset=False), "the mask of the new tokens ignores the cache's offset: new token i sits at position "
+                         "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),
+    (dict(read=False), "the cache is filled but never read: the new tokens attend only to themselves; attend "
+                       "to all the keys and values cache.update returns"),
+    (dict(scale="none"), NOT_SCALED),
+    (dict(offset=False, scale="none"), "the scores are not scaled, and the mask ignores the cache's offset"),
+    (dict(scale="d_in"), SCALED_BY_D_IN),
+    *[(dict(roles=f"q{role}v"), f"the cache holds the {held} in place of the keys: cache.update takes the new keys "
+                                f"(W_key(x)) and values") for role, held in (("q", "queries"), ("v", "values"))],
+    (dict(mask="inverted"), INVERTED_MASK),
+]
