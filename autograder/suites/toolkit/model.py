@@ -1,6 +1,7 @@
 """A NumPy model of (multi-head, causal) attention in float64, whose keyword switches each
 reproduce one known mistake, so a wrong output can be named by its symptom (`symptoms`)."""
 
+import functools
 import itertools
 import math
 
@@ -38,6 +39,7 @@ NOT_A_SOFTMAX = ("the softmax exponentiates every score and divides by its row's
 def hand_written_softmax_mistakes(s, axis=-1):
     """(candidate, symptom) of a hand-written softmax's slips in the formula, on scores s: exp in base 2,
     and an epsilon added to the normaliser (to the sum, or to every exponential inside it)."""
+    @functools.cache  # the eight epsilon candidates share one array of exponentials
     def shifted(base_two=False):
         with np.errstate(invalid="ignore", over="ignore"):
             z = s - s.max(axis=axis, keepdims=True)
