@@ -37,16 +37,17 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
                                  f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
-@toolkit.explains_forward(STEP)
-def _explain_keys_axes(impl, what, error):
-    """As CausalAttention's: a forward that raised, run again without a cache where batch, T and d_out are all
-    2, so that keys with their axes in another order (keys.T on 3-D keys) fit, and are named."""
-    r = rng(1542)
-    linears = toolkit.random_projections(r, 3, 2, False)
-    x = r.normal(size=(2, 2, 3))
-    layer = toolkit.loaded_module(impl, STEP, (3, 2, 3, 0.0, False), linears, explained=False)
-    toolkit.explain_by_probe(what, error, lambda: layer(toolkit.tensor(x)), lambda **kw: toolkit.attention(x, linears, **kw),
-                             toolkit.ONE_HEAD_KEYS_AXES_MISTAKES, "batch, T and d_out are all 2")
+toolkit.explains_one_head_keys_axes(STEP, 1542)
+
+
+def _forward(module, x, cache, start, size, call):
+    """module(x[:, start:start + size], cache=cache); a forward that raises is explained by what the cache
+    held (`cached.explain_failed_forward`)."""
+    try:
+        return module(x[:, start:start + size], cache=cache)
+    except RemoteError as error:
+        cached.explain_failed_forward(error, cache, start, size, call)
+        raise
 
 
 def _generate(impl, module, x, sizes, what):
@@ -56,11 +57,7 @@ def _generate(impl, module, x, sizes, what):
     outs, lengths, start = [], [], 0
     for size in sizes:
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
-        try:
-            out = checks.to_array(module(x[:, start:start + size], cache=cache), call)
-        except RemoteError as error:
-            cached.explain_failed_forward(error, cache, start, size, call)
-            raise
+        out = checks.to_array(_forward(module, x, cache, start, size, call), call)
         cached.expect_grown(cache, start, size, call)
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
             raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
@@ -287,11 +284,7 @@ def test_last_token_through_cache_is_self_attention(impl):
     x = toolkit.tensor(r.normal(size=(2, 6, 3)))
     module = _module(impl, 3, 4, 6, linears, bias=True)
     cache = impl.KVCache()
-    try:
-        module(x[:, :5], cache=cache)
-    except RemoteError as error:
-        cached.explain_failed_forward(error, cache, 0, 5, "forward(x[:, :5], cache=KVCache())")
-        raise
+    _forward(module, x, cache, 0, 5, "forward(x[:, :5], cache=KVCache())")
     last = checks.to_array(module(x[:, 5:], cache=cache), "forward(x[:, 5:], cache=cache)")
     checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
@@ -325,16 +318,8 @@ def test_refuses_to_grow_past_context_length(impl):
     x = toolkit.tensor(r.normal(size=(1, 7, 3)))
     what = "CachedCausalAttention(3, 2, 5, 0.0)"
     cache = impl.KVCache()
-    try:
-        module(x[:, :3], cache=cache)
-    except RemoteError as error:  # 3 tokens into an empty cache: no length check is to blame
-        cached.explain_failed_forward(error, cache, 0, 3, f"{what}: forward(x[:, 0:3], cache=cache)")
-        raise
-    try:
-        module(x[:, 3:5], cache=cache)  # exactly context_length tokens: allowed
-    except RemoteError as error:
-        cached.explain_failed_forward(error, cache, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")
-        raise
+    _forward(module, x, cache, 0, 3, f"{what}: forward(x[:, 0:3], cache=cache)")
+    _forward(module, x, cache, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")  # exactly context_length: allowed
     _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more")
     _expect_value_error(lambda: module(x[:, :6], cache=impl.KVCache()), f"{what} given 6 tokens and an empty cache")
     cache = impl.KVCache()

@@ -24,25 +24,13 @@ MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXI
             + [toolkit.WEIGHTS_TRANSPOSED])
 
 
-def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False, explained=True):
+def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
     """CausalAttention with the given {name: (weight, bias)} loaded, in eval mode."""
     return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
-                                 f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})",
-                                 explained=explained)
+                                 f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
-
-
-@toolkit.explains_forward(STEP)
-def _explain_keys_axes(impl, what, error):
-    """A forward that raised, run again where batch, T and d_out are all 2 (`explain_by_probe`), on a layer
-    with a longer context_length, so a mask not sliced to T fails there too and is not misnamed."""
-    r = rng(1317)
-    linears = toolkit.random_projections(r, 3, 2, False)
-    x = r.normal(size=(2, 2, 3))
-    toolkit.explain_by_probe(what, error, lambda: _causal(impl, 3, 2, 3, linears, explained=False)(toolkit.tensor(x)),
-                             lambda **kw: toolkit.attention(x, linears, **kw), toolkit.ONE_HEAD_KEYS_AXES_MISTAKES,
-                             "batch, T and d_out are all 2")
+toolkit.explains_one_head_keys_axes(STEP, 1317)
 
 
 def _mistakes(x, linears):

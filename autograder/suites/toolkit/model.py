@@ -10,7 +10,8 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored
+from autograder.suites.toolkit.cases import check_stored, rng
+from autograder.suites.toolkit.modules import explains_forward, loaded_module, random_projections, tensor
 
 NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
             "must see itself), or when -inf meets 0 (dropout or a product on the masked scores)")
@@ -49,15 +50,14 @@ def hand_written_softmax_mistakes(s, axis=-1):
         e = shifted(True)
         return e / e.sum(axis=axis, keepdims=True)
 
-    found = [(base_two, BASE_TWO)]
-    with np.errstate(over="ignore"):
-        found += [
-            (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
-            (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
-             f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
-            (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
-             f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
-        ]
+    found = [
+        (base_two, BASE_TWO),
+        (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
+        (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
+         f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
+        (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
+         f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
+    ]
     for eps in EPSILONS:
         found += [(lambda eps=eps: shifted() / (shifted().sum(axis=axis, keepdims=True) + eps), EPSILON_IN_SUM),
                   (lambda eps=eps: shifted() / (shifted() + eps).sum(axis=axis, keepdims=True), EPSILON_IN_SUM)]
@@ -244,6 +244,23 @@ def keys_axes_mistakes(names):
 # keys.T on the 3-D keys (batch, T, d_k) of a one-head layer reverses all three axes, and a transpose that moves
 # the batch raises too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays).
 ONE_HEAD_KEYS_AXES_MISTAKES = keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"})
+
+
+def explains_one_head_keys_axes(class_name, seed):
+    """Register the explainer of a one-head layer's forward that raised (CausalAttention, the cached layer: args
+    d_in, d_out, context_length, dropout, qkv_bias): it runs again, without a cache, where batch, T and d_out
+    are all 2, so that keys with their axes in another order (keys.T on 3-D keys) fit and are named, on a layer
+    with a longer context_length, so a mask not sliced to T fails there too and is not misnamed. The layer is
+    built inside the probe: one that cannot be built there explains nothing."""
+    @explains_forward(class_name)
+    def explain(impl, what, error):
+        r = rng(seed)
+        linears = random_projections(r, 3, 2, False)
+        x = r.normal(size=(2, 2, 3))
+        explain_by_probe(what, error,
+                         lambda: loaded_module(impl, class_name, (3, 2, 3, 0.0, False), linears, explained=False)(tensor(x)),
+                         lambda **kw: attention(x, linears, **kw), ONE_HEAD_KEYS_AXES_MISTAKES, "batch, T and d_out are all 2")
+    return explain
 
 
 def values_axes_mistakes(names):
