@@ -149,8 +149,7 @@ def _random_layers(r, d_q, d_kv, d_out, bias, out_bias=False):
     and the attribute case, not every case that loads the layer."""
     layers = {"W_query": toolkit.random_linear(r, d_out, d_q, bias)}
     layers |= {name: toolkit.random_linear(r, d_out, d_kv, bias) for name in ("W_key", "W_value")}
-    weight, bias_values = toolkit.random_linear(r, d_out, d_out, True)  # drawn either way: same stream
-    layers["out_proj"] = (weight, bias_values if out_bias else np.zeros_like(bias_values))
+    layers["out_proj"] = multihead.random_out_proj(r, d_out, out_bias)
     return layers
 
 

@@ -76,8 +76,7 @@ def _random_layers(r, d_in, d_out, bias, out_bias=False):
     notes' example, the stored records with d_in != d_out, test_out_proj_applied_once_at_the_end)
     give it values, so out_proj built without a bias, a slip, costs those and the attribute case."""
     layers = toolkit.random_projections(r, d_in, d_out, bias)
-    weight, bias_values = toolkit.random_linear(r, d_out, d_out, True)  # drawn either way: same stream
-    layers["out_proj"] = (weight, bias_values if out_bias else np.zeros_like(bias_values))
+    layers["out_proj"] = multihead.random_out_proj(r, d_out, out_bias)
     return layers
 
 

@@ -162,7 +162,7 @@ def mistakes(x, weights):
          "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
         *[(lambda c=c: divided_scores(c), f"divides the scores by sqrt({c}), {what}: d_k is keys.shape[-1]")
           for c, what in divisors],
-        (lambda: _scaled_scores_and_values(x, weights)[0] @ _scaled_scores_and_values(x, weights)[1],
+        (lambda: np.matmul(*_scaled_scores_and_values(x, weights)),
          "mixes the values by the scaled scores themselves: apply the softmax over each row first"),
         *_hand_written_softmax(x, weights)]
 

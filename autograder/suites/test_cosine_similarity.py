@@ -45,7 +45,7 @@ def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     a, b = record["a"], record["b"]
-    cosine = np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
+    cosine = _cosine(a, b)
     return [(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
             (lambda: np.dot(a, b) / np.linalg.norm(a) * np.linalg.norm(b),
              "divides by |a| and then multiplies by |b|: a / x * y is (a / x) * y; the product of the "
@@ -81,7 +81,7 @@ def _named_call(impl, a, b, what):
     it still see a wrong value no mistake explains). A nan is left to them: arccos of a cosine that
     rounding put just above 1 is nan too, like the square root of a negative sum."""
     value = checks.to_float(impl.cosine_similarity(a, b), what)
-    right = np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
+    right = _cosine(a, b)
     symptom = checks.named_mistake(np.asarray(value), stored_symptoms({"a": a, "b": b}, 0))
     if symptom is not None and np.isfinite(value) and not abs(value - right) <= 1e-9:
         raise CaseFailure(f"{what}: {symptom}")

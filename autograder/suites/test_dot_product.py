@@ -54,7 +54,7 @@ def stored_symptoms(record, k):
     # A 0 from integers is no evidence: a loop that leaves the only pair out gives 0 as well.
     in_integers = [(np.sum(np.asarray(a).astype(int) * np.asarray(b).astype(int)), "the entries to integers first"),
                    (int(np.sum(np.asarray(a) * np.asarray(b))), "the sum to an integer (int())")]
-    truncated = [(lambda value=value: value, f"converts {what}, which drops the fractional part")
+    truncated = [(value, f"converts {what}, which drops the fractional part")
                  for value, what in in_integers if value != 0]
     return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
             (lambda: np.sum(a) * np.sum(b), "multiplies the sum of a by the sum of b, which pairs every entry "

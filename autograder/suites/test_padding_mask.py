@@ -120,13 +120,13 @@ def _diagnose(what, got, lengths, num_tokens):
     if np.array_equal(got, _blocked(np.asarray(lengths) - 1, num_tokens)):
         raise CaseFailure(f"{what} is off by one: it also blocks the last real token, position "
                           "lengths[b] - 1; block j >= lengths[b]")
-    positions = np.arange(num_tokens)[None, None, :]
-    ends = num_tokens - np.asarray(lengths)[:, None, None]  # where each sequence's real tokens end when right-aligned
-    if np.array_equal(got, positions < ends):
+    # the last lengths[b] positions of each sequence: its real tokens if they were right-aligned
+    last_lengths = _blocked(num_tokens - np.asarray(lengths), num_tokens)
+    if np.array_equal(got, ~last_lengths):
         raise CaseFailure(f"{what} blocks the first positions of each sequence, as if the padding came before the "
                           "real tokens (left padding); here each sequence starts at position 0 and its padding "
                           "follows its lengths[b] real tokens")
-    if np.array_equal(got, positions >= ends):
+    if np.array_equal(got, last_lengths):
         raise CaseFailure(f"{what} blocks the last lengths[b] positions of each sequence, as if lengths counted "
                           "the padding tokens; lengths[b] is the number of REAL tokens of sequence b")
     for length, which in ((np.min(lengths), "the shortest"), (np.max(lengths), "the longest"),

@@ -389,10 +389,11 @@ def test_batch_items_independent(impl):
     mask = _mixed_mask(r, 4, 6)
     context, weights = _call(impl, Q, K, V, mask, "a batch of 3")
     checks.expect_shape(context, (3, 4, 2), "the context of a (3, 4, 5) batch over 6 keys with d_v 2")
+    ladder = mistakes(Q, K, V, mask, 0)
     for i in range(3):
         c, w = _call(impl, Q[i], K[i], V[i], mask, f"item {i} alone")
         checks.expect_close(context[i], c, f"item {i} of the batch's context compared with item {i} alone",
-                            symptoms=[(lambda f=f, i=i: f()[i], s) for f, s in mistakes(Q, K, V, mask, 0)], relation=False)
+                            symptoms=[(lambda f=f, i=i: f()[i], s) for f, s in ladder], relation=False)
         checks.expect_close(weights[i], w, f"item {i} of the batch's weights compared with item {i} alone",
                             relation=False)
 

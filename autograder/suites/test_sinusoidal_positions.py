@@ -83,13 +83,22 @@ def _symptoms(num_tokens, d_model, out=None):
     return found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN)] + _steady_speeds(out) + _phases(out)
 
 
-def _steady_speeds(out):
-    """[(the codes of pairs turning at the speeds `out` shows from row 0 to row 1, the diagnosis)]."""
+def _table(out, min_rows):
+    """`out` as finite float64 codes (positions, an even number of columns) of at least `min_rows`
+    positions, or None (not numbers, or another shape: the cases say so)."""
     try:
         out = np.asarray(out, dtype=np.float64)
     except (TypeError, ValueError, RuntimeError):
-        return []  # not numbers: the case says so
-    if out.ndim != 2 or out.shape[0] < 2 or out.shape[1] % 2 or not np.isfinite(out).all():
+        return None
+    if out.ndim != 2 or out.shape[0] < min_rows or out.shape[1] % 2 or not np.isfinite(out).all():
+        return None
+    return out
+
+
+def _steady_speeds(out):
+    """[(the codes of pairs turning at the speeds `out` shows from row 0 to row 1, the diagnosis)]."""
+    out = _table(out, 2)
+    if out is None:
         return []
     speeds = np.arctan2(out[1, 0::2], out[1, 1::2])  # radians per position, if each pair turns steadily
     p = np.arange(out.shape[0], dtype=np.float64)[:, None]
@@ -105,11 +114,8 @@ def _phases(out):
     """[(codes whose columns turn at the right speeds from the start angles `out` shows, the diagnosis)],
     when some columns start at one same angle other than a multiple of a right angle (those are the
     swaps and signs named elsewhere): each column fitted as a sin(p w) + b cos(p w), w its pair's speed."""
-    try:
-        out = np.asarray(out, dtype=np.float64)
-    except (TypeError, ValueError, RuntimeError):
-        return []
-    if out.ndim != 2 or out.shape[0] < 3 or out.shape[1] % 2 or not np.isfinite(out).all():
+    out = _table(out, 3)
+    if out is None:
         return []
     p = np.arange(out.shape[0], dtype=np.float64)[:, None]
     angles = p * np.repeat(10000.0 ** -(np.arange(0, out.shape[1], 2) / out.shape[1]), 2)
