@@ -1,30 +1,39 @@
 # Three children, each holding 1.6 GiB (each under any one process's limit, 4.8 GiB together,
-# over the submission's budget); each says so on a pipe once it holds it. The children offer
-# themselves to the OOM killer first, so the kernel survives to report how many got there.
+# over the submission's budget); each says so on a pipe once it holds it, then holds on until
+# the kernel lets go. The children offer themselves to the OOM killer first, so the kernel
+# survives to report how many got there. The kernel counts until every child either holds or
+# is gone: no fixed wait, which a loaded machine could outrun or the cell's time limit cut.
 import os
 import time
 
 import numpy as np
 
-read, write = os.pipe()
+held_pipe, release_pipe = os.pipe(), os.pipe()
 children = []
 for _ in range(3):
     pid = os.fork()
     if pid == 0:
         with open("/proc/self/oom_score_adj", "w") as handle:
             handle.write("1000")
+        os.close(release_pipe[1])
         held = np.ones(200 * 1024**2, dtype=np.float64)  # 1.6 GiB, every page touched
-        os.write(write, b"x")
-        time.sleep(8)
+        os.write(held_pipe[1], b"x")
+        os.read(release_pipe[0], 1)  # returns once the kernel closes its end
         os._exit(0)
     children.append(pid)
-os.close(write)
-time.sleep(6)
-os.set_blocking(read, False)
-try:
-    held = len(os.read(read, 16))
-except BlockingIOError:
-    held = 0
+os.close(held_pipe[1])
+os.close(release_pipe[0])
+os.set_blocking(held_pipe[0], False)
+held, gone = 0, set()
+while held + len(gone) < len(children):
+    try:
+        held += len(os.read(held_pipe[0], 16))
+    except BlockingIOError:
+        pass
+    gone |= {pid for pid in children if pid not in gone and os.waitpid(pid, os.WNOHANG)[0]}
+    time.sleep(0.05)
+os.close(release_pipe[1])
 for pid in children:
-    os.waitpid(pid, 0)
+    if pid not in gone:
+        os.waitpid(pid, 0)
 print("HELD", held)
