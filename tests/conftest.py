@@ -54,3 +54,26 @@ def catalogue_results(course):
         out = Path(os.environ.get("CATALOGUE_MATRIX_OUT") or Path(course).parent / "grading_matrix.md")
         out.write_text(matrix.render(graded))
         print(f"\ncatalogue matrix of this run: {out}")
+
+
+@pytest.fixture
+def short_case_timeouts(monkeypatch):
+    """`short(step, seconds)`: every case of `step` gets `seconds` instead of its suite's limit, and a
+    case after one that timed out a fifth of that, for this test. The tests of what an endless
+    function costs show the same rules as with the real limits (10 s, then 2 s), in a fraction of
+    the time."""
+    import dataclasses
+
+    from autograder import harness
+
+    cases_of = harness.cases_of
+
+    def short(step, seconds):
+        def shortened(name):
+            cases = cases_of(name)
+            return [dataclasses.replace(c, timeout=seconds) for c in cases] if name == step else cases
+
+        monkeypatch.setattr(harness, "cases_of", shortened)
+        monkeypatch.setattr(harness, "ENDLESS_RETRY", seconds / 5)
+
+    return short

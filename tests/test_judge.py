@@ -128,7 +128,8 @@ def test_graded_cells_show_the_judges_verdict_whatever_the_kernel_displays(tmp_p
     assert "normalises along axis" in cell.outputs[0]["text"]
 
 
-def test_a_kernel_that_ignores_interrupts_costs_only_its_own_step(tmp_path):
+def test_a_kernel_that_ignores_interrupts_costs_only_its_own_step(tmp_path, short_case_timeouts):
+    short_case_timeouts("dot_product", 2.0)
     cosine = reference_source(["cosine_similarity"]).replace("import torch\nfrom torch import nn\n", "")
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         program("endless_dot_product"), ("grade", "dot_product"), "import numpy as np\n" + cosine, ("grade", "cosine_similarity")]))
@@ -150,10 +151,11 @@ def test_once_a_cell_timed_out_the_later_ordinary_cells_get_the_shorter_limit(tm
     assert 0 < points(judged, "softmax") < STEPS["softmax"].points
 
 
-def test_a_replayed_notebook_keeps_the_shorter_limit_for_cells_that_hang(tmp_path):
+def test_a_replayed_notebook_keeps_the_shorter_limit_for_cells_that_hang(tmp_path, short_case_timeouts):
     """The kernel is restarted after a step that ignores interrupts, and the notebook's ordinary
     cells are replayed: the cell that hung before gets `endless_cell_timeout` there too, not the
     whole cell timeout again."""
+    short_case_timeouts("dot_product", 2.0)
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         program("hang"), "hang()", program("endless_dot_product"), ("grade", "dot_product"),
         "print([round(s, 1) for s in ran_for])"]), timeout=6, endless_cell_timeout=1)
