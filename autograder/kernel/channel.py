@@ -161,20 +161,28 @@ class KernelChannel(PeakMemory):
             if reply.get("parent_header", {}).get("msg_id") == msg_id:
                 return not interrupted
 
-    def ready(self) -> bool:
-        """Whether the kernel has answered a kernel_info request yet (asked on the first call);
-        never waits."""
+    def _answered(self, timeout) -> bool:
+        """Whether the kernel has answered a kernel_info request, waiting at most `timeout`
+        seconds for it (asking one first if none is pending). Replies to anything else are passed
+        over."""
         if self._ready:
             return True
         if self._info_id is None:
             self._info_id = self.client.kernel_info()
-        while not self._ready:
+        deadline = time.monotonic() + timeout
+        while True:
             try:
-                reply = self.client.get_shell_msg(timeout=0)
-            except Exception:  # noqa: BLE001 - queue.Empty: not yet
+                reply = self.client.get_shell_msg(timeout=max(0.0, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001 - queue.Empty: no answer yet
                 return False
-            self._ready = reply.get("parent_header", {}).get("msg_id") == self._info_id
-        return True
+            if reply.get("parent_header", {}).get("msg_id") == self._info_id:
+                self._ready = True
+                return True
+
+    def ready(self) -> bool:
+        """Whether the kernel has answered a kernel_info request yet (asked on the first call);
+        never waits."""
+        return self._answered(0)
 
     def wait_until_ready(self, timeout, alive):
         """Return once the kernel answers a kernel_info request on the shell channel.
@@ -183,23 +191,13 @@ class KernelChannel(PeakMemory):
         this channel never opens: it paid 0.2 s timeouts, about 0.45 s a restart, and the judge
         restarts a kernel after every step it lent a reference for. Raises RuntimeError when
         the kernel died (`alive()` false) or did not answer in `timeout` seconds."""
-        if self._ready:
-            return
         deadline = time.monotonic() + timeout
-        while True:
-            msg_id = self.client.kernel_info()
-            while (left := deadline - time.monotonic()) > 0:
-                try:
-                    reply = self.client.get_shell_msg(timeout=min(left, 0.5))
-                except Exception:  # noqa: BLE001 - queue.Empty: ask again, if it is alive
-                    break
-                if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                    self._ready = True
-                    return
+        while not self._answered(min(0.5, max(0.0, deadline - time.monotonic()))):
             if not alive():
                 raise RuntimeError("the kernel died before it answered")
             if time.monotonic() >= deadline:
                 raise RuntimeError(f"the kernel did not answer in {timeout:g} s")
+            self._info_id = None  # ask again: a request sent before the kernel listened is lost
 
     def boot(self, agent_path, timeout):
         """Start a fresh agent in the kernel, connected to this judge."""
