@@ -7,6 +7,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
 STEP = "masked_softmax"
 
@@ -64,15 +65,23 @@ def _weights(impl, scores, mask, what):
     try:
         weights = impl.masked_softmax(scores, mask)
     except RemoteError as error:
-        if scores.dim() <= mask.dim() or "does not match the shape of the indexed tensor" not in str(error):
-            raise  # only boolean indexing says so; another error of the batch (a sum without keepdim) is not it
-        try:  # one matrix of scores, which the mask fits exactly: if that works, broadcasting is the trouble
-            impl.masked_softmax(scores[(0,) * (scores.dim() - mask.dim())].clone(), mask)
+        if scores.dim() <= mask.dim():
+            raise
+        one = scores[(0,) * (scores.dim() - mask.dim())].clone()  # one matrix of scores, which the mask fits
+        try:
+            single = impl.masked_softmax(one, mask)
         except RemoteError:
             raise error from None
-        raise CaseFailure(f"masked_softmax works when the mask has the scores' shape but raised {error.type_name} "
-                          f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
-                          "leading axes; one (T, T) mask must serve a whole batch") from None
+        if "does not match the shape of the indexed tensor" in str(error):  # only boolean indexing says so
+            raise CaseFailure(f"masked_softmax works when the mask has the scores' shape but raised {error.type_name} "
+                              f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
+                              "leading axes; one (T, T) mask must serve a whole batch") from None
+        named = checks.named_mistake(checks.to_array(single, "masked_softmax"),
+                                     stored_symptoms(dict(scores=one.numpy(), mask=mask.numpy()), 0))
+        if named is None:
+            raise error from None
+        raise CaseFailure(f"masked_softmax raised {error.type_name} on {what} but runs on one matrix of its "
+                          f"scores, where it shows why: {named}") from None
     _not_log_weights(weights, what)
     return weights
 
@@ -96,6 +105,9 @@ def stored_symptoms(record, k):
             (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
              "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
             (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
+            *[(lambda numerator=numerator: numerator() / numerator().sum(axis=-1), NO_KEEPDIM)
+              for numerator in (lambda: np.exp(np.where(m, -np.inf, s)), lambda: _softmax(s) * ~m,
+                                lambda: np.exp(np.where(m, -np.inf, s - s.max(axis=-1, keepdims=True))))],
             (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
              "(the convention of masked_fill and nn.MultiheadAttention)"),
             (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
@@ -111,9 +123,13 @@ def stored_symptoms(record, k):
             # all nan: only where nothing overflows or underflows could a right fill give numbers
             *([(lambda: _softmax(s - np.where(m, np.inf, np.nan)), "subtracting mask * inf makes nan wherever "
                 "the mask is False (0 * inf is nan), so every row is nan: the open scores must stay as they are")]
-              if abs(s).max() < 50 else [])]
+              if abs(s).max() < 50 else []),
+            # a softmax written by hand, of the masked scores (where -inf gives weight 0 to most of them)
+            *hand_written_softmax_mistakes(np.where(m, -np.inf, s))]
 
 
+NO_KEEPDIM = ("the sum each row is divided by loses its axis (no keepdim=True), so it lines up with the last "
+              "axis instead: entry (i, j) is divided by the sum of row j, not of row i (and a batch does not fit)")
 SCALED_INSIDE = ("the scores are scaled again inside masked_softmax: it takes scores already scaled, and only "
                  "masks and normalises them")
 
@@ -188,6 +204,9 @@ def test_matches_scaled_dot_product_attention(impl):
     checks.expect_shape(weights, (2, 3, 6, 6), "masked_softmax of (2, 3, 6, 6) scores with a (6, 6) mask")
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
     known = stored_symptoms({"scores": halved.numpy(), "mask": mask.numpy()}, 0)  # the kernel got a copy
+    # the weights first: a wrong value's kind shows on them, and a product with v hides it
+    checks.expect_close(weights, torch.softmax(halved.masked_fill(mask, float("-inf")), dim=-1),
+                        "masked_softmax(q kᵀ / 2, mask)", symptoms=known)
     checks.expect_close(weights @ v, want, "masked_softmax(q kᵀ / 2, mask) @ v compared with "
                         "F.scaled_dot_product_attention(q, k, v, attn_mask=~mask)",
                         symptoms=[(lambda candidate=candidate: candidate() @ v.numpy(), why)
