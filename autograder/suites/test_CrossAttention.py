@@ -46,7 +46,7 @@ MISTAKES = [
     toolkit.MULTIPLIED_BY_SQRT,
     multihead.SOFTMAX_OVER_HEADS,
     multihead.HEADS_TIMES,
-    multihead.HEADS_AVERAGED,
+    multihead.HEADS_AVERAGED, multihead.LOG_SOFTMAX,
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),

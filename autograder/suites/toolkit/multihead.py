@@ -36,6 +36,9 @@ HEADS_TIMES = (dict(heads_factor="times"), "each head's output is num_heads time
 HEADS_AVERAGED = (dict(heads_factor="over"), "each head's output is divided by num_heads before the merge: are the "
                                              "heads averaged (weights or values divided by num_heads)? The heads "
                                              "are set side by side, each with weights that sum to 1 over the keys")
+LOG_SOFTMAX = (dict(log_weights=True), "the attention weights are log-probabilities (log_softmax): the values are "
+                                      "weighted by the probabilities themselves (softmax); where a key is blocked, "
+                                      "log(0) = -inf gives nan")
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
 
@@ -150,7 +153,7 @@ class SelfView:
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None, split_into=None, keys_axes=None):
+                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
@@ -162,7 +165,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
-    renormalising); `heads_factor` as for `model.attention`."""
+    renormalising); `heads_factor` as for `model.attention`; `log_weights` (log_softmax for softmax)."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -198,6 +201,9 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         weights = softmax(scores + blocked, axis)
     else:
         weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
+    if log_weights:
+        with np.errstate(divide="ignore"):  # a blocked key's log-weight is -inf, as torch's log_softmax gives it
+            weights = np.log(weights)
     heads = weights @ v * HEADS_FACTORS[heads_factor](num_heads)
     if merge == "reversed":
         heads = heads[..., ::-1, :, :]
