@@ -21,7 +21,7 @@ STEP = "CausalAttention"
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
-            + [toolkit.WEIGHTS_TRANSPOSED])
+            + [toolkit.WEIGHTS_TRANSPOSED] + toolkit.UNTRANSPOSED_MISTAKES)
 
 
 def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
