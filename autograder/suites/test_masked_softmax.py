@@ -100,8 +100,8 @@ def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
-    return [(lambda: _softmax(np.where(m, 0.0, s)), "blocked scores are filled with a finite value (0?) "
-             "instead of -inf, so blocked entries still get weight"),
+    return [*[((lambda fill=fill: _softmax(np.where(m, fill, s))), "blocked scores are filled with a finite value (0?) "
+               "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1e2, -1e3, -1e4)],
             (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
              "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
             (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
@@ -171,15 +171,19 @@ def test_blocked_entries_exactly_zero(impl):
         sums = out.sum(axis=-1)
         wrong = not np.isfinite(out).all() or bool((out[..., _causal(5)] != 0).any()) or bool(
             (abs(sums - 1) > 1e-5).any())
-        # some mistakes are harmless on some of these scores (a fill of 0 near 1e4): only a wrong output is named
-        named = wrong and checks.named_mistake(out, stored_symptoms(dict(scores=scores.numpy(), mask=_causal(5)),
-                                                                    0), atol=1e-4)
+        # some mistakes are harmless on some of these scores (a fill of 0 near 1e4): only a wrong output is named,
+        # and only by a mistake whose output is not within this tolerance of the right one (a tiny epsilon is)
+        right = _softmax(np.where(_causal(5), -np.inf, scores.numpy().astype(np.float64)))
+        known = [(candidate, why) for candidate, why in stored_symptoms(dict(scores=scores.numpy(), mask=_causal(5)), 0)
+                 if checks.named_mistake(right, [(candidate, why)], atol=1e-4) is None]
+        named = wrong and checks.named_mistake(out, known, atol=1e-4)
         if named:
             raise CaseFailure(f"{what}: {named}")
         checks.expect_finite(out, what, _NAN_HINT)
         if bool((out[..., _causal(5)] != 0).any()):
             largest = float(abs(out[..., _causal(5)]).max())
             if largest > FINITE_FILL_LEAK:  # more than a finite fill far below the scores lets through
+                checks.expect_close(out, right, what, atol=1e-4)  # the kind of mistake the value shows, if any
                 raise CaseFailure(f"{what}: blocked entries get weight up to {largest:.3g}, and the grader "
                                   "cannot name the cause")
             raise CaseFailure(f"{what}: blocked entries get weight {largest:.3g}, "
