@@ -43,7 +43,7 @@ MISTAKES = [
     multihead.HEADS_REVERSED,
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     *multihead.INPUT_WIDTH_MISTAKES,
-    toolkit.MULTIPLIED_BY_SQRT,
+    toolkit.MULTIPLIED_BY_SQRT, multihead.SCALED_BY_KEYS_COUNT,
     multihead.SOFTMAX_OVER_HEADS,
     multihead.HEADS_TIMES,
     multihead.HEADS_AVERAGED, multihead.LOG_SOFTMAX,
@@ -61,7 +61,8 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
 
     either = np.shape(x)[-1] == linears["out_proj"][0].shape[0]
     d_out = linears["out_proj"][0].shape[0]
-    found = toolkit.symptoms(compute, [(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out") else why)
+    found = toolkit.symptoms(compute, [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
+                                                                else why, compute))
                                        for kw, why in MISTAKES] + multihead.fixed_heads(num_heads, d_out))
     if np.shape(x)[-1] == np.shape(context)[-1]:
         # keys and values from x: only computable when the widths agree (else the shape names it)
