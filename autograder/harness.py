@@ -218,6 +218,9 @@ ERROR_CAUSES = (
     (("'Tensor' object has no attribute 'append'", "'Tensor' object has no attribute 'extend'"),
      "a list's method called on a tensor: a tensor has a fixed size and cannot grow in place; joining "
      "tensors (torch.cat) makes a new, longer one, which is kept in place of the old"),
+    (("must be Tensor, not int", "must be Tensor, not float"),
+     "a torch function (torch.sqrt, torch.exp, ...) got a plain Python number, such as a size read from .shape; "
+     "it takes a tensor: on a plain number use math.sqrt or ** 0.5"),
     (("only supports boolean masks", "where expected condition to be a boolean tensor"),
      "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask; a "
      "mask built from torch.ones (torch.triu of it, say) holds floats, so keep the mask bool"),
