@@ -115,7 +115,7 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
     try:
         return module(*args, **kwargs)
     except RemoteError as error:
-        if "shapes cannot be multiplied" in str(error) and x.shape[-1] != context.shape[-1]:
+        if x.shape[-1] != context.shape[-1] and multihead.multiplies_an_input(error, x, context):
             raise CaseFailure(f"{what} raised {error.type_name} (a matrix product of mismatched shapes) on x "
                               f"{x.shape[-1]} wide and context {context.shape[-1]} wide: {WRONG_INPUT}; W_query "
                               "takes x (d_q), W_key and W_value take context (d_kv)") from None

@@ -108,6 +108,9 @@ def stored_symptoms(record, k):
             *[(lambda numerator=numerator: numerator() / numerator().sum(axis=-1), NO_KEEPDIM)
               for numerator in (lambda: np.exp(np.where(m, -np.inf, s)), lambda: _softmax(s) * ~m,
                                 lambda: np.exp(np.where(m, -np.inf, s - s.max(axis=-1, keepdims=True))))],
+            # the row maximum taken without keepdim: column j is shifted by row j's maximum
+            *[(lambda keep=keep: _normalised(np.exp(s - s.max(axis=-1)) * ~m, keep), NO_KEEPDIM)
+              for keep in (True, False)],
             (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
              "(the convention of masked_fill and nn.MultiheadAttention)"),
             (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
@@ -128,8 +131,12 @@ def stored_symptoms(record, k):
             *hand_written_softmax_mistakes(np.where(m, -np.inf, s))]
 
 
-NO_KEEPDIM = ("the sum each row is divided by loses its axis (no keepdim=True), so it lines up with the last "
-              "axis instead: entry (i, j) is divided by the sum of row j, not of row i (and a batch does not fit)")
+NO_KEEPDIM = ("the maximum or the sum taken along each row loses its axis (no keepdim=True), so it lines up with "
+              "the last axis instead: entry (i, j) gets row j's value, not row i's (and a batch does not fit)")
+
+
+def _normalised(e, keepdims):
+    return e / e.sum(axis=-1, keepdims=keepdims)
 SCALED_INSIDE = ("the scores are scaled again inside masked_softmax: it takes scores already scaled, and only "
                  "masks and normalises them")
 

@@ -5,6 +5,7 @@ the check that d_out splits into equal heads, and the mistakes of their heads. B
 these mistakes, so one (switches, message) pair serves both ladders."""
 
 import math
+import re
 
 import numpy as np
 
@@ -174,6 +175,14 @@ class SelfView:
     def eval(self):
         self.module.eval()
         return self
+
+
+def multiplies_an_input(error, x, context):
+    """`error` is torch's matrix product of mismatched shapes, whose left factor's rows are as wide as x or as the
+    context: an input went to a layer of the other's width. Rows of another width (a head's output fed to
+    out_proj, say) are no wrong input."""
+    found = re.search(r"shapes cannot be multiplied \((\d+)x(\d+) and", str(error))
+    return found is not None and int(found.group(2)) in (x.shape[-1], context.shape[-1])
 
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
