@@ -113,8 +113,10 @@ def stored_symptoms(record, k):
               for keep in (True, False)],
             (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
              "(the convention of masked_fill and nn.MultiheadAttention)"),
-            (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
-             "dimension: normalise over the last one (the keys)"),
+            # the masked softmax normalised over dim=-2, in one go or by renormalising after the mask
+            *[(candidate, "the softmax runs over the wrong dimension: normalise over the last one (the keys)")
+              for candidate in (lambda: _softmax(np.where(m, -np.inf, s), axis=-2),
+                                lambda: _over_queries(_softmax(s) * ~m))],
             (lambda: _softmax(np.where(np.swapaxes(m, -1, -2), -np.inf, s)), TRANSPOSED),
             *[((lambda axis=axis: _softmax(np.where(m, -np.inf, s), axis=axis)), f"the softmax runs over dim "
                f"{axis}, not over the keys: normalise over the last dimension, whatever axes come before it")
@@ -133,6 +135,10 @@ def stored_symptoms(record, k):
 
 NO_KEEPDIM = ("the maximum or the sum taken along each row loses its axis (no keepdim=True), so it lines up with "
               "the last axis instead: entry (i, j) gets row j's value, not row i's (and a batch does not fit)")
+
+
+def _over_queries(weights):
+    return weights / weights.sum(axis=-2, keepdims=True)
 
 
 def _normalised(e, keepdims):
