@@ -218,6 +218,15 @@ ERROR_CAUSES = (
     (("'Tensor' object has no attribute 'append'", "'Tensor' object has no attribute 'extend'"),
      "a list's method called on a tensor: a tensor has a fixed size and cannot grow in place; joining "
      "tensors (torch.cat) makes a new, longer one, which is kept in place of the old"),
+    (("must be tuple of ints,but got float", "must be tuple of ints, not float"),
+     "a size given to view, reshape or a tensor constructor is a float: / always gives one, even where the "
+     "division is exact; sizes are whole numbers (//)"),
+    (("must be Tensor, not int", "must be Tensor, not float"),
+     "a torch function (torch.sqrt, torch.exp, ...) got a plain Python number, such as a size read from .shape; "
+     "it takes a tensor: on a plain number use math.sqrt or ** 0.5"),
+    (("only supports boolean masks", "where expected condition to be a boolean tensor"),
+     "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask; a "
+     "mask built from torch.ones (torch.triu of it, say) holds floats, so keep the mask bool"),
     (("'NoneType' object has no attribute", "object of type 'NoneType' has no len()",
       "'NoneType' object is not subscriptable"),
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "

@@ -21,7 +21,7 @@ STEP = "CausalAttention"
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
-            + [toolkit.WEIGHTS_TRANSPOSED])
+            + [toolkit.WEIGHTS_TRANSPOSED] + toolkit.UNTRANSPOSED_MISTAKES)
 
 
 def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
@@ -79,11 +79,24 @@ def apply(impl, record):
     return module(torch.tensor(record["x"]))
 
 
-@case(STEP, "stored", weight=3)
-def test_stored_outputs(impl):
-    """matches the reference for several widths, lengths, batch sizes, with and without bias"""
+def _check_stored(impl, with_bias):
     toolkit.check_stored_outputs(impl, STEP, apply, "CausalAttention",
-                                 lambda record, k: _mistakes(record["x"], _record_linears(record)))
+                                 lambda record, k: _mistakes(record["x"], _record_linears(record)),
+                                 where=lambda record: bool(record["qkv_bias"]) == with_bias)
+
+
+# Layers without and with biases are cases of their own: the biases left out (bias=False for qkv_bias) is a slip
+# that keeps the first, while a wrong attention fails both.
+@case(STEP, "stored", weight=2)
+def test_stored_outputs(impl):
+    """matches the reference for several widths, lengths, batch sizes, a single token, without bias"""
+    _check_stored(impl, with_bias=False)
+
+
+@case(STEP, "stored", weight=1)
+def test_stored_outputs_with_bias(impl):
+    """matches the reference with qkv_bias=True"""
+    _check_stored(impl, with_bias=True)
 
 
 @case(STEP, "property", weight=0.25)

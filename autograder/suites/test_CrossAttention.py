@@ -43,10 +43,10 @@ MISTAKES = [
     multihead.HEADS_REVERSED,
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     *multihead.INPUT_WIDTH_MISTAKES,
-    toolkit.MULTIPLIED_BY_SQRT,
+    toolkit.MULTIPLIED_BY_SQRT, multihead.SCALED_BY_KEYS_COUNT,
     multihead.SOFTMAX_OVER_HEADS,
     multihead.HEADS_TIMES,
-    multihead.HEADS_AVERAGED,
+    multihead.HEADS_AVERAGED, multihead.LOG_SOFTMAX,
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),
@@ -61,7 +61,8 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
 
     either = np.shape(x)[-1] == linears["out_proj"][0].shape[0]
     d_out = linears["out_proj"][0].shape[0]
-    found = toolkit.symptoms(compute, [(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out") else why)
+    found = toolkit.symptoms(compute, [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
+                                                                else why, compute))
                                        for kw, why in MISTAKES] + multihead.fixed_heads(num_heads, d_out))
     if np.shape(x)[-1] == np.shape(context)[-1]:
         # keys and values from x: only computable when the widths agree (else the shape names it)
@@ -114,7 +115,7 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
     try:
         return module(*args, **kwargs)
     except RemoteError as error:
-        if "shapes cannot be multiplied" in str(error) and x.shape[-1] != context.shape[-1]:
+        if x.shape[-1] != context.shape[-1] and multihead.multiplies_an_input(error, x, context):
             raise CaseFailure(f"{what} raised {error.type_name} (a matrix product of mismatched shapes) on x "
                               f"{x.shape[-1]} wide and context {context.shape[-1]} wide: {WRONG_INPUT}; W_query "
                               "takes x (d_q), W_key and W_value take context (d_kv)") from None

@@ -68,7 +68,9 @@ def _notes_symptoms(example):
     return _mistakes(journey_batch().numpy(), linears, 2)
 
 
-test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms)
+# The chapter's layer has head_dim 1, where no scale shows (sqrt(1) = 1): the example weighs little, and the
+# stored outputs carry the step, so a scale missing or wrong keeps at most a third of it.
+test_notes = notes_cases(STEP, weight=0.5, symptoms=_notes_symptoms)
 
 
 def _random_layers(r, d_in, d_out, bias, out_bias=False):
@@ -147,13 +149,13 @@ def _check_stored_records(impl, same_width):
 # here and in the oracle, each half of the output weight: a wrong scale or mixed heads fails both,
 # while a width taken from d_in instead of d_out keeps the first. Only the second gives out_proj's bias
 # values (`_random_layers`).
-@case(STEP, "stored", weight=1.5)
+@case(STEP, "stored", weight=2.25)
 def test_stored_outputs(impl):
     """matches the reference with d_in == d_out, for 1 and 6 heads and several batch sizes"""
     _check_stored_records(impl, same_width=True)
 
 
-@case(STEP, "stored", weight=1.5)
+@case(STEP, "stored", weight=2.25)
 def test_stored_outputs_other_widths(impl):
     """matches the reference with d_in != d_out, head_dim unlike both, biases and a single token"""
     _check_stored_records(impl, same_width=False)

@@ -53,13 +53,37 @@ CHAINED = ("the heads run one after another, each on the previous head's output 
 
 @toolkit.explains_forward(STEP)
 def _explain_forward(impl, what, error):
-    """A forward that raised, run again with d_in == d_out, where heads chained one after another fit."""
+    """A forward that raised, run again with d_in == d_out, where heads chained one after another fit; and on as
+    many tokens as heads, where heads built with num_heads for their context_length fit."""
+    _explain_masks_of_num_heads(impl, what, error)
     r = rng(1509)
     heads = _random_heads(r, 2, 2, 2, False)
     x = r.normal(size=(2, 3, 2))
     toolkit.explain_by_probe(what, error, lambda: _wrapper(impl, 2, 2, 4, heads, explained=False)(toolkit.tensor(x)),
                              lambda: toolkit.attention(toolkit.attention(x, heads[0]), heads[1]), [({}, CHAINED)],
                              "d_in == d_out")
+
+
+def _explain_masks_of_num_heads(impl, what, error):
+    """A wrapper of 3 heads and context_length 6 that runs right on 3 tokens but raises on 4: its heads' causal
+    masks cover num_heads tokens, not context_length (a mask not sliced to T fails on 3 tokens too)."""
+    r = rng(1510)
+    heads = _random_heads(r, 3, 5, 2, False)
+    x = r.normal(size=(2, 4, 5))  # 5 features, neither 3 nor 4: no other retry of a Layer fits them
+    try:
+        layer = _wrapper(impl, 5, 2, 6, heads, explained=False)
+        if not toolkit.close(layer(toolkit.tensor(x[:, :3])), toolkit.heads_side_by_side(x[:, :3], heads)):
+            return
+    except (RemoteError, CaseFailure):
+        return
+    try:
+        layer(toolkit.tensor(x))
+    except RemoteError:
+        raise CaseFailure(f"{what} raised {error.type_name}: a wrapper of 3 heads with context_length 6 runs right on "
+                          "3 tokens and raises on 4, so each head's causal mask covers num_heads tokens, not "
+                          "context_length: are the two passed in each other's place to the heads?") from None
+    except CaseFailure:
+        return
 
 
 def _check_heads(module, num_heads, what):

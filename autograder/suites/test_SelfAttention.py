@@ -137,9 +137,7 @@ def mistakes(x, weights):
         (dict(axis=-2), "the softmax runs over the wrong axis: each query's row of weights must sum to 1 "
                         "(dim=-1)"),
         toolkit.WEIGHTS_TRANSPOSED,
-        (dict(untransposed=True), "the inputs are multiplied by the layers' weights without transposing "
-                                  "(x @ W.weight): call the layers, self.W_query(x), which compute "
-                                  "x @ W.weight.T"),
+        *toolkit.UNTRANSPOSED_MISTAKES,
     ] + toolkit.ROLE_MISTAKES
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))

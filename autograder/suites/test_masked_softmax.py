@@ -7,6 +7,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
 STEP = "masked_softmax"
 
@@ -64,15 +65,23 @@ def _weights(impl, scores, mask, what):
     try:
         weights = impl.masked_softmax(scores, mask)
     except RemoteError as error:
-        if scores.dim() <= mask.dim() or "does not match the shape of the indexed tensor" not in str(error):
-            raise  # only boolean indexing says so; another error of the batch (a sum without keepdim) is not it
-        try:  # one matrix of scores, which the mask fits exactly: if that works, broadcasting is the trouble
-            impl.masked_softmax(scores[(0,) * (scores.dim() - mask.dim())].clone(), mask)
+        if scores.dim() <= mask.dim():
+            raise
+        one = scores[(0,) * (scores.dim() - mask.dim())].clone()  # one matrix of scores, which the mask fits
+        try:
+            single = impl.masked_softmax(one, mask)
         except RemoteError:
             raise error from None
-        raise CaseFailure(f"masked_softmax works when the mask has the scores' shape but raised {error.type_name} "
-                          f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
-                          "leading axes; one (T, T) mask must serve a whole batch") from None
+        if "does not match the shape of the indexed tensor" in str(error):  # only boolean indexing says so
+            raise CaseFailure(f"masked_softmax works when the mask has the scores' shape but raised {error.type_name} "
+                              f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
+                              "leading axes; one (T, T) mask must serve a whole batch") from None
+        named = checks.named_mistake(checks.to_array(single, "masked_softmax"),
+                                     stored_symptoms(dict(scores=one.numpy(), mask=mask.numpy()), 0))
+        if named is None:
+            raise error from None
+        raise CaseFailure(f"masked_softmax raised {error.type_name} on {what} but runs on one matrix of its "
+                          f"scores, where it shows why: {named}") from None
     _not_log_weights(weights, what)
     return weights
 
@@ -91,15 +100,23 @@ def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
-    return [(lambda: _softmax(np.where(m, 0.0, s)), "blocked scores are filled with a finite value (0?) "
-             "instead of -inf, so blocked entries still get weight"),
+    return [*[((lambda fill=fill: _softmax(np.where(m, fill, s))), "blocked scores are filled with a finite value (0?) "
+               "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1e2, -1e3, -1e4)],
             (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
              "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
             (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
+            *[(lambda numerator=numerator: numerator() / numerator().sum(axis=-1), NO_KEEPDIM)
+              for numerator in (lambda: np.exp(np.where(m, -np.inf, s)), lambda: _softmax(s) * ~m,
+                                lambda: np.exp(np.where(m, -np.inf, s - s.max(axis=-1, keepdims=True))))],
+            # the row maximum taken without keepdim: column j is shifted by row j's maximum
+            *[(lambda keep=keep: _normalised(np.exp(s - s.max(axis=-1)) * ~m, keep), NO_KEEPDIM)
+              for keep in (True, False)],
             (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
              "(the convention of masked_fill and nn.MultiheadAttention)"),
-            (lambda: _softmax(np.where(m, -np.inf, s), axis=-2), "the softmax runs over the wrong "
-             "dimension: normalise over the last one (the keys)"),
+            # the masked softmax normalised over dim=-2, in one go or by renormalising after the mask
+            *[(candidate, "the softmax runs over the wrong dimension: normalise over the last one (the keys)")
+              for candidate in (lambda: _softmax(np.where(m, -np.inf, s), axis=-2),
+                                lambda: _over_queries(_softmax(s) * ~m))],
             (lambda: _softmax(np.where(np.swapaxes(m, -1, -2), -np.inf, s)), TRANSPOSED),
             *[((lambda axis=axis: _softmax(np.where(m, -np.inf, s), axis=axis)), f"the softmax runs over dim "
                f"{axis}, not over the keys: normalise over the last dimension, whatever axes come before it")
@@ -111,9 +128,21 @@ def stored_symptoms(record, k):
             # all nan: only where nothing overflows or underflows could a right fill give numbers
             *([(lambda: _softmax(s - np.where(m, np.inf, np.nan)), "subtracting mask * inf makes nan wherever "
                 "the mask is False (0 * inf is nan), so every row is nan: the open scores must stay as they are")]
-              if abs(s).max() < 50 else [])]
+              if abs(s).max() < 50 else []),
+            # a softmax written by hand, of the masked scores (where -inf gives weight 0 to most of them)
+            *hand_written_softmax_mistakes(np.where(m, -np.inf, s))]
 
 
+NO_KEEPDIM = ("the maximum or the sum taken along each row loses its axis (no keepdim=True), so it lines up with "
+              "the last axis instead: entry (i, j) gets row j's value, not row i's (and a batch does not fit)")
+
+
+def _over_queries(weights):
+    return weights / weights.sum(axis=-2, keepdims=True)
+
+
+def _normalised(e, keepdims):
+    return e / e.sum(axis=-1, keepdims=keepdims)
 SCALED_INSIDE = ("the scores are scaled again inside masked_softmax: it takes scores already scaled, and only "
                  "masks and normalises them")
 
@@ -155,15 +184,19 @@ def test_blocked_entries_exactly_zero(impl):
         sums = out.sum(axis=-1)
         wrong = not np.isfinite(out).all() or bool((out[..., _causal(5)] != 0).any()) or bool(
             (abs(sums - 1) > 1e-5).any())
-        # some mistakes are harmless on some of these scores (a fill of 0 near 1e4): only a wrong output is named
-        named = wrong and checks.named_mistake(out, stored_symptoms(dict(scores=scores.numpy(), mask=_causal(5)),
-                                                                    0), atol=1e-4)
+        # some mistakes are harmless on some of these scores (a fill of 0 near 1e4): only a wrong output is named,
+        # and only by a mistake whose output is not within this tolerance of the right one (a tiny epsilon is)
+        right = _softmax(np.where(_causal(5), -np.inf, scores.numpy().astype(np.float64)))
+        known = [(candidate, why) for candidate, why in stored_symptoms(dict(scores=scores.numpy(), mask=_causal(5)), 0)
+                 if checks.named_mistake(right, [(candidate, why)], atol=1e-4) is None]
+        named = wrong and checks.named_mistake(out, known, atol=1e-4)
         if named:
             raise CaseFailure(f"{what}: {named}")
         checks.expect_finite(out, what, _NAN_HINT)
         if bool((out[..., _causal(5)] != 0).any()):
             largest = float(abs(out[..., _causal(5)]).max())
             if largest > FINITE_FILL_LEAK:  # more than a finite fill far below the scores lets through
+                checks.expect_close(out, right, what, atol=1e-4)  # the kind of mistake the value shows, if any
                 raise CaseFailure(f"{what}: blocked entries get weight up to {largest:.3g}, and the grader "
                                   "cannot name the cause")
             raise CaseFailure(f"{what}: blocked entries get weight {largest:.3g}, "
@@ -188,6 +221,9 @@ def test_matches_scaled_dot_product_attention(impl):
     checks.expect_shape(weights, (2, 3, 6, 6), "masked_softmax of (2, 3, 6, 6) scores with a (6, 6) mask")
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
     known = stored_symptoms({"scores": halved.numpy(), "mask": mask.numpy()}, 0)  # the kernel got a copy
+    # the weights first: a wrong value's kind shows on them, and a product with v hides it
+    checks.expect_close(weights, torch.softmax(halved.masked_fill(mask, float("-inf")), dim=-1),
+                        "masked_softmax(q kᵀ / 2, mask)", symptoms=known)
     checks.expect_close(weights @ v, want, "masked_softmax(q kᵀ / 2, mask) @ v compared with "
                         "F.scaled_dot_product_attention(q, k, v, attn_mask=~mask)",
                         symptoms=[(lambda candidate=candidate: candidate() @ v.numpy(), why)

@@ -120,6 +120,12 @@ def _diagnose(what, got, lengths, num_tokens):
     if np.array_equal(got, _blocked(np.asarray(lengths) - 1, num_tokens)):
         raise CaseFailure(f"{what} is off by one: it also blocks the last real token, position "
                           "lengths[b] - 1; block j >= lengths[b]")
+    # `positions == lengths[b]` singles out the first padding position (and `!=` every other one)
+    first_padding = want & ~_blocked(np.asarray(lengths) + 1, num_tokens)
+    if np.array_equal(got, first_padding) or np.array_equal(got, ~first_padding):
+        raise CaseFailure(f"{what} compares the key positions with lengths[b] by equality (== or !=), which "
+                          "singles out the one position j == lengths[b]; the padding is every position from "
+                          "lengths[b] on")
     # the last lengths[b] positions of each sequence: its real tokens if they were right-aligned
     last_lengths = _blocked(num_tokens - np.asarray(lengths), num_tokens)
     if np.array_equal(got, ~last_lengths):

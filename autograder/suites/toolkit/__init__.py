@@ -35,6 +35,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     ROLE_MISTAKES,
     SCALE_MISTAKES,
     SOFTMAX_AXIS_MISTAKES,
+    UNTRANSPOSED_MISTAKES,
     WEIGHTS_TRANSPOSED,
     attention,
     check_stored_outputs,

@@ -79,7 +79,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
     (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
-    keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight);
+    keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight; "no_bias": without the bias);
     split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
     `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
     keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
@@ -94,7 +94,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
         weight, bias = linears[name]
         weight = np.asarray(weight, dtype=np.float64)
         y = x @ (weight if untransposed else weight.T)
-        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+        return y if bias is None or untransposed == "no_bias" else y + np.asarray(bias, dtype=np.float64)
 
     made = {"q": project("W_query"), "k": project("W_key"), "v": project("W_value"), "x": x}
     q, k, v = (made[role] for role in roles)
@@ -194,6 +194,12 @@ SCALE_MISTAKES = [
 WEIGHTS_TRANSPOSED = (dict(transpose_weights=True), "the context uses weightsᵀ @ values: row i of the weights "
                                                     "belongs to query i, so use weights @ values")
 
+# x @ W.weight: the layers' weights used untransposed, and so without their biases too where the layers have
+# some (SelfAttention's ladder, and every one-head layer's).
+UNTRANSPOSED = ("the inputs are multiplied by the layers' weights without transposing (x @ W.weight): call the "
+                "layers, self.W_query(x), which compute x @ W.weight.T")
+UNTRANSPOSED_MISTAKES = [(dict(untransposed=True), UNTRANSPOSED), (dict(untransposed="no_bias"), UNTRANSPOSED)]
+
 # The softmax along the wrong axis, in a layer that writes its own (not the step's function).
 SOFTMAX_AXIS_MISTAKES = [
     (dict(axis=-2), "the softmax runs over dim=-2, the queries: each query's weights must sum to 1 over "
@@ -242,24 +248,27 @@ def keys_axes_mistakes(names):
 
 
 # keys.T on the 3-D keys (batch, T, d_k) of a one-head layer reverses all three axes, and a transpose that moves
-# the batch raises too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays).
-ONE_HEAD_KEYS_AXES_MISTAKES = keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"})
+# the batch raises too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays);
+# x @ W.weight raises wherever d_in != d_out.
+ONE_HEAD_PROBE_MISTAKES = keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"}) + UNTRANSPOSED_MISTAKES
 
 
 def explains_one_head_keys_axes(class_name, seed):
     """Register the explainer of a one-head layer's forward that raised (CausalAttention, the cached layer: args
-    d_in, d_out, context_length, dropout, qkv_bias): it runs again, without a cache, where batch, T and d_out
-    are all 2, so that keys with their axes in another order (keys.T on 3-D keys) fit and are named, on a layer
+    d_in, d_out, context_length, dropout, qkv_bias): it runs again, without a cache, where batch, T, d_in and d_out
+    are all 2, so that keys with their axes in another order (keys.T on 3-D keys), and weights used untransposed
+    (x @ W.weight), fit and are named, on a layer
     with a longer context_length, so a mask not sliced to T fails there too and is not misnamed. The layer is
     built inside the probe: one that cannot be built there explains nothing."""
     @explains_forward(class_name)
     def explain(impl, what, error):
         r = rng(seed)
-        linears = random_projections(r, 3, 2, False)
-        x = r.normal(size=(2, 2, 3))
+        linears = random_projections(r, 2, 2, False)
+        x = r.normal(size=(2, 2, 2))
         explain_by_probe(what, error,
-                         lambda: loaded_module(impl, class_name, (3, 2, 3, 0.0, False), linears, explained=False)(tensor(x)),
-                         lambda **kw: attention(x, linears, **kw), ONE_HEAD_KEYS_AXES_MISTAKES, "batch, T and d_out are all 2")
+                         lambda: loaded_module(impl, class_name, (2, 2, 3, 0.0, False), linears, explained=False)(tensor(x)),
+                         lambda **kw: attention(x, linears, **kw), ONE_HEAD_PROBE_MISTAKES,
+                         "batch, T, d_in and d_out are all 2")
     return explain
 
 

@@ -5,12 +5,19 @@ the check that d_out splits into equal heads, and the mistakes of their heads. B
 these mistakes, so one (switches, message) pair serves both ladders."""
 
 import math
+import re
 
 import numpy as np
 
 from autograder.errors import CaseFailure
 from autograder.steps import PROJECTIONS
-from autograder.suites.toolkit.model import HEADS_FACTORS, explain_by_probe, keys_axes_mistakes, softmax
+from autograder.suites.toolkit.model import (
+    HEADS_FACTORS,
+    SCALED_BY_TOKENS,
+    explain_by_probe,
+    keys_axes_mistakes,
+    softmax,
+)
 from autograder.suites.toolkit.modules import loaded_module, random_linear, tensor
 
 LAYERS = PROJECTIONS + ("out_proj",)
@@ -36,6 +43,28 @@ HEADS_TIMES = (dict(heads_factor="times"), "each head's output is num_heads time
 HEADS_AVERAGED = (dict(heads_factor="over"), "each head's output is divided by num_heads before the merge: are the "
                                              "heads averaged (weights or values divided by num_heads)? The heads "
                                              "are set side by side, each with weights that sum to 1 over the keys")
+# sqrt(T_k), the number of keys (keys.shape[-2]) for their width: the one-head layers' message (model.SCALED_BY_TOKENS).
+SCALED_BY_KEYS_COUNT = (dict(scale="tokens"), SCALED_BY_TOKENS)
+OR_TOKENS = ("; on this input that divisor is also sqrt(T_k), the number of context tokens (keys.shape[-2]), which "
+             "gives the same scores: the scale comes from the keys' width, not from their number")
+
+
+def or_tokens(switches, why, compute):
+    """`why`, the message of a wrong scale (`switches`), followed by OR_TOKENS where compute(**switches), the
+    model's output, is also what a divisor of sqrt(T_k) gives on this input: the message says both."""
+    if switches.get("scale") in (None, "tokens"):
+        return why
+    try:
+        with np.errstate(all="ignore"):
+            same = np.allclose(compute(**switches), compute(scale="tokens"), equal_nan=True)
+    except Exception:  # noqa: BLE001 - a model that cannot run here coincides with nothing
+        return why
+    return why + OR_TOKENS if same else why
+
+
+LOG_SOFTMAX = (dict(log_weights=True), "the attention weights are log-probabilities (log_softmax): the values are "
+                                      "weighted by the probabilities themselves (softmax); where a key is blocked, "
+                                      "log(0) = -inf gives nan")
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
 
@@ -148,21 +177,30 @@ class SelfView:
         return self
 
 
+def multiplies_an_input(error, x, context):
+    """`error` is torch's matrix product of mismatched shapes, whose left factor's rows are as wide as x or as the
+    context: an input went to a layer of the other's width. Rows of another width (a head's output fed to
+    out_proj, say) are no wrong input."""
+    found = re.search(r"shapes cannot be multiplied \((\d+)x(\d+) and", str(error))
+    return found is not None and int(found.group(2)) in (x.shape[-1], context.shape[-1])
+
+
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None, split_into=None, keys_axes=None):
+                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
     "inverted" | "zero" (blocked scores set to 0) | "added" (the bool mask added to the scores) | "heads" (the
     mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
-    (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut";
+    (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
+    | "tokens" (sqrt(T_k), the number of keys);
     `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
     head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
-    renormalising); `heads_factor` as for `model.attention`."""
+    renormalising); `heads_factor` as for `model.attention`; `log_weights` (log_softmax for softmax)."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -182,7 +220,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
                "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1]),
                "d_q_heads": math.sqrt(x.shape[-1] // num_heads), "times_sqrt": 1 / math.sqrt(head_dim),
                "d_kv_heads": math.sqrt(context.shape[-1] // num_heads),
-               "cut": math.sqrt(q.shape[-1])}[scale]
+               "cut": math.sqrt(q.shape[-1]), "tokens": math.sqrt(context.shape[-2])}[scale]
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     blocked = np.zeros(scores.shape, dtype=bool)
     if key_padding_mask is not None and mask != "ignored":
@@ -198,6 +236,9 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         weights = softmax(scores + blocked, axis)
     else:
         weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
+    if log_weights:
+        with np.errstate(divide="ignore"):  # a blocked key's log-weight is -inf, as torch's log_softmax gives it
+            weights = np.log(weights)
     heads = weights @ v * HEADS_FACTORS[heads_factor](num_heads)
     if merge == "reversed":
         heads = heads[..., ::-1, :, :]
