@@ -126,7 +126,7 @@ def mistakes(x, weights):
     x = np.asarray(x, dtype=np.float64)
 
     def compute(**switches):
-        return toolkit.attention(x, weights, mask="none", **switches)
+        return toolkit.attention(x, weights, **{"mask": "none", **switches})
 
     found = [
         (dict(scale="none"), "scores look unscaled: divide by sqrt(d_k)"),
@@ -140,6 +140,8 @@ def mistakes(x, weights):
         (dict(untransposed=True), "the inputs are multiplied by the layers' weights without transposing "
                                   "(x @ W.weight): call the layers, self.W_query(x), which compute "
                                   "x @ W.weight.T"),
+        (dict(mask="causal"), "a causal mask is applied: SelfAttention masks nothing, every token attends to "
+                              "every token, those after it too (the causal mask belongs to CausalAttention)"),
     ] + toolkit.ROLE_MISTAKES
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
@@ -291,11 +293,16 @@ def test_shapes_and_batches(impl):
 def test_permutation_equivariant(impl):
     """reordering the tokens reorders the output the same way"""
     r = rng(1505)
-    module = _self_attention(impl, 4, 2, False, _random_weights(r, 4, 2, False))
+    weights = _random_weights(r, 4, 2, False)
+    module = _self_attention(impl, 4, 2, False, weights)
     x = toolkit.tensor(r.normal(size=(6, 4)))
     order = torch.tensor([2, 5, 0, 3, 1, 4])
     out = forward(impl, module, x, "6 tokens", 4, 2)
     out_perm = forward(impl, module, x[order], "6 reordered tokens", 4, 2)
+    if not toolkit.close(out_perm, out[order]):  # the rule fails: a known mistake (a causal mask) may say why
+        found = checks.named_mistake(checks.to_array(out, "the output"), mistakes(x.numpy(), weights))
+        if found is not None:
+            raise CaseFailure(f"the output for reordered tokens is not the output reordered: {found}")
     checks.expect_close(out_perm, out[order].numpy(), "the output for reordered tokens", relation=False)
 
 
