@@ -61,7 +61,10 @@ def _square_only(w, v):
     """The mistakes that only run when n_k == d."""
     return [(w * v, "multiplies entry by entry (*); each context vector is a weighted sum of the value rows, "
                     "a matrix product (@)"),
-            (v @ w, "computes values @ weights: the weights come first, one row per query")]
+            (v @ w, "computes values @ weights: the weights come first, one row per query"),
+            (w @ v.T, "pairs each row of the weights with each row of the values (np.inner, or the values "
+                      "transposed): row i of the weights holds query i's weight of every key, and the values "
+                      "hold one row per key, so the sum over the keys meets the weights' columns")]
 
 
 def stored_symptoms(record, k):
