@@ -7,6 +7,7 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.model import truncation_mistakes
 
 STEP = "scaled_attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
@@ -87,7 +88,9 @@ def mistakes(Q, K):
     """(candidate, symptom) pairs of the known mistakes, for inputs Q and K."""
     d_k, n_q, n_k = K.shape[-1], Q.shape[-2], K.shape[-2]
     raw = Q @ np.swapaxes(K, -1, -2)
-    return [
+    truncated = truncation_mistakes(raw / np.sqrt(d_k), np.trunc(Q) @ np.swapaxes(np.trunc(K), -1, -2) / np.sqrt(d_k),
+                                    "Q and K", "scores", divides=True)
+    return [*truncated,
         (lambda: raw, "scores look unscaled: divide by sqrt(d_k)"),
         (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead"),
         (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),

@@ -64,6 +64,25 @@ def hand_written_softmax_mistakes(s, axis=-1):
     return found
 
 
+def truncation_mistakes(exact, from_integer_inputs, inputs, name, divides):
+    """(candidate, symptom) of a result cut to whole numbers: computed from its `inputs` converted to
+    integers (`from_integer_inputs`), or `exact` converted (astype(int)), or, where the step `divides`,
+    floor-divided (//). Where the two cuts agree (no negative entry), one symptom names both. All zeros is
+    no evidence (small entries, or an array never filled): the last rung describes it."""
+    cut, floored = np.trunc(exact), np.floor(exact)
+    found = [(from_integer_inputs, f"{inputs} to integers first (an int dtype)")]
+    if not divides:
+        found.append((cut, f"the {name} to integers (astype(int), int())"))
+    elif np.array_equal(cut, floored):
+        found.append((cut, f"the {name} to whole numbers (astype(int), int(), or floor division //; keep "
+                           "floats, divide with /)"))
+    else:
+        found += [(cut, f"the {name} to integers (astype(int), int())"),
+                  (floored, f"the {name} to whole numbers with floor division (//; divide with /)")]
+    return [(lambda value=value: value, f"converts {what}, which drops the fractional part")
+            for value, what in found if value.any()]
+
+
 # The heads' outputs scaled by the number of heads (`heads_factor`), as the switch names it.
 HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": lambda heads: 1.0 / heads}
 
