@@ -11,6 +11,7 @@ from autograder.suites.toolkit.model import truncation_mistakes
 
 STEP = "scaled_attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
+                         confirmed=lambda impl, ladder: confirmed(impl, ladder),
                          probe=lambda impl: _checked_call(impl, dict(Q=rng(1206).normal(size=(3, 4)),
                                                                      K=rng(1207).normal(size=(5, 4)),
                                                                      label="3 queries over 5 keys")))
@@ -105,10 +106,38 @@ def mistakes(Q, K):
     ]
 
 
+def confirmed(impl, ladder):
+    """The (candidate, symptom) pairs of `ladder` whose mistake the same code also makes on queries and keys
+    where no two divisors of the ladder coincide (d_k = 7, 3 queries, 5 keys): a scale that only happens to
+    equal 1, sqrt(n_q) or sqrt(n_k) on small inputs (sqrt(d_k) // 1, sqrt(d_k + 1)) is no such mistake, and
+    is left to the last rung, a constant factor."""
+    r = rng(1209)
+    Q, K = r.normal(size=(3, 7)), r.normal(size=(5, 7))
+    on_probe = {symptom: candidate for candidate, symptom in mistakes(Q, K)}
+    probe = []  # the code's scores on the probe, computed once, when a candidate is first tried
+
+    def holds(symptom):
+        if not probe:
+            try:
+                probe.append(checks.to_array(impl.scaled_attention_scores(Q.copy(), K.copy()), "the scores"))
+            except Exception:  # noqa: BLE001 - code that fails here confirms nothing
+                probe.append(None)
+        return probe[0] is not None and symptom in on_probe and \
+            checks.named_mistake(probe[0], [(on_probe[symptom], symptom)]) is not None
+
+    def kept(candidate, symptom):
+        if not holds(symptom):
+            raise LookupError(symptom)  # a candidate that raises does not apply (checks.named_mistake)
+        return candidate() if callable(candidate) else candidate
+
+    return [((lambda candidate=candidate, symptom=symptom: kept(candidate, symptom)), symptom)
+            for candidate, symptom in ladder]
+
+
 def _check_stored_records(impl, batched):
     """The stored records whose queries have a batch axis (batched) or are one (n, d_k) sequence."""
     check_stored(impl, STEP, _checked_call, "scaled_attention_scores(Q, K)",
-                 symptoms=lambda record, k: mistakes(record["Q"], record["K"]),
+                 symptoms=lambda record, k: confirmed(impl, mistakes(record["Q"], record["K"])),
                  where=lambda record: (record["Q"].ndim > 2) == batched)
 
 
@@ -140,10 +169,21 @@ def _check_against_torch(impl, seed, q_shape, k_shape):
     want = torch.nn.functional.scaled_dot_product_attention(q, k, eye).numpy()  # V = I gives the weights
     got = torch.softmax(torch.from_numpy(scores), dim=-1).numpy()
     weights_of = [(lambda f=f: torch.softmax(torch.from_numpy(np.asarray(f(), dtype=np.float64)), -1)
-                   .numpy(), s) for f, s in mistakes(Q, K)]
-    checks.expect_close(got, want,
-                        f"softmax of the scores of {label}, compared with torch's attention weights",
-                        symptoms=weights_of)
+                   .numpy(), s) for f, s in confirmed(impl, mistakes(Q, K))]
+    try:
+        checks.expect_close(got, want,
+                            f"softmax of the scores of {label}, compared with torch's attention weights",
+                            symptoms=weights_of)
+    except CaseFailure as failure:
+        if checks.UNNAMED not in str(failure):
+            raise
+        # weights only a little off hide a wrong scale: the scores themselves show it (a constant factor)
+        try:
+            checks.expect_close(scores, Q @ np.swapaxes(K, -1, -2) / np.sqrt(k_shape[-1]), f"the scores of {label}")
+        except CaseFailure as named:
+            if checks.UNNAMED not in str(named):
+                raise named from None
+        raise
 
 
 @case(STEP, "oracle")
@@ -169,7 +209,7 @@ def test_variance_near_one(impl):
         checks.expect_shape(scores, (64, 64), f"the scores of 64 tokens of width {d_k}")
         var = float(np.var(scores))
         if not 0.8 < var < 1.25:
-            symptom = checks.named_mistake(scores, mistakes(Q, K))
+            symptom = checks.named_mistake(scores, confirmed(impl, mistakes(Q, K)))
             if symptom is not None:  # a variance far from 1 with a known cause
                 raise CaseFailure(f"the scores of 64 tokens of width {d_k}: {symptom}")
             raise CaseFailure(f"for standard-normal queries and keys of width {d_k} the scores have variance "

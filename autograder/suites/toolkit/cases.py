@@ -90,7 +90,8 @@ def replayed_symptoms(member, step, ladder, correct=None):
             for candidate, message in found]
 
 
-def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None, probe=None):
+def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None, probe=None,
+                confirmed=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
@@ -101,6 +102,9 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
     `examine(actual, what)` may name a mistake no ladder can match (a value of the wrong kind) first.
     `probe(impl)`, for an example whose call raises: the step run on the suite's own inputs through
     the suite's naming wrapper, whose CaseFailure (a mistake that raises, named) explains the raise.
+    `confirmed(impl, ladder)`, for a ladder whose candidates can coincide on the example's small inputs
+    (a divisor that happens to equal another), keeps each candidate only where the same code shows the
+    same mistake on the suite's own inputs.
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -122,6 +126,8 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
             examine(actual, f"the notes' example \"{member.where}\"")
         ladder = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
                   if replayed else ())
+        if confirmed is not None:
+            ladder = confirmed(impl, ladder)
         checks.expect_close(actual, notes.expected(member), f"the notes' example \"{member.where}\"",
                             atol=member.atol, rtol=0, symptoms=ladder)
 
