@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import truncation_mistakes
 
@@ -107,31 +107,13 @@ def mistakes(Q, K):
 
 
 def confirmed(impl, ladder):
-    """The (candidate, symptom) pairs of `ladder` whose mistake the same code also makes on queries and keys
-    where no two divisors of the ladder coincide (d_k = 7, 3 queries, 5 keys): a scale that only happens to
-    equal 1, sqrt(n_q) or sqrt(n_k) on small inputs (sqrt(d_k) // 1, sqrt(d_k + 1)) is no such mistake, and
-    is left to the last rung, a constant factor."""
+    """`ladder`, each mistake confirmed on queries and keys where no two divisors of the ladder coincide
+    (d_k = 7, 3 queries, 5 keys): a scale that only happens to equal 1, sqrt(n_q) or sqrt(n_k) on small
+    inputs (sqrt(d_k) // 1, sqrt(d_k + 1)) is no such mistake, and is left to the last rung, a constant
+    factor."""
     r = rng(1209)
     Q, K = r.normal(size=(3, 7)), r.normal(size=(5, 7))
-    on_probe = {symptom: candidate for candidate, symptom in mistakes(Q, K)}
-    probe = []  # the code's scores on the probe, computed once, when a candidate is first tried
-
-    def holds(symptom):
-        if not probe:
-            try:
-                probe.append(checks.to_array(impl.scaled_attention_scores(Q.copy(), K.copy()), "the scores"))
-            except Exception:  # noqa: BLE001 - code that fails here confirms nothing
-                probe.append(None)
-        return probe[0] is not None and symptom in on_probe and \
-            checks.named_mistake(probe[0], [(on_probe[symptom], symptom)]) is not None
-
-    def kept(candidate, symptom):
-        if not holds(symptom):
-            raise LookupError(symptom)  # a candidate that raises does not apply (checks.named_mistake)
-        return candidate() if callable(candidate) else candidate
-
-    return [((lambda candidate=candidate, symptom=symptom: kept(candidate, symptom)), symptom)
-            for candidate, symptom in ladder]
+    return cases.confirmed(ladder, lambda: impl.scaled_attention_scores(Q.copy(), K.copy()), lambda: mistakes(Q, K))
 
 
 def _check_stored_records(impl, batched):

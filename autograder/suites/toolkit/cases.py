@@ -91,7 +91,7 @@ def replayed_symptoms(member, step, ladder, correct=None):
 
 
 def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None, probe=None,
-                confirmed=None):
+                confirmed=None, unnamed=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
@@ -104,7 +104,8 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
     the suite's naming wrapper, whose CaseFailure (a mistake that raises, named) explains the raise.
     `confirmed(impl, ladder)`, for a ladder whose candidates can coincide on the example's small inputs
     (a divisor that happens to equal another), keeps each candidate only where the same code shows the
-    same mistake on the suite's own inputs.
+    same mistake on the suite's own inputs. `unnamed(actual, member)`, where the ladder cannot name the
+    cause, may still name one from the value itself (a wrong scale fitted), or return None.
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -128,8 +129,14 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
                   if replayed else ())
         if confirmed is not None:
             ladder = confirmed(impl, ladder)
-        checks.expect_close(actual, notes.expected(member), f"the notes' example \"{member.where}\"",
-                            atol=member.atol, rtol=0, symptoms=ladder)
+        what = f"the notes' example \"{member.where}\""
+        try:
+            checks.expect_close(actual, notes.expected(member), what, atol=member.atol, rtol=0, symptoms=ladder)
+        except CaseFailure as failure:
+            named = unnamed(actual, member) if unnamed and checks.UNNAMED in str(failure) else None
+            if named is None:
+                raise
+            raise CaseFailure(f"{what}: {named}") from None
 
     return test_notes
 
@@ -145,6 +152,34 @@ def _probed(probe, impl):
     except RemoteError:
         return None
     return None
+
+
+def confirmed(ladder, output_on_probe, ladder_on_probe):
+    """`ladder` [(candidate, symptom)] with each candidate kept only where the same code makes the same
+    mistake on a probe: inputs where no two candidates coincide, as a scale of 1, sqrt(n) or sqrt(d_in) can
+    with sqrt(d_k) // 1 or sqrt(d_k + 1) on small inputs. `output_on_probe()` is the code's output there
+    (computed once, when a candidate is first tried; one that raises confirms nothing), and
+    `ladder_on_probe()` the ladder on the probe's inputs. An unconfirmed candidate raises, which
+    `checks.named_mistake` takes as "does not apply", so the last rung describes the value."""
+    probe = {}
+
+    def holds(symptom):
+        if not probe:
+            try:
+                probe["output"] = checks.to_array(output_on_probe(), "the output on the probe")
+            except Exception:  # noqa: BLE001 - code that fails on the probe confirms nothing
+                probe["output"] = None
+            probe["ladder"] = [] if probe["output"] is None else ladder_on_probe()
+        # a symptom may have several candidates (an epsilon of each size): any one confirms it
+        return checks.named_mistake(probe["output"], [(c, s) for c, s in probe["ladder"] if s == symptom]) is not None
+
+    def kept(candidate, symptom):
+        if not holds(symptom):
+            raise LookupError(symptom)
+        return _value(candidate)
+
+    return [((lambda candidate=candidate, symptom=symptom: kept(candidate, symptom)), symptom)
+            for candidate, symptom in ladder]
 
 
 def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None, where=None):
