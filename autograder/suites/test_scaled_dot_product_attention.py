@@ -143,11 +143,15 @@ def _call(impl, Q, K, V, mask, label):
                               ) from None
         if mask is not None and _works(impl, Q, K, V, None) and _reads_mask_transposed(impl):
             raise CaseFailure(f"{detail}, but not without the mask: {MASK_TRANSPOSED}") from None
-        if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None):
+        if mask is not None and "truth value of an array" in str(error):
+            raise CaseFailure(f"{detail}: does it ask for the truth of `mask` (if mask:)? An array of several "
+                              "values has none; test `mask is not None`") from None
+        if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
+                                                 np.zeros((*K.shape[:-1], K.shape[-2]), dtype=bool)):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
                               "weights are (n_q, n_k), from Q Kᵀ, and the context is weights @ V") from None
         first = (0,) * (Q.ndim - 2)
-        if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None):
+        if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None if mask is None else full_mask[first]):
             raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
                               "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
                               "axis") from None
@@ -440,6 +444,7 @@ def test_large_scores_stay_finite(impl):
 def test_inputs_unchanged(impl):
     """leaves Q, K, V and the mask unchanged"""
     r = rng(1308)
-    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
-    mask = _causal(4)
+    Q, K, V, mask = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), _causal(4)
+    if not _works(impl, Q, K, V, mask):  # a mistake that raises is named first
+        _call(impl, Q, K, V, mask, "4 tokens with a causal mask")
     checks.expect_inputs_unchanged(impl, "scaled_dot_product_attention", [Q, K, V, mask], ["Q", "K", "V", "mask"])
