@@ -5,11 +5,11 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import checks, model
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
-from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
 STEP = "scaled_dot_product_attention"
+_softmax, _unnormalised = model.softmax, model.exponentials
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
@@ -71,18 +71,6 @@ def apply(impl, record):
                                              None if mask is None else mask.copy())
 
 
-def _softmax(s, axis=-1, shift_axis=None):
-    """The softmax along `axis`; `shift_axis` (the axis each maximum is taken along) is `axis` unless given."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(s - np.max(s, axis=axis if shift_axis is None else shift_axis, keepdims=True))
-        return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def _unnormalised(s):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.exp(s - np.max(s, axis=-1, keepdims=True))
-
-
 def _raw(Q, K):
     return Q @ np.swapaxes(K, -1, -2)
 
@@ -114,16 +102,22 @@ def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
     return weights.shape == full_mask.shape and bool(np.isnan(weights).any(axis=-1).all())
 
 
+def _square_weights_named(impl, mask, ladder):
+    """Whether the weights on square inputs (4 queries and keys, d_k 3), with `mask`, match a mistake of
+    `ladder(scaled scores)`: a causal mask read as its transpose, a softmax without keepdims."""
+    r = rng(1310)
+    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
+    try:
+        weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask)[1], "the weights")
+    except Exception:  # noqa: BLE001 - only asks what square inputs give
+        return False
+    return checks.named_mistake(weights, ladder(_raw(Q, K) / np.sqrt(3))) is not None
+
+
 def _reads_mask_transposed(impl):
     """Whether a causal mask blocks as its transpose (the keys below the diagonal) would, on square inputs."""
-    r = rng(1310)
-    Q, K, V, mask = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), _causal(4)
-    try:
-        weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask.copy())[1], "the weights")
-    except Exception:  # noqa: BLE001 - only asks how a mask is read
-        return False
-    return checks.named_mistake(weights, [(_softmax(np.where(mask.T, -np.inf, _raw(Q, K) / np.sqrt(3))),
-                                           MASK_TRANSPOSED)]) is not None
+    return _square_weights_named(impl, _causal(4), lambda s: [(_softmax(np.where(_causal(4).T, -np.inf, s)),
+                                                                MASK_TRANSPOSED)])
 
 
 def _call(impl, Q, K, V, mask, label):
@@ -146,6 +140,8 @@ def _call(impl, Q, K, V, mask, label):
         if mask is not None and "truth value of an array" in str(error):
             raise CaseFailure(f"{detail}: does it ask for the truth of `mask` (if mask:)? An array of several "
                               "values has none; test `mask is not None`") from None
+        if _square_weights_named(impl, None, model.without_keepdims_mistakes):
+            raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
                                                  np.zeros((*K.shape[:-1], K.shape[-2]), dtype=bool)):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
@@ -217,7 +213,8 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(scaled, mask, -np.inf), -1, -2),
          "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
          "leaves its softmax unchanged, so subtract each row's maximum"),
-        *hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
+        *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
+        *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
     ]
     if mask is not None:
         variants += [

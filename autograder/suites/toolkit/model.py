@@ -20,10 +20,34 @@ NAN_HINT = ("nan appears when a token has every key blocked (does the mask block
 
 # --- a NumPy model of attention, with known mistakes as switches ----------------------------
 
-def softmax(s, axis=-1):
+def softmax(s, axis=-1, shift_axis=None):
+    """The softmax along `axis`; `shift_axis` (the axis each maximum is taken along) is `axis` unless given."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        e = np.exp(s - s.max(axis=axis if shift_axis is None else shift_axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
+
+
+def exponentials(s):
+    """The shifted exponentials of a softmax over the last axis, never divided by their sum."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.exp(s - s.max(axis=-1, keepdims=True))
+
+
+NO_KEEPDIMS = ("takes the maximum or the sum along the axis without keepdims=True, so it no longer lines up "
+               "with the array it normalises: on a square matrix row j's value lands on column j, and other "
+               "shapes do not fit")
+
+
+def without_keepdims_mistakes(s):
+    """(candidate, symptom) of a softmax over the last axis of scores s whose maximum, sum or both were taken
+    without keepdims=True, as such code computes it: each broadcasts along the last axis, so on square
+    scores row j's maximum or sum meets column j (other shapes raise)."""
+    def loose(which):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            e = np.exp(s - (s.max(axis=-1) if which != "sum" else s.max(axis=-1, keepdims=True)))
+            return e / (e.sum(axis=-1) if which != "max" else e.sum(axis=-1, keepdims=True))
+
+    return [(lambda which=which: loose(which), NO_KEEPDIMS) for which in ("sum", "max", "both")]
 
 
 BASE_TWO = ("exponentiates in base 2 (np.exp2, 2 ** x): softmax raises e to each score (np.exp); another base "
