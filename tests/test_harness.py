@@ -314,9 +314,11 @@ def test_a_lent_reference_brings_the_references_it_calls():
     lambda: torch.cat(torch.ones(1, 2), torch.ones(1, 2), torch.ones(1, 2), dim=1),
     lambda: torch.ones(1, 2).append(torch.ones(1, 2)),
     lambda: torch.zeros(2, 2).__setitem__((slice(None), 0), np.ones(2)),
+    lambda: torch.nn.Linear(2, 2).d_out,  # an attribute __init__ never set
+    lambda: np.softmax,
 ], ids=["torch-method-on-numpy", "math-on-array", "len-of-none", "none-attribute", "view-after-transpose",
         "float-called", "cat-of-tensors-one-by-one", "cat-of-three-tensors", "tensor-append",
-        "numpy-into-torch"])
+        "numpy-into-torch", "attribute-never-set", "library-lacks-function"])
 def test_an_exception_whose_words_name_its_cause_is_named_whatever_the_step(raise_it):
     """The exceptions ERROR_CAUSES lists, raised for real by NumPy, torch and Python: each is named by
     its cause, and the generic text (the grader cannot name it) is never given for them."""
