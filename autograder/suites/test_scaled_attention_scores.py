@@ -6,7 +6,7 @@ import torch
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 from autograder.suites.toolkit.model import truncation_mistakes
 
 STEP = "scaled_attention_scores"
@@ -62,6 +62,9 @@ def _checked_call(impl, record):
                               "a 3-d batch: its transpose of K names the axes of a 3-d array (batch, n, d_k); "
                               "Q and K may be one matrix or have any number of batch axes: swap only the last "
                               "two") from None
+        if Q.ndim > 2 and "einstein sum" in str(error):  # an einsum for one matrix, not K.T
+            explain_batch_error("scaled_attention_scores", error, label,
+                                lambda: impl.scaled_attention_scores(Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]))
         if Q.ndim > 2 and _works(impl, Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]):
             raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
                               "one item of it: with a batch, transpose only the last two axes of K "

@@ -6,7 +6,7 @@ import torch
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks, model
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
 _softmax, _unnormalised = model.softmax, model.exponentials
@@ -147,6 +147,9 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
                               "weights are (n_q, n_k), from Q Kᵀ, and the context is weights @ V") from None
         first = (0,) * (Q.ndim - 2)
+        if Q.ndim > 2 and "einstein sum" in str(error):  # an einsum for one matrix, not K.T
+            explain_batch_error(STEP, error, label,
+                                lambda: impl.scaled_dot_product_attention(Q[first], K[first], V[first], None))
         if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None if mask is None else full_mask[first]):
             raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
                               "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
