@@ -191,12 +191,19 @@ def _fitted_scale(actual, x, weights, atol, rtol):
     return c if fit.shape == actual.shape and np.all(abs(actual - fit) <= atol + rtol * abs(fit)) else None
 
 
-def _wrong_scale(out, x, weights, atol, rtol):
-    """What a wrong scale fitted to `out` says, or None where no scale gives it."""
+def _explain_unnamed(out, x, weights, what, atol, rtol):
+    """Raise what a wrong output that no candidate names still shows, if anything: the layers' biases left
+    out (x @ W.weight.T), or the divisor of a wrong scale, fitted."""
+    unbiased = {name: (weight, None) for name, (weight, _) in weights.items()}
+    if any(bias is not None for _, bias in weights.values()) and toolkit.close(
+            out, toolkit.attention(np.asarray(x, dtype=np.float64), unbiased, mask="none"), atol, rtol):
+        raise CaseFailure(f"{what}: the layers' biases are left out (x @ W.weight.T has none); call the layers, "
+                          "self.W_query(x), which add them when qkv_bias=True")
     c = _fitted_scale(out, x, weights, atol, rtol)
-    d_k = np.shape(weights["W_key"][0])[0]
-    return None if c is None else (f"the scores are divided by {c:.3g}, not by sqrt(d_k) = {np.sqrt(d_k):.3g}, the "
-                                   f"square root of the keys' width (keys.shape[-1] = {d_k})")
+    if c is not None:
+        d_k = np.shape(weights["W_key"][0])[0]
+        raise CaseFailure(f"{what}: the scores are divided by {c:.3g}, not by sqrt(d_k) = {np.sqrt(d_k):.3g}, the "
+                          f"square root of the keys' width (keys.shape[-1] = {d_k})")
 
 
 def _expect_output(impl, out, want, what, x, weights, atol=1e-5, rtol=1e-4):
@@ -205,10 +212,9 @@ def _expect_output(impl, out, want, what, x, weights, atol=1e-5, rtol=1e-4):
         checks.expect_close(out, want, what, atol=atol, rtol=rtol,
                             symptoms=confirmed(impl, mistakes(x, weights), np.ndim(x)))
     except CaseFailure as failure:
-        named = _wrong_scale(out, x, weights, atol, rtol) if checks.UNNAMED in str(failure) else None
-        if named is None:
-            raise
-        raise CaseFailure(f"{what}: {named}") from None
+        if checks.UNNAMED in str(failure):
+            _explain_unnamed(out, x, weights, what, atol, rtol)
+        raise
 
 
 def _scaled_scores_and_values(x, weights):
@@ -246,8 +252,8 @@ def confirmed(impl, ladder, ndim=2):
 
 # a worked example that raises is explained by the same code on the first stored record (one sequence)
 test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms, confirmed=confirmed,
-                         unnamed=lambda actual, example: _wrong_scale(
-                             actual, JOURNEY, self_attention_layers(example.key), example.atol, 0),
+                         unnamed=lambda actual, example, what: _explain_unnamed(
+                             actual, JOURNEY, self_attention_layers(example.key), what, example.atol, 0),
                          probe=lambda impl: apply(impl, next(iter(stored.load(STEP)))))
 
 
@@ -371,9 +377,8 @@ def test_edge_cases(impl):
     module = _self_attention(impl, 3, 4, True, weights)
     token = toolkit.tensor(r.normal(size=(1, 3)))
     out = forward(impl, module, token, "a single token", 3, 4)
-    checks.expect_close(out, _linear(token, weights["W_value"]).numpy(),
-                        "the output for a single token (it attends only to itself: its value)",
-                        symptoms=confirmed(impl, mistakes(token.numpy(), weights), token.ndim))
+    _expect_output(impl, out, _linear(token, weights["W_value"]).numpy(),
+                   "the output for a single token (it attends only to itself: its value)", token.numpy(), weights)
     big = forward(impl, module, 300 * toolkit.tensor(r.normal(size=(5, 3))), "inputs scaled by 300", 3, 4)
     checks.expect_finite(checks.to_array(big, "the output"), "the output for inputs scaled by 300")
 

@@ -104,8 +104,8 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
     the suite's naming wrapper, whose CaseFailure (a mistake that raises, named) explains the raise.
     `confirmed(impl, ladder)`, for a ladder whose candidates can coincide on the example's small inputs
     (a divisor that happens to equal another), keeps each candidate only where the same code shows the
-    same mistake on the suite's own inputs. `unnamed(actual, member)`, where the ladder cannot name the
-    cause, may still name one from the value itself (a wrong scale fitted), or return None.
+    same mistake on the suite's own inputs. `unnamed(actual, member, what)`, where the ladder cannot name
+    the cause, may still raise a CaseFailure that names one from the value itself (a wrong scale fitted).
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -133,10 +133,9 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
         try:
             checks.expect_close(actual, notes.expected(member), what, atol=member.atol, rtol=0, symptoms=ladder)
         except CaseFailure as failure:
-            named = unnamed(actual, member) if unnamed and checks.UNNAMED in str(failure) else None
-            if named is None:
-                raise
-            raise CaseFailure(f"{what}: {named}") from None
+            if unnamed is not None and checks.UNNAMED in str(failure):
+                unnamed(actual, member, what)
+            raise
 
     return test_notes
 
