@@ -90,8 +90,11 @@ def _mistakes(x, axis):
             (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
              "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
              "entry the most"),
-            (lambda: _shifted_then_normalised(x, axis, -1),
-             "subtracts the maximum along `axis` but sums along the last axis: both must run along `axis`"),
+            # the maximum and the sum along different axes, either way round
+            *[(lambda shift=shift, total=total: _shifted_then_normalised(x, shift, total),
+               f"subtracts the maximum along {shift_name} but sums along {total_name}: both must run along `axis`")
+              for shift, total, shift_name, total_name in ((axis, -1, "`axis`", "the last axis"),
+                                                           (-1, axis, "the last axis", "`axis`"))],
             (lambda: _exp_normalise(x - x.max(), axis),
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),
