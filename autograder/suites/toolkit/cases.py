@@ -153,13 +153,15 @@ def _probed(probe, impl):
     return None
 
 
-def confirmed(ladder, output_on_probe, ladder_on_probe):
+def confirmed(ladder, output_on_probe, ladder_on_probe, only=None):
     """`ladder` [(candidate, symptom)] with each candidate kept only where the same code makes the same
     mistake on a probe: inputs where no two candidates coincide, as a scale of 1, sqrt(n) or sqrt(d_in) can
     with sqrt(d_k) // 1 or sqrt(d_k + 1) on small inputs. `output_on_probe()` is the code's output there
     (computed once, when a candidate is first tried; one that raises confirms nothing), and
     `ladder_on_probe()` the ladder on the probe's inputs. An unconfirmed candidate raises, which
-    `checks.named_mistake` takes as "does not apply", so the last rung describes the value."""
+    `checks.named_mistake` takes as "does not apply", so the last rung describes the value. `only(symptom)`
+    picks the symptoms to confirm (a diagnosis worded for the inputs at hand, such as one that holds where two
+    mistakes agree, has no twin on the probe); the others are kept as they are."""
     probe = {}
 
     def holds(symptom):
@@ -177,7 +179,8 @@ def confirmed(ladder, output_on_probe, ladder_on_probe):
             raise LookupError(symptom)
         return _value(candidate)
 
-    return [((lambda candidate=candidate, symptom=symptom: kept(candidate, symptom)), symptom)
+    return [(candidate if only is not None and not only(symptom) else
+             (lambda candidate=candidate, symptom=symptom: kept(candidate, symptom)), symptom)
             for candidate, symptom in ladder]
 
 
