@@ -5,20 +5,16 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import checks, model
+from autograder.suites.toolkit import cases, checks, model
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
-_softmax, _unnormalised = model.softmax, model.exponentials
+_softmax, _unnormalised, _causal = model.softmax, model.exponentials, cases.causal_blocked
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
 MASK_TRANSPOSED = ("the mask is read transposed (mask.T): it already has the weights' layout, mask[i, j] True "
                    "blocks key j for query i, one row per query")
-
-
-def _causal(n):
-    return np.triu(np.ones((n, n), dtype=bool), k=1)
 
 
 def _mixed_mask(r, n_q, n_k):
@@ -41,8 +37,7 @@ def stored_inputs():
             rec["mask"] = mask
         return rec
 
-    padding = np.zeros((1, 6), dtype=bool)
-    padding[0, 4:] = True
+    padding = np.arange(6)[None, :] >= 4  # (1, 6): the last two keys are padding
     some_rows = np.zeros((5, 5), dtype=bool)
     some_rows[1, [0, 3]] = True
     some_rows[3, 4] = True
@@ -84,10 +79,9 @@ def _works(impl, Q, K, V, mask):
 
 
 def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
-    """Whether the weights are nan in every row with both open and blocked keys, as mask * -inf
-    makes them (0 * -inf = nan); an inverted mask leaves those rows finite. Confirmed on a mask that
-    blocks one key per query and no key for every query (a padding mask blocks a whole column, which
-    gives nan to a shift by each column's maximum too)."""
+    """Whether the weights are nan in every row with both open and blocked keys, as mask * -inf makes them
+    (0 * -inf = nan); an inverted mask leaves those rows finite. Confirmed on a mask that blocks one key per
+    query and no key for every query (a padding mask's column gives nan to a column-wise shift too)."""
     mixed = full_mask.any(axis=-1) & ~full_mask.all(axis=-1)
     n_q, n_k = full_mask.shape[-2:]
     if (mixed.any() and not nan_rows[mixed].all()) or n_q < 2 or n_k < 2:
@@ -103,8 +97,7 @@ def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
 
 
 def _square_weights_named(impl, mask, ladder):
-    """Whether the weights on square inputs (4 queries and keys, d_k 3), with `mask`, match a mistake of
-    `ladder(scaled scores)`: a causal mask read as its transpose, a softmax without keepdims."""
+    """Whether the weights on 4 queries and keys (d_k 3) with `mask` match a mistake of `ladder(scores)`."""
     r = rng(1310)
     Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
     try:
@@ -112,12 +105,6 @@ def _square_weights_named(impl, mask, ladder):
     except Exception:  # noqa: BLE001 - only asks what square inputs give
         return False
     return checks.named_mistake(weights, ladder(_raw(Q, K) / np.sqrt(3))) is not None
-
-
-def _reads_mask_transposed(impl):
-    """Whether a causal mask blocks as its transpose (the keys below the diagonal) would, on square inputs."""
-    return _square_weights_named(impl, _causal(4), lambda s: [(_softmax(np.where(_causal(4).T, -np.inf, s)),
-                                                                MASK_TRANSPOSED)])
 
 
 def _call(impl, Q, K, V, mask, label):
@@ -135,7 +122,8 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but not with the mask spelled out to the weights' full shape: the "
                               f"mask of shape {checks.fmt_shape(np.shape(mask))} must broadcast; {FILL_HINT}"
                               ) from None
-        if mask is not None and _works(impl, Q, K, V, None) and _reads_mask_transposed(impl):
+        if mask is not None and _works(impl, Q, K, V, None) and _square_weights_named(  # a causal mask read as .T
+                impl, _causal(4), lambda s: [(_softmax(np.where(_causal(4).T, -np.inf, s)), MASK_TRANSPOSED)]):
             raise CaseFailure(f"{detail}, but not without the mask: {MASK_TRANSPOSED}") from None
         if mask is not None and "truth value of an array" in str(error):
             raise CaseFailure(f"{detail}: does it ask for the truth of `mask` (if mask:)? An array of several "
@@ -249,9 +237,16 @@ def mistakes(Q, K, V, mask, k):
     return found
 
 
+def _confirmed(impl, ladder):
+    """`ladder`, its scale's diagnoses (each names d_k) confirmed where no two divisors coincide (cases.confirmed)."""
+    r = rng(1312)
+    Q, K, V = r.normal(size=(3, 7)), r.normal(size=(5, 7)), r.normal(size=(5, 2))
+    return cases.confirmed(ladder, lambda: impl.scaled_dot_product_attention(Q, K, V, None)[1],
+                           lambda: mistakes(Q, K, V, None, 1), only=lambda symptom: "d_k" in symptom)
+
+
 def stored_symptoms(record, k):
-    """The known mistakes for output k on the inputs of `record`: the ladder of the stored outputs
-    and of the notes' worked examples."""
+    """The known mistakes for output k on the inputs of `record`: the stored outputs' and notes' ladder."""
     return mistakes(record["Q"], record["K"], record["V"], record.get("mask"), k)
 
 
@@ -265,7 +260,7 @@ def _model(record):
 
 # The notes' examples have no mask, so a masking mistake passes them: they weigh little, and the
 # stored outputs (masks included) carry the step, so no mask keeps at most a third of it.
-test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model)
+test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model, confirmed=_confirmed)
 
 
 def _broadcast(record):
@@ -276,7 +271,8 @@ def _broadcast(record):
 
 def _check_stored_records(impl, broadcast):
     check_stored(impl, STEP, _checked_apply, "scaled_dot_product_attention(Q, K, V, mask)",
-                 symptoms=stored_symptoms, where=lambda record: _broadcast(record) == broadcast)
+                 symptoms=lambda record, k: _confirmed(impl, stored_symptoms(record, k)),
+                 where=lambda record: _broadcast(record) == broadcast)
 
 
 # A mask of the weights' full shape and one that must broadcast (over a batch, or a (1, n_k) padding
@@ -307,9 +303,9 @@ def _check_against_torch(impl, r, settings):
         eye = torch.eye(n_k, dtype=torch.float64).expand(*q_lead[:-1], n_k, n_k)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         checks.expect_close(context, sdpa(q, k, v, attn_mask=allowed).numpy(), f"the context of {label}",
-                            symptoms=mistakes(Q, K, V, mask, 0))
+                            symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 0)))
         checks.expect_close(weights, sdpa(q, k, eye, attn_mask=allowed).numpy(), f"the weights of {label}",
-                            symptoms=mistakes(Q, K, V, mask, 1))
+                            symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 1)))
 
 
 @case(STEP, "oracle")

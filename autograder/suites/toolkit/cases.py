@@ -224,5 +224,10 @@ def explain_batch_error(what, error, label, first_item):
                       "over them, np.swapaxes(a, -1, -2), '...' in einsum)") from None
 
 
+def causal_blocked(n):
+    """The causal mask of n tokens: True above the diagonal, where key j > query i is blocked."""
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
+
+
 def rng(seed):
     return np.random.default_rng(seed)
