@@ -302,10 +302,11 @@ def _check_against_torch(impl, r, settings):
         allowed = None if mask is None else torch.from_numpy(~mask)
         eye = torch.eye(n_k, dtype=torch.float64).expand(*q_lead[:-1], n_k, n_k)
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        checks.expect_close(context, sdpa(q, k, v, attn_mask=allowed).numpy(), f"the context of {label}",
-                            symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 0)))
+        # the weights first: a wrong scale no diagnosis names still shows in them (a softmax of scaled scores)
         checks.expect_close(weights, sdpa(q, k, eye, attn_mask=allowed).numpy(), f"the weights of {label}",
                             symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 1)))
+        checks.expect_close(context, sdpa(q, k, v, attn_mask=allowed).numpy(), f"the context of {label}",
+                            symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 0)))
 
 
 @case(STEP, "oracle")
