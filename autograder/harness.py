@@ -232,6 +232,10 @@ ERROR_CAUSES = (
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "
      "as if it were given (test `is None` first), or the result of a method that works in place and "
      "returns nothing"),
+    # last: the kinds of object above have causes of their own
+    (("object has no attribute", "module 'numpy' has no attribute", "module 'torch' has no attribute"),
+     "it reads an attribute that does not exist: a module's own (self.name) must be set in __init__ and spelled "
+     "alike where it is read, and NumPy's and torch's names differ (np.softmax does not exist, say)"),
 )
 # How NumPy and torch word an operation on arrays whose shapes do not fit: the other kind of
 # exception the grader can name without knowing the code.

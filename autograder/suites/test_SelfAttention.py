@@ -16,7 +16,7 @@ from autograder.fixtures.notes_trainable import self_attention_layers
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import SCALED_BY_TOKENS, hand_written_softmax_mistakes
 
@@ -126,7 +126,7 @@ def mistakes(x, weights):
     x = np.asarray(x, dtype=np.float64)
 
     def compute(**switches):
-        return toolkit.attention(x, weights, mask="none", **switches)
+        return toolkit.attention(x, weights, **{"mask": "none", **switches})
 
     found = [
         (dict(scale="none"), "scores look unscaled: divide by sqrt(d_k)"),
@@ -138,15 +138,12 @@ def mistakes(x, weights):
                         "(dim=-1)"),
         toolkit.WEIGHTS_TRANSPOSED,
         *toolkit.UNTRANSPOSED_MISTAKES,
+        (dict(mask="causal"), "a causal mask is applied: SelfAttention masks nothing, every token attends to "
+                              "every token, those after it too (the causal mask belongs to CausalAttention)"),
     ] + toolkit.ROLE_MISTAKES
     if x.ndim == 3:
         found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
     d_k = np.shape(weights["W_key"][0])[0]
-
-    def divided_scores(c):  # queries divided by sqrt(c) and no scale: the scores divided by sqrt(c)
-        by_c = {**weights, "W_query": tuple(None if p is None else np.asarray(p) / np.sqrt(c)
-                                            for p in weights["W_query"])}
-        return toolkit.attention(x, by_c, mask="none", scale="none")
 
     # wrong divisors whatever d_k is; on a batch of 2, keys.shape[0] is the chapter's 2 too, and tells
     # neither apart
@@ -158,11 +155,64 @@ def mistakes(x, weights):
     return toolkit.symptoms(compute, found) + [
         (lambda: compute(scale="none") / np.sqrt(d_k),
          "divides the weights by sqrt(d_k) after the softmax: the scaling belongs to the scores, before it"),
-        *[(lambda c=c: divided_scores(c), f"divides the scores by sqrt({c}), {what}: d_k is keys.shape[-1]")
+        *[(lambda c=c: _scores_divided_by(x, weights, np.sqrt(c)),
+           f"divides the scores by sqrt({c}), {what}: d_k is keys.shape[-1]")
           for c, what in divisors],
         (lambda: np.matmul(*_scaled_scores_and_values(x, weights)),
          "mixes the values by the scaled scores themselves: apply the softmax over each row first"),
         *_hand_written_softmax(x, weights)]
+
+
+def _scores_divided_by(x, weights, c):
+    """The layers `weights` on x with the scores divided by c: the queries divided by c, and no scale."""
+    by_c = {**weights, "W_query": tuple(None if p is None else np.asarray(p) / c for p in weights["W_query"])}
+    return toolkit.attention(np.asarray(x, dtype=np.float64), by_c, mask="none", scale="none")
+
+
+def _fitted_scale(actual, x, weights, atol, rtol):
+    """The divisor c of the scores (between 0.05 and 200) that gives `actual`, or None where none does: a
+    wrong scale no candidate names, like sqrt(d_k) // 1 or sqrt(d_k + 1). A grid over log c, then golden
+    sections around its best point."""
+    actual = checks.to_array(actual, "the output")
+
+    def error(log_c):
+        return float(np.max(abs(_scores_divided_by(x, weights, np.exp(log_c)) - actual), initial=0.0))
+
+    grid = np.linspace(np.log(0.05), np.log(200), 161)
+    best = int(np.argmin([error(t) for t in grid]))
+    low, high = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+    for _ in range(40):
+        a, b = high - 0.618 * (high - low), low + 0.618 * (high - low)
+        low, high = (low, b) if error(a) < error(b) else (a, high)
+    c = float(np.exp((low + high) / 2))
+    fit = _scores_divided_by(x, weights, c)
+    return c if fit.shape == actual.shape and np.all(abs(actual - fit) <= atol + rtol * abs(fit)) else None
+
+
+def _explain_unnamed(out, x, weights, what, atol, rtol):
+    """Raise what a wrong output that no candidate names still shows, if anything: the layers' biases left
+    out (x @ W.weight.T), or the divisor of a wrong scale, fitted."""
+    unbiased = {name: (weight, None) for name, (weight, _) in weights.items()}
+    if any(bias is not None for _, bias in weights.values()) and toolkit.close(
+            out, toolkit.attention(np.asarray(x, dtype=np.float64), unbiased, mask="none"), atol, rtol):
+        raise CaseFailure(f"{what}: the layers' biases are left out (x @ W.weight.T has none); call the layers, "
+                          "self.W_query(x), which add them when qkv_bias=True")
+    c = _fitted_scale(out, x, weights, atol, rtol)
+    if c is not None:
+        d_k = np.shape(weights["W_key"][0])[0]
+        raise CaseFailure(f"{what}: the scores are divided by {c:.3g}, not by sqrt(d_k) = {np.sqrt(d_k):.3g}, the "
+                          f"square root of the keys' width (keys.shape[-1] = {d_k})")
+
+
+def _expect_output(impl, out, want, what, x, weights, atol=1e-5, rtol=1e-4):
+    """expect_close with the ladder of `mistakes`, and where it cannot name the cause, a scale fitted."""
+    try:
+        checks.expect_close(out, want, what, atol=atol, rtol=rtol,
+                            symptoms=confirmed(impl, mistakes(x, weights), np.ndim(x)))
+    except CaseFailure as failure:
+        if checks.UNNAMED in str(failure):
+            _explain_unnamed(out, x, weights, what, atol, rtol)
+        raise
 
 
 def _scaled_scores_and_values(x, weights):
@@ -186,8 +236,22 @@ def _notes_symptoms(example):
     return mistakes(JOURNEY, self_attention_layers(example.key))
 
 
+def confirmed(impl, ladder, ndim=2):
+    """`ladder`, each mistake confirmed on a probe where no two of the ladder's divisors coincide (3 tokens,
+    d_in 7, d_out 5, in a batch of 10 where the input of the ladder has ndim 3, since an axis named by number
+    means another one there): a scale that only happens to equal 1 or sqrt(d_in) on small layers
+    (sqrt(d_k) // 1, sqrt(d_k + 1)), or values from W_key that a single token cannot tell from keys and values
+    swapped, is no such mistake, and is left to the next rung."""
+    r = rng(1509)
+    weights, x = _random_weights(r, 7, 5, False), r.normal(size=(10, 3, 7)[3 - ndim:]).astype(np.float32)
+    return cases.confirmed(ladder, lambda: _self_attention(impl, 7, 5, False, weights)(toolkit.tensor(x)),
+                           lambda: mistakes(x, weights))
+
+
 # a worked example that raises is explained by the same code on the first stored record (one sequence)
-test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms,
+test_notes = notes_cases(STEP, weight=2, symptoms=_notes_symptoms, confirmed=confirmed,
+                         unnamed=lambda actual, example, what: _explain_unnamed(
+                             actual, JOURNEY, self_attention_layers(example.key), what, example.atol, 0),
                          probe=lambda impl: apply(impl, next(iter(stored.load(STEP)))))
 
 
@@ -197,9 +261,8 @@ def _check_stored_records(impl, batched):
         if (record["x"].ndim == 3) != batched:
             continue
         want = stored.expected_outputs(record)[0]
-        checks.expect_close(apply(impl, record), want, f"SelfAttention's output on {record['label']}",
-                            atol=float(record.get("atol", 1e-5)), rtol=1e-4,
-                            symptoms=mistakes(record["x"], _weights(record)))
+        _expect_output(impl, apply(impl, record), want, f"SelfAttention's output on {record['label']}",
+                       record["x"], _weights(record), atol=float(record.get("atol", 1e-5)))
 
 
 def _random_weights(r, d_in, d_out, qkv_bias):
@@ -248,7 +311,7 @@ def test_matches_torch_sdpa(impl):
         out = forward(impl, module, x, label, d_in, d_out)
         q, k, v = (_linear(x, weights[name]) for name in PROJECTIONS)
         want = torch.nn.functional.scaled_dot_product_attention(q, k, v)
-        checks.expect_close(out, want.numpy(), f"the output on {label}", symptoms=mistakes(x.numpy(), weights))
+        _expect_output(impl, out, want.numpy(), f"the output on {label}", x.numpy(), weights)
 
 
 @case(STEP, "property", weight=0.5)
@@ -278,7 +341,8 @@ def test_shapes_and_batches(impl):
         if not toolkit.close(out[i], alone):
             # an item that differs from itself alone is named by the batch's output, where the
             # known mistakes that only a batch shows (a softmax over dim 0 or 1) have a model
-            found = checks.named_mistake(checks.to_array(out, "the output"), mistakes(x.numpy(), weights))
+            found = checks.named_mistake(checks.to_array(out, "the output"),
+                                         confirmed(impl, mistakes(x.numpy(), weights), x.ndim))
             if found is not None:
                 raise CaseFailure(f"item {i} of the batch's output differs from item {i} alone: {found}")
         checks.expect_close(out[i], alone.numpy(), f"item {i} of the batch's output compared with item {i} alone",
@@ -289,11 +353,17 @@ def test_shapes_and_batches(impl):
 def test_permutation_equivariant(impl):
     """reordering the tokens reorders the output the same way"""
     r = rng(1505)
-    module = _self_attention(impl, 4, 2, False, _random_weights(r, 4, 2, False))
+    weights = _random_weights(r, 4, 2, False)
+    module = _self_attention(impl, 4, 2, False, weights)
     x = toolkit.tensor(r.normal(size=(6, 4)))
     order = torch.tensor([2, 5, 0, 3, 1, 4])
     out = forward(impl, module, x, "6 tokens", 4, 2)
     out_perm = forward(impl, module, x[order], "6 reordered tokens", 4, 2)
+    if not toolkit.close(out_perm, out[order]):  # the rule fails: a known mistake (a causal mask) may say why
+        found = checks.named_mistake(checks.to_array(out, "the output"),
+                                     confirmed(impl, mistakes(x.numpy(), weights), x.ndim))
+        if found is not None:
+            raise CaseFailure(f"the output for reordered tokens is not the output reordered: {found}")
     checks.expect_close(out_perm, out[order].numpy(), "the output for reordered tokens", relation=False)
 
 
@@ -305,9 +375,8 @@ def test_edge_cases(impl):
     module = _self_attention(impl, 3, 4, True, weights)
     token = toolkit.tensor(r.normal(size=(1, 3)))
     out = forward(impl, module, token, "a single token", 3, 4)
-    checks.expect_close(out, _linear(token, weights["W_value"]).numpy(),
-                        "the output for a single token (it attends only to itself: its value)",
-                        symptoms=mistakes(token.numpy(), weights))
+    _expect_output(impl, out, _linear(token, weights["W_value"]).numpy(),
+                   "the output for a single token (it attends only to itself: its value)", token.numpy(), weights)
     big = forward(impl, module, 300 * toolkit.tensor(r.normal(size=(5, 3))), "inputs scaled by 300", 3, 4)
     checks.expect_finite(checks.to_array(big, "the output"), "the output for inputs scaled by 300")
 

@@ -6,6 +6,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit.model import truncation_mistakes
 
 STEP = "attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
@@ -63,7 +64,9 @@ def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     X = record["X"]
-    return [(lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
+    truncated = truncation_mistakes(X @ np.swapaxes(X, -1, -2), np.trunc(X) @ np.swapaxes(np.trunc(X), -1, -2),
+                                    "the tokens", "scores", divides=False)
+    return [*truncated, (lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
             (lambda: X @ X.T, X_T_ON_A_BATCH),
             (lambda: _softmax_rows(X @ np.swapaxes(X, -1, -2)),
              "applies the softmax: this step returns the raw scores, and attention_weights normalises them"),

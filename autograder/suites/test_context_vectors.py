@@ -57,11 +57,17 @@ def _call(impl, weights, values, label):
                           f"square: it {symptom}") from None
 
 
+ELEMENTWISE = ("multiplies entry by entry (*); each context vector is a weighted sum of the value rows, a matrix "
+               "product (@)")
+
+
 def _square_only(w, v):
     """The mistakes that only run when n_k == d."""
-    return [(w * v, "multiplies entry by entry (*); each context vector is a weighted sum of the value rows, "
-                    "a matrix product (@)"),
-            (v @ w, "computes values @ weights: the weights come first, one row per query")]
+    return [(w * v, ELEMENTWISE), (np.sum(w * v, axis=0), ELEMENTWISE),
+            (v @ w, "computes values @ weights: the weights come first, one row per query"),
+            (w @ v.T, "pairs each row of the weights with each row of the values (np.inner, or the values "
+                      "transposed): row i of the weights holds query i's weight of every key, and the values "
+                      "hold one row per key, so the sum over the keys meets the weights' columns")]
 
 
 def stored_symptoms(record, k):

@@ -6,6 +6,7 @@ import torch
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import causal_blocked as _causal
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
@@ -24,10 +25,6 @@ def _not_log_weights(weights, what):
 
 
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k), examine=_not_log_weights)
-
-
-def _causal(n):
-    return np.triu(np.ones((n, n), dtype=bool), 1)
 
 
 def _random_mask(r, shape):

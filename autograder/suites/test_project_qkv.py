@@ -20,6 +20,8 @@ def stored_symptoms(record, k):
     found = [(lambda: X @ Ws[k].T,
               f"{ROLES[k]} uses the transposed weights (W·x per token, or X @ {WEIGHTS[k]}.T): "
               f"tokens are rows, so {ROLES[k]} = X @ {WEIGHTS[k]}")]
+    found.append((lambda: X, f"{ROLES[k]} is X itself, not projected: {ROLES[k]} = X @ {WEIGHTS[k]}, as the other "
+                             "two are projected by theirs"))
     found.append((lambda: X * Ws[k], f"multiplies X and {WEIGHTS[k]} entry by entry (*): a projection is a "
                                      "matrix product (@)"))
     for j, W in enumerate(Ws):
@@ -132,6 +134,9 @@ def _checked_call(impl, record):
         want = (*X.shape[:-1], W.shape[-1])
         got = tuple(checks.to_array(value, ROLES[k]).shape)
         transposed = (*X.shape[:-2], W.shape[-1], X.shape[-2])
+        if got != want and got == X.shape and np.array_equal(checks.to_array(value, ROLES[k]), X):
+            raise CaseFailure(f"{ROLES[k]} is X itself, not projected: {ROLES[k]} = X @ {WEIGHTS[k]}, as the other "
+                              f"two are projected by theirs ({label})")
         if got != want and got == transposed:
             raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: one column per token, that "
                               f"is {ROLES[k]}ᵀ (W·x per token); tokens are rows, so "

@@ -5,20 +5,16 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
-from autograder.suites.toolkit.model import hand_written_softmax_mistakes
+from autograder.suites.toolkit import cases, checks, model
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
+_softmax, _unnormalised, _causal = model.softmax, model.exponentials, cases.causal_blocked
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
 MASK_TRANSPOSED = ("the mask is read transposed (mask.T): it already has the weights' layout, mask[i, j] True "
                    "blocks key j for query i, one row per query")
-
-
-def _causal(n):
-    return np.triu(np.ones((n, n), dtype=bool), k=1)
 
 
 def _mixed_mask(r, n_q, n_k):
@@ -41,8 +37,7 @@ def stored_inputs():
             rec["mask"] = mask
         return rec
 
-    padding = np.zeros((1, 6), dtype=bool)
-    padding[0, 4:] = True
+    padding = np.arange(6)[None, :] >= 4  # (1, 6): the last two keys are padding
     some_rows = np.zeros((5, 5), dtype=bool)
     some_rows[1, [0, 3]] = True
     some_rows[3, 4] = True
@@ -71,18 +66,6 @@ def apply(impl, record):
                                              None if mask is None else mask.copy())
 
 
-def _softmax(s, axis=-1, shift_axis=None):
-    """The softmax along `axis`; `shift_axis` (the axis each maximum is taken along) is `axis` unless given."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(s - np.max(s, axis=axis if shift_axis is None else shift_axis, keepdims=True))
-        return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def _unnormalised(s):
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.exp(s - np.max(s, axis=-1, keepdims=True))
-
-
 def _raw(Q, K):
     return Q @ np.swapaxes(K, -1, -2)
 
@@ -96,10 +79,9 @@ def _works(impl, Q, K, V, mask):
 
 
 def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
-    """Whether the weights are nan in every row with both open and blocked keys, as mask * -inf
-    makes them (0 * -inf = nan); an inverted mask leaves those rows finite. Confirmed on a mask that
-    blocks one key per query and no key for every query (a padding mask blocks a whole column, which
-    gives nan to a shift by each column's maximum too)."""
+    """Whether the weights are nan in every row with both open and blocked keys, as mask * -inf makes them
+    (0 * -inf = nan); an inverted mask leaves those rows finite. Confirmed on a mask that blocks one key per
+    query and no key for every query (a padding mask's column gives nan to a column-wise shift too)."""
     mixed = full_mask.any(axis=-1) & ~full_mask.all(axis=-1)
     n_q, n_k = full_mask.shape[-2:]
     if (mixed.any() and not nan_rows[mixed].all()) or n_q < 2 or n_k < 2:
@@ -114,16 +96,15 @@ def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
     return weights.shape == full_mask.shape and bool(np.isnan(weights).any(axis=-1).all())
 
 
-def _reads_mask_transposed(impl):
-    """Whether a causal mask blocks as its transpose (the keys below the diagonal) would, on square inputs."""
+def _square_weights_named(impl, mask, ladder):
+    """Whether the weights on 4 queries and keys (d_k 3) with `mask` match a mistake of `ladder(scores)`."""
     r = rng(1310)
-    Q, K, V, mask = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), _causal(4)
+    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
     try:
-        weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask.copy())[1], "the weights")
-    except Exception:  # noqa: BLE001 - only asks how a mask is read
+        weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask)[1], "the weights")
+    except Exception:  # noqa: BLE001 - only asks what square inputs give
         return False
-    return checks.named_mistake(weights, [(_softmax(np.where(mask.T, -np.inf, _raw(Q, K) / np.sqrt(3))),
-                                           MASK_TRANSPOSED)]) is not None
+    return checks.named_mistake(weights, ladder(_raw(Q, K) / np.sqrt(3))) is not None
 
 
 def _call(impl, Q, K, V, mask, label):
@@ -141,13 +122,23 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but not with the mask spelled out to the weights' full shape: the "
                               f"mask of shape {checks.fmt_shape(np.shape(mask))} must broadcast; {FILL_HINT}"
                               ) from None
-        if mask is not None and _works(impl, Q, K, V, None) and _reads_mask_transposed(impl):
+        if mask is not None and _works(impl, Q, K, V, None) and _square_weights_named(  # a causal mask read as .T
+                impl, _causal(4), lambda s: [(_softmax(np.where(_causal(4).T, -np.inf, s)), MASK_TRANSPOSED)]):
             raise CaseFailure(f"{detail}, but not without the mask: {MASK_TRANSPOSED}") from None
-        if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None):
+        if mask is not None and "truth value of an array" in str(error):
+            raise CaseFailure(f"{detail}: does it ask for the truth of `mask` (if mask:)? An array of several "
+                              "values has none; test `mask is not None`") from None
+        if _square_weights_named(impl, None, model.without_keepdims_mistakes):
+            raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None
+        if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
+                                                 np.zeros((*K.shape[:-1], K.shape[-2]), dtype=bool)):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
                               "weights are (n_q, n_k), from Q Kᵀ, and the context is weights @ V") from None
         first = (0,) * (Q.ndim - 2)
-        if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None):
+        if Q.ndim > 2 and "einstein sum" in str(error):  # an einsum for one matrix, not K.T
+            explain_batch_error(STEP, error, label,
+                                lambda: impl.scaled_dot_product_attention(Q[first], K[first], V[first], None))
+        if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None if mask is None else full_mask[first]):
             raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
                               "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
                               "axis") from None
@@ -213,7 +204,8 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(scaled, mask, -np.inf), -1, -2),
          "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
          "leaves its softmax unchanged, so subtract each row's maximum"),
-        *hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
+        *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
+        *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
     ]
     if mask is not None:
         variants += [
@@ -245,9 +237,16 @@ def mistakes(Q, K, V, mask, k):
     return found
 
 
+def _confirmed(impl, ladder):
+    """`ladder`, its scale's diagnoses (each names d_k) confirmed where no two divisors coincide (cases.confirmed)."""
+    r = rng(1312)
+    Q, K, V = r.normal(size=(3, 7)), r.normal(size=(5, 7)), r.normal(size=(5, 2))
+    return cases.confirmed(ladder, lambda: impl.scaled_dot_product_attention(Q, K, V, None)[1],
+                           lambda: mistakes(Q, K, V, None, 1), only=lambda symptom: "d_k" in symptom)
+
+
 def stored_symptoms(record, k):
-    """The known mistakes for output k on the inputs of `record`: the ladder of the stored outputs
-    and of the notes' worked examples."""
+    """The known mistakes for output k on the inputs of `record`: the stored outputs' and notes' ladder."""
     return mistakes(record["Q"], record["K"], record["V"], record.get("mask"), k)
 
 
@@ -261,7 +260,7 @@ def _model(record):
 
 # The notes' examples have no mask, so a masking mistake passes them: they weigh little, and the
 # stored outputs (masks included) carry the step, so no mask keeps at most a third of it.
-test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model)
+test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model, confirmed=_confirmed)
 
 
 def _broadcast(record):
@@ -272,7 +271,8 @@ def _broadcast(record):
 
 def _check_stored_records(impl, broadcast):
     check_stored(impl, STEP, _checked_apply, "scaled_dot_product_attention(Q, K, V, mask)",
-                 symptoms=stored_symptoms, where=lambda record: _broadcast(record) == broadcast)
+                 symptoms=lambda record, k: _confirmed(impl, stored_symptoms(record, k)),
+                 where=lambda record: _broadcast(record) == broadcast)
 
 
 # A mask of the weights' full shape and one that must broadcast (over a batch, or a (1, n_k) padding
@@ -302,10 +302,11 @@ def _check_against_torch(impl, r, settings):
         allowed = None if mask is None else torch.from_numpy(~mask)
         eye = torch.eye(n_k, dtype=torch.float64).expand(*q_lead[:-1], n_k, n_k)
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        checks.expect_close(context, sdpa(q, k, v, attn_mask=allowed).numpy(), f"the context of {label}",
-                            symptoms=mistakes(Q, K, V, mask, 0))
+        # the weights first: a wrong scale no diagnosis names still shows in them (a softmax of scaled scores)
         checks.expect_close(weights, sdpa(q, k, eye, attn_mask=allowed).numpy(), f"the weights of {label}",
-                            symptoms=mistakes(Q, K, V, mask, 1))
+                            symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 1)))
+        checks.expect_close(context, sdpa(q, k, v, attn_mask=allowed).numpy(), f"the context of {label}",
+                            symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 0)))
 
 
 @case(STEP, "oracle")
@@ -440,6 +441,7 @@ def test_large_scores_stay_finite(impl):
 def test_inputs_unchanged(impl):
     """leaves Q, K, V and the mask unchanged"""
     r = rng(1308)
-    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
-    mask = _causal(4)
+    Q, K, V, mask = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), _causal(4)
+    if not _works(impl, Q, K, V, mask):  # a mistake that raises is named first
+        _call(impl, Q, K, V, mask, "4 tokens with a causal mask")
     checks.expect_inputs_unchanged(impl, "scaled_dot_product_attention", [Q, K, V, mask], ["Q", "K", "V", "mask"])

@@ -7,7 +7,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
-from autograder.suites.toolkit.model import hand_written_softmax_mistakes
+from autograder.suites.toolkit.model import hand_written_softmax_mistakes, without_keepdims_mistakes
 
 STEP = "softmax"
 # The notes' examples are single rows, where no axis can be wrong: they weigh little, and the
@@ -48,10 +48,6 @@ def apply(impl, record):
     return _call(impl, record["x"], int(record["axis"]), record["label"])
 
 
-NO_KEEPDIMS = ("takes the maximum or the sum along the axis without keepdims=True, so it no longer lines up "
-               "with x: on a square matrix row j's value lands on column j, and other shapes do not fit")
-
-
 def _call(impl, x, axis, label):
     """softmax(x, axis=axis), or softmax(x) for axis None; a mistake that raises on x but runs on a
     square matrix is named by what it gives there."""
@@ -65,11 +61,7 @@ def _call(impl, x, axis, label):
             out = checks.to_array(impl.softmax(square, axis=-1), "softmax")
         except (RemoteError, CaseFailure):
             raise error from None
-        e = np.exp(square - square.max(axis=-1, keepdims=True))
-        loose = np.exp(square - square.max(axis=-1))
-        no_keepdims = [(e / e.sum(axis=-1), NO_KEEPDIMS), (loose / loose.sum(axis=-1, keepdims=True), NO_KEEPDIMS),
-                       (loose / loose.sum(axis=-1), NO_KEEPDIMS)]
-        symptom = checks.named_mistake(out, no_keepdims)
+        symptom = checks.named_mistake(out, without_keepdims_mistakes(square))
         if symptom is None:
             raise
         raise CaseFailure(f"softmax raised {error.type_name} on {label}, but runs on a square matrix: it "
@@ -98,8 +90,11 @@ def _mistakes(x, axis):
             (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
              "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
              "entry the most"),
-            (lambda: _shifted_then_normalised(x, axis, -1),
-             "subtracts the maximum along `axis` but sums along the last axis: both must run along `axis`"),
+            # the maximum and the sum along different axes, either way round
+            *[(lambda shift=shift, total=total: _shifted_then_normalised(x, shift, total),
+               f"subtracts the maximum along {shift_name} but sums along {total_name}: both must run along `axis`")
+              for shift, total, shift_name, total_name in ((axis, -1, "`axis`", "the last axis"),
+                                                           (-1, axis, "the last axis", "`axis`"))],
             (lambda: _exp_normalise(x - x.max(), axis),
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),

@@ -7,7 +7,9 @@
   mistake a wrong value's relation to the right one shows (a constant factor, rows scaled each
   by its own, the right numbers in the wrong places) when the step's ladder names none.
 - `cases`: case builders: the notes' worked examples (`notes_cases`) and the stored reference
-  outputs (`check_stored`), and `rng`.
+  outputs (`check_stored`), a ladder whose diagnoses must hold on a probe too (`confirmed`: a scale
+  that only coincides with a known divisor on small inputs is not named as it), `causal_blocked`
+  and `rng`.
 - `modules`: building a student's module through its handle: `construct` calls
   `impl.ClassName(*args)` and checks that a module came back; `load_linear` copies known weights
   into the `nn.Linear` at an attribute path by name, so the order in which a submission creates
@@ -15,7 +17,8 @@
   switches to eval mode. Random weights and inputs.
 - `model`: a NumPy model (`softmax`, `attention`, `heads_side_by_side`) of (multi-head, causal)
   attention in float64, whose keyword switches each reproduce one known mistake, so a wrong
-  output can be named by its symptom (`symptoms`).
+  output can be named by its symptom (`symptoms`); and the mistakes several steps share in their own
+  arithmetic: a hand-written softmax's, one without keepdims, a result cut to whole numbers.
 - `multihead`: what the two multi-head layers' suites (`MultiHeadAttention`, `CrossAttention`)
   share: their layers' names, records and probes, and the mistakes of their heads.
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy

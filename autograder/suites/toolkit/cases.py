@@ -90,7 +90,8 @@ def replayed_symptoms(member, step, ladder, correct=None):
             for candidate, message in found]
 
 
-def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None, probe=None):
+def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None, probe=None,
+                confirmed=None, unnamed=None):
     """One case per worked example of `step` in the notes, named test_notes_<key>.
 
     A suite binds the result to `test_notes`, so its notes cases sit where the reader sees them.
@@ -101,6 +102,10 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
     `examine(actual, what)` may name a mistake no ladder can match (a value of the wrong kind) first.
     `probe(impl)`, for an example whose call raises: the step run on the suite's own inputs through
     the suite's naming wrapper, whose CaseFailure (a mistake that raises, named) explains the raise.
+    `confirmed(impl, ladder)`, for a ladder whose candidates can coincide on the example's small inputs
+    (a divisor that happens to equal another), keeps each candidate only where the same code shows the
+    same mistake on the suite's own inputs. `unnamed(actual, member, what)`, where the ladder cannot name
+    the cause, may still raise a CaseFailure that names one from the value itself (a wrong scale fitted).
     """
     members = {example.key: (example, f"notes' worked example: {example.where} ({example.source})")
                for example in notes.examples_of(step)}
@@ -122,8 +127,15 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
             examine(actual, f"the notes' example \"{member.where}\"")
         ladder = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
                   if replayed else ())
-        checks.expect_close(actual, notes.expected(member), f"the notes' example \"{member.where}\"",
-                            atol=member.atol, rtol=0, symptoms=ladder)
+        if confirmed is not None:
+            ladder = confirmed(impl, ladder)
+        what = f"the notes' example \"{member.where}\""
+        try:
+            checks.expect_close(actual, notes.expected(member), what, atol=member.atol, rtol=0, symptoms=ladder)
+        except CaseFailure as failure:
+            if unnamed is not None and checks.UNNAMED in str(failure):
+                unnamed(actual, member, what)
+            raise
 
     return test_notes
 
@@ -139,6 +151,37 @@ def _probed(probe, impl):
     except RemoteError:
         return None
     return None
+
+
+def confirmed(ladder, output_on_probe, ladder_on_probe, only=None):
+    """`ladder` [(candidate, symptom)] with each candidate kept only where the same code makes the same
+    mistake on a probe: inputs where no two candidates coincide, as a scale of 1, sqrt(n) or sqrt(d_in) can
+    with sqrt(d_k) // 1 or sqrt(d_k + 1) on small inputs. `output_on_probe()` is the code's output there
+    (computed once, when a candidate is first tried; one that raises confirms nothing), and
+    `ladder_on_probe()` the ladder on the probe's inputs. An unconfirmed candidate raises, which
+    `checks.named_mistake` takes as "does not apply", so the last rung describes the value. `only(symptom)`
+    picks the symptoms to confirm (a diagnosis worded for the inputs at hand, such as one that holds where two
+    mistakes agree, has no twin on the probe); the others are kept as they are."""
+    probe = {}
+
+    def holds(symptom):
+        if not probe:
+            try:
+                probe["output"] = checks.to_array(output_on_probe(), "the output on the probe")
+            except Exception:  # noqa: BLE001 - code that fails on the probe confirms nothing
+                probe["output"] = None
+            probe["ladder"] = [] if probe["output"] is None else ladder_on_probe()
+        # a symptom may have several candidates (an epsilon of each size): any one confirms it
+        return checks.named_mistake(probe["output"], [(c, s) for c, s in probe["ladder"] if s == symptom]) is not None
+
+    def kept(candidate, symptom):
+        if not holds(symptom):
+            raise LookupError(symptom)
+        return _value(candidate)
+
+    return [(candidate if only is not None and not only(symptom) else
+             (lambda candidate=candidate, symptom=symptom: kept(candidate, symptom)), symptom)
+            for candidate, symptom in ladder]
 
 
 def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None, where=None):
@@ -179,6 +222,11 @@ def explain_batch_error(what, error, label, first_item):
                       "matrix (.T, which reverses every axis of a batch; an einsum, np.dot or loop for 2-d input) "
                       "does not fit a batch; leave the leading axes alone and work on the last two (@ broadcasts "
                       "over them, np.swapaxes(a, -1, -2), '...' in einsum)") from None
+
+
+def causal_blocked(n):
+    """The causal mask of n tokens: True above the diagonal, where key j > query i is blocked."""
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
 
 
 def rng(seed):

@@ -20,10 +20,34 @@ NAN_HINT = ("nan appears when a token has every key blocked (does the mask block
 
 # --- a NumPy model of attention, with known mistakes as switches ----------------------------
 
-def softmax(s, axis=-1):
+def softmax(s, axis=-1, shift_axis=None):
+    """The softmax along `axis`; `shift_axis` (the axis each maximum is taken along) is `axis` unless given."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        e = np.exp(s - s.max(axis=axis if shift_axis is None else shift_axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
+
+
+def exponentials(s):
+    """The shifted exponentials of a softmax over the last axis, never divided by their sum."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.exp(s - s.max(axis=-1, keepdims=True))
+
+
+NO_KEEPDIMS = ("takes the maximum or the sum along the axis without keepdims=True, so it no longer lines up "
+               "with the array it normalises: on a square matrix row j's value lands on column j, and other "
+               "shapes do not fit")
+
+
+def without_keepdims_mistakes(s):
+    """(candidate, symptom) of a softmax over the last axis of scores s whose maximum, sum or both were taken
+    without keepdims=True, as such code computes it: each broadcasts along the last axis, so on square
+    scores row j's maximum or sum meets column j (other shapes raise)."""
+    def loose(which):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            e = np.exp(s - (s.max(axis=-1) if which != "sum" else s.max(axis=-1, keepdims=True)))
+            return e / (e.sum(axis=-1) if which != "max" else e.sum(axis=-1, keepdims=True))
+
+    return [(lambda which=which: loose(which), NO_KEEPDIMS) for which in ("sum", "max", "both")]
 
 
 BASE_TWO = ("exponentiates in base 2 (np.exp2, 2 ** x): softmax raises e to each score (np.exp); another base "
@@ -62,6 +86,25 @@ def hand_written_softmax_mistakes(s, axis=-1):
         found += [(lambda eps=eps: shifted() / (shifted().sum(axis=axis, keepdims=True) + eps), EPSILON_IN_SUM),
                   (lambda eps=eps: shifted() / (shifted() + eps).sum(axis=axis, keepdims=True), EPSILON_IN_SUM)]
     return found
+
+
+def truncation_mistakes(exact, from_integer_inputs, inputs, name, divides):
+    """(candidate, symptom) of a result cut to whole numbers: computed from its `inputs` converted to
+    integers (`from_integer_inputs`), or `exact` converted (astype(int)), or, where the step `divides`,
+    floor-divided (//). Where the two cuts agree (no negative entry), one symptom names both. All zeros is
+    no evidence (small entries, or an array never filled): the last rung describes it."""
+    cut, floored = np.trunc(exact), np.floor(exact)
+    found = [(from_integer_inputs, f"{inputs} to integers first (an int dtype)")]
+    if not divides:
+        found.append((cut, f"the {name} to integers (astype(int), int())"))
+    elif np.array_equal(cut, floored):
+        found.append((cut, f"the {name} to whole numbers (astype(int), int(), or floor division //; keep "
+                           "floats, divide with /)"))
+    else:
+        found += [(cut, f"the {name} to integers (astype(int), int())"),
+                  (floored, f"the {name} to whole numbers with floor division (//; divide with /)")]
+    return [(lambda value=value: value, f"converts {what}, which drops the fractional part")
+            for value, what in found if value.any()]
 
 
 # The heads' outputs scaled by the number of heads (`heads_factor`), as the switch names it.
