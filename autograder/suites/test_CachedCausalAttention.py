@@ -7,7 +7,8 @@ on a whole sequence and with an explicit mask (its True = attend) for new tokens
 prefix. Properties (eval mode): generation one token (or several) at a time equals causal attention
 (the layer's own full forward); the cache grows by exactly the new tokens; seed 003's claim that the
 last token's causal output is plain self-attention, through the cache; the cache refusing to grow past
-context_length (ValueError); the attributes of `CausalAttention`. The reference `KVCache` stands in
+context_length (ValueError); the attributes of `CausalAttention`; in train mode, dropout on the
+attention weights (`toolkit.check_dropout`'s probe, as CausalAttention's). The reference `KVCache` stands in
 for the student's (`depends_on`), so a wrong cache costs points at its own step only. Weights are
 copied in by attribute name (`toolkit.loaded_module`). A NumPy model of cached attention, with
 attention's own mistakes made on each chunk, names the known mistakes (a mask that ignores the
@@ -357,6 +358,25 @@ def test_dropout_off_in_eval_mode(impl):
     if not toolkit.close(plain, dropped):
         raise CaseFailure("CachedCausalAttention in eval mode with a cache gives other outputs with dropout=0.5 "
                           "than with dropout=0.0: use self.dropout (nn.Dropout), which is off in eval mode")
+
+
+def _dropout_probe_linears(num_tokens):
+    """`toolkit.check_dropout`'s probe, as CausalAttention's: W_value = [I; 2I], so on x = eye(T) each output
+    row is [w, 2 w] with w that token's (dropped) attention weights."""
+    linears = toolkit.random_projections(rng(1543), num_tokens, 2 * num_tokens, False)
+    eye = np.eye(num_tokens, dtype=np.float32)
+    linears["W_value"] = (np.vstack([eye, 2 * eye]), None)
+    return linears
+
+
+# Eval mode hides where dropout acts (it is off there), so dropout on the values instead of the
+# weights passes every other case: train mode, seeded, shows it.
+@case(STEP, "property", weight=0.5)
+def test_dropout_on_attention_weights(impl):
+    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
+    linears = _dropout_probe_linears(6)
+    toolkit.check_dropout("CachedCausalAttention", lambda p: _module(impl, 6, 12, 6, linears, p), 6, 1,
+                          expected=toolkit.attention(np.eye(6)[None], linears))
 
 
 @case(STEP, "property", weight=0.5)
