@@ -35,7 +35,9 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)); normalise False: no final division; shift "old":
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)); normalise False: no final division,
+    "loop": the running output divided by the running sum after each block, "loop-block": each block's values
+    divided by the running sum as they are added (neither divides at the end); shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped; sum_axis 0: the block's weights
     summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own.
@@ -63,12 +65,14 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
             shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
             p = np.exp(scores - (new_max if shift == "new" else row_max))
             row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
+            added = p @ V[..., start:stop, :] / (row_sum if normalise == "loop-block" else 1.0)
             if rescale == "late":
-                acc = (acc + p @ V[..., start:stop, :]) * shrink
+                acc = (acc + added) * shrink
             else:
-                acc = (acc if rescale in ("sum", "none") else acc * shrink) + p @ V[..., start:stop, :]
+                acc = (acc if rescale in ("sum", "none") else acc * shrink) + added
+            acc = acc / row_sum if normalise == "loop" else acc
             row_max = new_max if keep_max else row_max
-        return acc / row_sum if normalise else acc
+        return acc / row_sum if normalise is True else acc
 
 
 RESCALE = ("the running sum is not rescaled when the row maximum grows: before adding a block, multiply it "
@@ -79,6 +83,10 @@ FIRST_BLOCK_NAN = ("every output is nan: in the first block the old maximum is -
                    "exp(new_max - old_max) is inf (inf * 0 and inf / inf are nan): shift each block's scores by "
                    "the new maximum, and rescale what was summed before by exp(old_max - new_max), a factor of at "
                    "most 1 that shrinks it")
+DIVIDED_IN_LOOP = ("the running output is divided by the running sum inside the loop, block by block: that sum "
+                   "still grows with the later blocks, so what an early block added is divided by too small a sum, "
+                   "or divided again; keep the running output unnormalised and divide by the running sum once, "
+                   "after the last block")
 MISTAKES = [
     (dict(rescale="none"), RESCALE),
     (dict(rescale="acc"), RESCALE),
@@ -87,6 +95,8 @@ MISTAKES = [
     (dict(scale="none"), "the scores are not scaled: divide Q Kᵀ by sqrt(d_k)"),
     (dict(scale="linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
     (dict(normalise=False), "the output is not divided by the running sum at the end"),
+    (dict(normalise="loop"), DIVIDED_IN_LOOP),
+    (dict(normalise="loop-block"), DIVIDED_IN_LOOP),
     (dict(scale="d_v"), "the scores are divided by the square root of the values' width, d_v: the scale is "
                         "sqrt(d_k), the width of the queries and keys"),
     (dict(rescale="inverted"), FIRST_BLOCK_NAN),
