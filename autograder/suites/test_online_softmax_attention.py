@@ -16,8 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.errors import CaseFailure
-from autograder.harness import case
+from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import SHAPE_MISMATCH, case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 
@@ -152,7 +152,11 @@ def _recorded_symptoms(record, k):
     return _symptoms(record["Q"], record["K"], record["V"], int(record["block_size"]), bool(record["causal"]))
 
 
-test_notes = notes_cases(STEP, replayed=_recorded_symptoms)
+# A worked example that raised is explained by a call on the suite's own inputs: a batch, with values narrower
+# than the keys, so that each of `_simpler_inputs` can show its mistake.
+_PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
+test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
+                         probe=lambda impl: _call(impl, *_PROBE, 2, False, _label((2, 5, 4), (2, 5, 4), 2, False)))
 
 
 def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
@@ -175,8 +179,69 @@ def _name_known(out, what, Q, K, V, block_size, causal, positions=None):
         raise CaseFailure(f"{what}: the output fits more than one known mistake: " + "; or ".join(fits))
 
 
+# --- a call whose shapes do not fit, run again on simpler inputs ------------------------------
+
+def _one_sequence(Q, K, V):
+    return tuple(np.asarray(a)[(0,) * (np.ndim(a) - 2)] for a in (Q, K, V))  # the first sequence, 2-D
+
+
+def _simpler_inputs(Q, K, V):
+    """(inputs, failure): each simpler input on which a known shape mistake fits, and failure(what went wrong)
+    naming it. A batch of sequences cut to one; values made as wide as the keys; one sequence cut to its first
+    query."""
+    if np.ndim(Q) > 2:
+        yield _one_sequence(Q, K, V), lambda said: CaseFailure(
+            f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): the blocks are cut "
+            "along the tokens, the second-to-last axis, and only the keys' last two axes are swapped (K[start:stop] "
+            "cuts the first axis, the batch, and .T reverses every axis of a batch)")
+    d_k, d_v = np.shape(K)[-1], np.shape(V)[-1]
+    if d_v != d_k:
+        wide = rng(1519).normal(size=np.shape(V)[:-1] + (d_k,)).astype(np.asarray(V).dtype)
+        yield (Q, K, wide), lambda said: CaseFailure(
+            f"{said}: it works only when the values are as wide as the queries and keys (d_v == d_k): the "
+            "running output, like the answer, holds a row of the values' width d_v per query, (..., n_q, d_v)")
+    one_q, one_k, one_v = _one_sequence(Q, K, V)
+    if one_q.shape[0] > 1:
+        yield (one_q[:1], one_k, one_v), lambda said: CaseFailure(
+            f"{said}: it works for a single query but not for several: a per-query quantity (the block's maximum "
+            "or sum over the keys) lost its last axis, so an (n_q,) array meets the (n_q, 1) running ones and "
+            "broadcasts to (n_q, n_q): keep the reduced axis (keepdims=True)")
+
+
+def _explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal):
+    """A call that raised a shape mismatch or answered in the wrong shape (`went_wrong`) is run again on each
+    simpler input; the first where the answer is right names the mistake. Otherwise return."""
+    for (q, k, v), failure in _simpler_inputs(Q, K, V):
+        try:
+            out = checks.to_array(impl.online_softmax_attention(q, k, v, block_size=block_size, causal=causal), what)
+        except (RemoteError, CaseFailure):
+            continue
+        want = _model(q, k, v, block_size, causal)
+        if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
+            raise failure(f"{what} {went_wrong}") from None
+
+
+def _explain_raised(impl, error, what, Q, K, V, block_size, causal):
+    if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+        _explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal)
+
+
+def _call(impl, Q, K, V, block_size, causal, what):
+    """impl.online_softmax_attention(Q, K, V, ...) as an array; a shape mismatch it raises, or an answer of the
+    wrong shape, is explained by `_explain_shapes` where it can."""
+    try:
+        out = impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal)
+    except RemoteError as error:
+        _explain_raised(impl, error, what, Q, K, V, block_size, causal)
+        raise
+    out = checks.to_array(out, what)
+    if out.shape != np.shape(Q)[:-1] + np.shape(V)[-1:]:
+        _explain_shapes(impl, what, f"has shape {checks.fmt_shape(out.shape)}", Q, K, V, block_size, causal)
+    return out
+
+
 def _attention(impl, Q, K, V, block_size, causal, what, want):
-    out = impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal)
+    out = _call(impl, Q, K, V, block_size, causal, what)
     return _expect(out, want, what, Q, K, V, block_size, causal)
 
 
@@ -232,8 +297,9 @@ def test_stored_outputs(impl):
     for record in stored.load(STEP):
         Q, K, V = record["Q"], record["K"], record["V"]
         block_size, causal = int(record["block_size"]), bool(record["causal"])
-        _expect(apply(impl, record), record["expected_0"], f"online_softmax_attention on {record['label']}",
-                Q, K, V, block_size, causal)
+        what = f"online_softmax_attention on {record['label']}"
+        _expect(_call(impl, Q, K, V, block_size, causal, what), record["expected_0"], what, Q, K, V, block_size,
+                causal)
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
@@ -266,13 +332,11 @@ def test_same_answer_for_every_block_size(impl):
     r = rng(1513)
     for causal in (False, True):
         Q, K, V = (r.normal(size=(11, 4)).astype(np.float32) for _ in range(3))
-        one_block = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=11, causal=causal),
-                                    _label(Q.shape, K.shape, 11, causal))
+        one_block = _call(impl, Q, K, V, 11, causal, _label(Q.shape, K.shape, 11, causal))
         checks.expect_shape(one_block, (11, 4), _label(Q.shape, K.shape, 11, causal))
         for block_size in (1, 2, 4, 7):
             what = _label(Q.shape, K.shape, block_size, causal)
-            out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal),
-                                  what)
+            out = _call(impl, Q, K, V, block_size, causal, what)
             if out.shape != one_block.shape or not np.allclose(out, one_block, atol=1e-5, rtol=1e-4,
                                                                equal_nan=True):
                 _name_known(out, what, Q, K, V, block_size, causal)
@@ -290,7 +354,7 @@ def test_weights_sum_to_one(impl):
         Q, K = (r.normal(size=(10, 5)).astype(np.float32) for _ in range(2))
         V = np.ones((10, 1), dtype=np.float32)
         what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones"
-        out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal), what)
+        out = _call(impl, Q, K, V, block_size, causal, what)
         checks.expect_shape(out, (10, 1), what)
         if not np.allclose(out, 1.0, atol=1e-5, rtol=0):
             _name_known(out, what, Q, K, V, block_size, causal)
@@ -308,7 +372,7 @@ def test_causal(impl):
     r = rng(1515)
     Q, K, V = (r.normal(size=(2, 10, 4)).astype(np.float32) for _ in range(3))
     what = _label(Q.shape, K.shape, 3, True)
-    out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=3, causal=True), what)
+    out = _call(impl, Q, K, V, 3, True, what)
     checks.expect_shape(out, (2, 10, 4), what)
     if not np.isfinite(out).all():
         _name_known(out, what, Q, K, V, 3, True)
@@ -328,8 +392,12 @@ def test_inputs_unchanged(impl):
     """leaves Q, K and V unchanged"""
     r = rng(1516)
     arrays = [r.normal(size=(7, 4)).astype(np.float32) for _ in range(3)]
-    checks.expect_inputs_unchanged(impl, "online_softmax_attention", arrays, "QKV", more=(3, True),
-                                   hints=dict.fromkeys("QKV", "use out-of-place operations"))
+    try:
+        checks.expect_inputs_unchanged(impl, "online_softmax_attention", arrays, "QKV", more=(3, True),
+                                       hints=dict.fromkeys("QKV", "use out-of-place operations"))
+    except RemoteError as error:
+        _explain_raised(impl, error, _label((7, 4), (7, 4), 3, True), *arrays, 3, True)
+        raise
 
 
 LONG = 3072  # tokens: one float32 (n, n) array of scores is 36 MiB
@@ -339,7 +407,11 @@ def _check_peak(impl, causal):
     r = rng(1517 + causal)
     Q, K, V = (r.normal(size=(LONG, 32)).astype(np.float32) for _ in range(3))
     what = _label(Q.shape, K.shape, 64, causal)
-    out, peak = impl.measure_peak("online_softmax_attention", Q, K, V, 64, causal)
+    try:
+        out, peak = impl.measure_peak("online_softmax_attention", Q, K, V, 64, causal)
+    except RemoteError as error:  # explained on the first 150 tokens: a shape mistake fits there as here
+        _explain_raised(impl, error, what, Q[:150], K[:150], V[:150], 64, causal)
+        raise
     out = checks.to_array(out, what)
     checks.expect_shape(out, (LONG, 32), what)
     # Every known mistake is modelled on the rows the checks read only: a model of all 3072 queries
