@@ -27,15 +27,36 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import cached, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.modules import Layer
 
 STEP = "CachedCausalAttention"
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 
+class _WholeInputs(Layer):
+    """The layer, whose forward without a cache that refuses (ValueError) tokens context_length fits says so:
+    without a cache it must run as CausalAttention, on the whole sequence."""
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return super().__call__(*args, **kwargs)
+        except RemoteError as error:
+            num_tokens = getattr(args[0], "shape", (0, 0))[1] if args else 0
+            if isinstance(error, ValueError) and kwargs.get("cache") is None and num_tokens <= self.fits:
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised ValueError "
+                                  f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
+                                  "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
+                                  "positions 0, 1, ...; refuse only more than context_length tokens") from None
+            raise
+
+
 def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
-    return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
-                                 f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+    layer = toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
+                                  f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+    layer = _WholeInputs.of(layer, layer.what, layer.explain)
+    layer.fits = context_length
+    return layer
 
 
 toolkit.explains_one_head_keys_axes(STEP, 1542)
@@ -112,9 +133,15 @@ def _notes_symptoms(example):
     return _cache_symptoms(x, linears, [1] * 6)
 
 
-# A worked example that raises is explained by the same layer fed the suite's own tokens, a few at a time.
-test_notes = notes_cases(STEP, symptoms=_notes_symptoms,
-                         probe=lambda impl: _check_generation(impl, [2, 1, 1], 1533, True, with_full_forward=False))
+def _notes_probe(impl):
+    """A worked example that raised is explained by the same layer fed the suite's own tokens, a few at a time
+    through a cache, then all at once without one."""
+    _check_generation(impl, [2, 1, 1], 1533, True, with_full_forward=False)
+    r = rng(1544)
+    _module(impl, 3, 2, 4, toolkit.random_projections(r, 3, 2, False))(toolkit.tensor(r.normal(size=(2, 4, 3))))
+
+
+test_notes = notes_cases(STEP, symptoms=_notes_symptoms, probe=_notes_probe)
 
 
 def _sizes_text(sizes):
