@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from autograder.errors import CaseFailure
-from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, softmax
+from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
 
 # The two numbers each of PyTorch's words for a mismatch in the mask or the weights' product quotes.
 _MISMATCH = re.compile(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)")
@@ -74,7 +74,7 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
     new_keys_only: the scores are taken against the new keys alone while the values are all those held (a
     lone new token's one score spreads over every key; several new tokens after a cache do not fit). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
-    scale "tokens" (sqrt of the keys held), mask "inverted" (j <= i blocked: a keep-mask used as the
+    scale "tokens" (sqrt of the keys held) or "new_tokens" (sqrt of the call's new tokens), mask "inverted" (j <= i blocked: a keep-mask used as the
     blocked one), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
     x = np.asarray(x, dtype=np.float64)
 
@@ -90,7 +90,7 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
         keys_from = 0 if read else start
         qs, ks, vs = q[:, start:start + size], k[:, keys_from:start + size], v[:, keys_from:start + size]
         divisor = {"head": np.sqrt(made["q"].shape[-1]), "none": 1.0, "d_in": np.sqrt(x.shape[-1]),
-                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2])}[scale]
+                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2]), "new_tokens": np.sqrt(size)}[scale]
         scores = qs @ np.swapaxes(ks, -1, -2) / divisor
         if new_keys_only and start:
             if size > 1:
@@ -119,6 +119,9 @@ CACHE_MISTAKES = [
     (dict(scale="none"), NOT_SCALED),
     (dict(offset=False, scale="none"), "the scores are not scaled, and the mask ignores the cache's offset"),
     (dict(scale="d_in"), SCALED_BY_D_IN),
+    # sqrt(x.shape[1]): T without a cache, so the whole input's message; 1 for a lone new token, which no
+    # output tells from no scale at all (both are named there)
+    (dict(scale="new_tokens"), SCALED_BY_TOKENS),
     *[(dict(roles=f"q{role}v"), f"the cache holds the {held} in place of the keys: cache.update takes the new keys "
                                 f"(W_key(x)) and values") for role, held in (("q", "queries"), ("v", "values"))],
     (dict(mask="inverted"), INVERTED_MASK),
