@@ -104,10 +104,17 @@ def _steady_speeds(out):
     p = np.arange(out.shape[0], dtype=np.float64)[:, None]
     steady = np.empty(out.shape)
     steady[:, 0::2], steady[:, 1::2] = np.sin(p * speeds), np.cos(p * speeds)
-    worst = int(np.argmax(abs(speeds - 10000.0 ** -(np.arange(len(speeds)) * 2 / out.shape[1]))))
+    right = 10000.0 ** -(np.arange(len(speeds)) * 2 / out.shape[1])
+    worst = int(np.argmax(abs(speeds - right)))
+    # Every speed one same fraction of the right one, 1 / num_tokens (or 1 / (num_tokens - 1)): the base and
+    # exponent are right, and the positions were scaled into [0, 1] before the division.
+    scaled = next((f"every speed is the right one divided by {n}: the positions p are divided by {n} (scaled into "
+                   "[0, 1]), while the angle takes p itself" for n in (out.shape[0], out.shape[0] - 1)
+                   if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)),
+                  "check the base, 10000, and the exponent, 2i / d_model")
     return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
                              f"{float(speeds[worst]):.4g} radians per position; pair i must turn by "
-                             "1 / 10000**(2i / d_model) (check the base, 10000, and the exponent, 2i / d_model)")]
+                             f"1 / 10000**(2i / d_model) ({scaled})")]
 
 
 def _phases(out):
