@@ -397,8 +397,9 @@ def _dropout_probe_linears(num_tokens):
 
 
 # Eval mode hides where dropout acts (it is off there), so dropout on the values instead of the
-# weights passes every other case: train mode, seeded, shows it.
-@case(STEP, "property", weight=0.5)
+# weights passes every other case: train mode, seeded, shows it. Its weight is small: a layer right
+# without a cache passes it, and a cache never read must still keep at most a third.
+@case(STEP, "property", weight=0.25)
 def test_dropout_on_attention_weights(impl):
     """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
     linears = _dropout_probe_linears(6)

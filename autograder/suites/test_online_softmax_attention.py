@@ -18,8 +18,9 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import blockwise, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT
 
 STEP = "online_softmax_attention"
 
@@ -35,7 +36,7 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)); normalise False: no final division,
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt"; normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
     divided by the running sum as they are added (neither divides at the end); shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
@@ -46,7 +47,7 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
-               "block": np.sqrt(block_size)}[scale]
+               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k)}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
@@ -94,6 +95,7 @@ MISTAKES = [
                           "exp(old_max - new_max) before adding a block, as the running sum"),
     (dict(scale="none"), "the scores are not scaled: divide Q Kᵀ by sqrt(d_k)"),
     (dict(scale="linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
+    MULTIPLIED_BY_SQRT,  # every layer's ladder names it so
     (dict(normalise=False), "the output is not divided by the running sum at the end"),
     (dict(normalise="loop"), DIVIDED_IN_LOOP),
     (dict(normalise="loop-block"), DIVIDED_IN_LOOP),
@@ -153,10 +155,11 @@ def _recorded_symptoms(record, k):
 
 
 # A worked example that raised is explained by a call on the suite's own inputs: a batch, with values narrower
-# than the keys, so that each of `_simpler_inputs` can show its mistake.
+# than the keys, so that each of `blockwise.simpler_inputs` can show its mistake.
 _PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
 test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
-                         probe=lambda impl: _call(impl, *_PROBE, 2, False, _label((2, 5, 4), (2, 5, 4), 2, False)))
+                         probe=lambda impl: [_call(impl, *_PROBE, 2, causal, _label((2, 5, 4), (2, 5, 4), 2, causal))
+                                             for causal in (False, True)])
 
 
 def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
@@ -181,54 +184,14 @@ def _name_known(out, what, Q, K, V, block_size, causal, positions=None):
 
 # --- a call whose shapes do not fit, run again on simpler inputs ------------------------------
 
-def _one_sequence(Q, K, V):
-    return tuple(np.asarray(a)[(0,) * (np.ndim(a) - 2)] for a in (Q, K, V))  # the first sequence, 2-D
-
-
-def _simpler_inputs(Q, K, V):
-    """(inputs, failure): each simpler input on which a known shape mistake fits, and failure(what went wrong)
-    naming it. A batch of sequences cut to one; values made as wide as the keys; one sequence cut to its first
-    query."""
-    if np.ndim(Q) > 2:
-        yield _one_sequence(Q, K, V), lambda said: CaseFailure(
-            f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): the blocks are cut "
-            "along the tokens, the second-to-last axis, and only the keys' last two axes are swapped (K[start:stop] "
-            "cuts the first axis, the batch, and .T reverses every axis of a batch)")
-    d_k, d_v = np.shape(K)[-1], np.shape(V)[-1]
-    if d_v != d_k:
-        wide = rng(1519).normal(size=np.shape(V)[:-1] + (d_k,)).astype(np.asarray(V).dtype)
-        yield (Q, K, wide), lambda said: CaseFailure(
-            f"{said}: it works only when the values are as wide as the queries and keys (d_v == d_k): the "
-            "running output, like the answer, holds a row of the values' width d_v per query, (..., n_q, d_v)")
-    one_q, one_k, one_v = _one_sequence(Q, K, V)
-    if one_q.shape[0] > 1:
-        yield (one_q[:1], one_k, one_v), lambda said: CaseFailure(
-            f"{said}: it works for a single query but not for several: a per-query quantity (the block's maximum "
-            "or sum over the keys) lost its last axis, so an (n_q,) array meets the (n_q, 1) running ones and "
-            "broadcasts to (n_q, n_q): keep the reduced axis (keepdims=True)")
-
-
-def _explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal):
-    """A call that raised a shape mismatch or answered in the wrong shape (`went_wrong`) is run again on each
-    simpler input; the first where the answer is right names the mistake. Otherwise return."""
-    for (q, k, v), failure in _simpler_inputs(Q, K, V):
-        try:
-            out = checks.to_array(impl.online_softmax_attention(q, k, v, block_size=block_size, causal=causal), what)
-        except (RemoteError, CaseFailure):
-            continue
-        want = _model(q, k, v, block_size, causal)
-        if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
-            raise failure(f"{what} {went_wrong}") from None
-
-
 def _explain_raised(impl, error, what, Q, K, V, block_size, causal):
     if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
-        _explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal)
+        blockwise.explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal, _model)
 
 
 def _call(impl, Q, K, V, block_size, causal, what):
     """impl.online_softmax_attention(Q, K, V, ...) as an array; a shape mismatch it raises, or an answer of the
-    wrong shape, is explained by `_explain_shapes` where it can."""
+    wrong shape, is explained by `blockwise.explain_shapes` where it can."""
     try:
         out = impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal)
     except RemoteError as error:
@@ -236,7 +199,8 @@ def _call(impl, Q, K, V, block_size, causal, what):
         raise
     out = checks.to_array(out, what)
     if out.shape != np.shape(Q)[:-1] + np.shape(V)[-1:]:
-        _explain_shapes(impl, what, f"has shape {checks.fmt_shape(out.shape)}", Q, K, V, block_size, causal)
+        blockwise.explain_shapes(impl, what, f"has shape {checks.fmt_shape(out.shape)}", Q, K, V, block_size, causal,
+                                 _model)
     return out
 
 
