@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
-from autograder.harness import case
+from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import cached, checks
@@ -68,6 +68,13 @@ def _forward(module, x, cache, start, size, call):
     try:
         return module(x[:, start:start + size], cache=cache)
     except RemoteError as error:
+        if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+            # A shape mistake of the layer itself (the tokens read from the batch axis, ...) fails through a
+            # cache too: the whole input's forward, which `Layer` retries, names it before the cache is blamed.
+            try:
+                module(x[:, :start + size])
+            except RemoteError:
+                pass
         cached.explain_failed_forward(error, cache, start, size, call)
         raise
 
@@ -81,6 +88,8 @@ def _generate(impl, module, x, sizes, what):
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
         out = checks.to_array(_forward(module, x, cache, start, size, call), call)
         cached.expect_grown(cache, start, size, call)
+        if out.ndim == 3 and out.shape[1] == 0 < size:  # scores (batch, t, keys) broadcast with a mask of no rows
+            raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, no row at all: {cached.EMPTY_MASK_ROWS}")
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
             raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
                               "one output row per NEW token")

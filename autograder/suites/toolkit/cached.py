@@ -14,6 +14,8 @@ from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_B
 _MISMATCH = re.compile(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)")
 _BATCH2 = re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]")
 
+EMPTY_MASK_ROWS = ("the slice of the mask it used is empty (no rows), and the new tokens' scores take their shape "
+                   "from it; the new tokens' rows of the mask run from len(cache) to len(cache) + t")
 AFTER_UPDATE = ("the new tokens' position is read from len(cache) after cache.update, which already counts them: "
                 "the first new token sits where the cache ended before this call")
 
@@ -38,6 +40,8 @@ def explain_failed_forward(error, cache, start, size, call):
     if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
             int(found.group(1)) == (size if found.group(3) == "2" else start + size):
         _mask_not_wide_enough(error, start, size, call, found.group(3))
+    if start and found and found.re is _MISMATCH and found.group(3) == "1" and found.group(1) == "0":
+        raise CaseFailure(f"{call} raised {error.type_name}: {EMPTY_MASK_ROWS}") from None  # a mask of no rows
     if start and found and found.re is _MISMATCH and found.group(3) == "2" and \
             (int(found.group(1)), int(found.group(2))) == (start + size, size):  # a wide mask, narrow scores
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for the {size} "
