@@ -159,7 +159,7 @@ def _positions(impl, num_tokens, d_model):
     """impl.sinusoidal_positions(num_tokens, d_model); an assignment that fails in one of two known
     ways is named, not shown as NumPy's bare words."""
     try:
-        return impl.sinusoidal_positions(num_tokens, d_model)
+        out = impl.sinusoidal_positions(num_tokens, d_model)
     except RemoteError as error:
         said = str(error).replace(" ", "")
         if f"fromshape({num_tokens},{d_model})intoshape({num_tokens},{d_model // 2})" in said:
@@ -177,6 +177,13 @@ def _positions(impl, num_tokens, d_model):
                               "positions: one row per position p = 0, 1, ..., num_tokens - 1, one column per pair "
                               "i = 0, 1, ..., d_model / 2 - 1") from None
         raise
+    # the right codes, turned on their side, are no known mistake's values but a layout
+    if num_tokens != d_model and np.shape(out) == (d_model, num_tokens) and \
+            np.allclose(checks.to_array(out, NAME).T, _model(num_tokens, d_model), atol=1e-4):
+        raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) has shape ({d_model}, {num_tokens}): the right codes, "
+                          "transposed; the table has one row per position and one column per feature, "
+                          "(num_tokens, d_model)")
+    return out
 
 
 def _call(impl, num_tokens, d_model):
