@@ -312,14 +312,20 @@ def test_same_answer_for_every_block_size(impl):
 
 @case(STEP, "property")
 def test_weights_sum_to_one(impl):
-    """with every value 1 the output is 1: the implied attention weights sum to 1 for every query"""
+    """with every value 1 the output is 1 (the implied weights sum to 1), also where every score is far below 0"""
     r = rng(1514)
-    for causal, block_size in ((False, 3), (True, 2)):
+    for causal, block_size, low in ((False, 3, False), (True, 2, False), (False, 3, True)):
         Q, K = (r.normal(size=(10, 5)).astype(np.float32) for _ in range(2))
+        if low:  # every score near -1000: exp(score) is 0 even in float64, exp(score - its row's maximum) is not
+            Q, K = (0.1 * Q - 30).astype(np.float32), (0.1 * K + 15).astype(np.float32)
         V = np.ones((10, 1), dtype=np.float32)
-        what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones"
+        what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones" + (", every score near -1000" * low)
         out = _call(impl, Q, K, V, block_size, causal, what)
         checks.expect_shape(out, (10, 1), what)
+        if low and not np.isfinite(out).all():  # right on the ordinary scores just before
+            raise CaseFailure(f"{what} gives nan (0 / 0), though it is right on ordinary scores: every weight "
+                              "exp(score - shift) underflowed to 0, so the shift was not the row's largest score; "
+                              "the running maximum starts at -inf (not 0) and takes the scores' own maximum")
         if not np.allclose(out, 1.0, atol=1e-5, rtol=0):
             _name_known(out, what, Q, K, V, block_size, causal)
         checks.expect_finite(out, what, NAN_HINT)
