@@ -326,11 +326,12 @@ def test_weights_sum_to_one(impl):
             raise CaseFailure(f"{what} gives nan (0 / 0), though it is right on ordinary scores: every weight "
                               "exp(score - shift) underflowed to 0, so the shift was not the row's largest score; "
                               "the running maximum starts at -inf (not 0) and takes the scores' own maximum")
-        if not np.allclose(out, 1.0, atol=1e-5, rtol=0):
+        atol = 1e-3 if low else 1e-5  # float32 scores near -1000 carry errors near 1e-4, but no nan
+        if not np.allclose(out, 1.0, atol=atol, rtol=0):
             _name_known(out, what, Q, K, V, block_size, causal)
         checks.expect_finite(out, what, NAN_HINT)
         worst = float(out.flat[int(np.argmax(abs(out - 1)))])
-        if abs(worst - 1) > 1e-5:
+        if abs(worst - 1) > atol:
             raise CaseFailure(f"{what} should be 1 for every query (its weights sum to 1) but reaches "
                               f"{worst:.4g}: divide by the running sum, and rescale the running sum whenever "
                               "the maximum grows")
