@@ -7,7 +7,8 @@ on a whole sequence and with an explicit mask (its True = attend) for new tokens
 prefix. Properties (eval mode): generation one token (or several) at a time equals causal attention
 (the layer's own full forward); the cache grows by exactly the new tokens; seed 003's claim that the
 last token's causal output is plain self-attention, through the cache; the cache refusing to grow past
-context_length (ValueError); the attributes of `CausalAttention`. The reference `KVCache` stands in
+context_length (ValueError); the attributes of `CausalAttention`; in train mode, dropout on the
+attention weights (`toolkit.check_dropout`'s probe, as CausalAttention's). The reference `KVCache` stands in
 for the student's (`depends_on`), so a wrong cache costs points at its own step only. Weights are
 copied in by attribute name (`toolkit.loaded_module`). A NumPy model of cached attention, with
 attention's own mistakes made on each chunk, names the known mistakes (a mask that ignores the
@@ -21,20 +22,41 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
-from autograder.harness import case
+from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import cached, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.modules import Layer
 
 STEP = "CachedCausalAttention"
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 
+class _WholeInputs(Layer):
+    """The layer, whose forward without a cache that refuses (ValueError) tokens context_length fits says so:
+    without a cache it must run as CausalAttention, on the whole sequence."""
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return super().__call__(*args, **kwargs)
+        except RemoteError as error:
+            num_tokens = getattr(args[0], "shape", (0, 0))[1] if args else 0
+            if isinstance(error, ValueError) and kwargs.get("cache") is None and num_tokens <= self.fits:
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised ValueError "
+                                  f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
+                                  "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
+                                  "positions 0, 1, ...; refuse only more than context_length tokens") from None
+            raise
+
+
 def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
-    return toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
-                                 f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+    layer = toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
+                                  f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
+    layer = _WholeInputs.of(layer, layer.what, layer.explain)
+    layer.fits = context_length
+    return layer
 
 
 toolkit.explains_one_head_keys_axes(STEP, 1542)
@@ -46,6 +68,13 @@ def _forward(module, x, cache, start, size, call):
     try:
         return module(x[:, start:start + size], cache=cache)
     except RemoteError as error:
+        if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+            # A shape mistake of the layer itself (the tokens read from the batch axis, ...) fails through a
+            # cache too: the whole input's forward, which `Layer` retries, names it before the cache is blamed.
+            try:
+                module(x[:, :start + size])
+            except RemoteError:
+                pass
         cached.explain_failed_forward(error, cache, start, size, call)
         raise
 
@@ -59,6 +88,8 @@ def _generate(impl, module, x, sizes, what):
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
         out = checks.to_array(_forward(module, x, cache, start, size, call), call)
         cached.expect_grown(cache, start, size, call)
+        if out.ndim == 3 and out.shape[1] == 0 < size:  # scores (batch, t, keys) broadcast with a mask of no rows
+            raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, no row at all: {cached.EMPTY_MASK_ROWS}")
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
             raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
                               "one output row per NEW token")
@@ -111,9 +142,15 @@ def _notes_symptoms(example):
     return _cache_symptoms(x, linears, [1] * 6)
 
 
-# A worked example that raises is explained by the same layer fed the suite's own tokens, a few at a time.
-test_notes = notes_cases(STEP, symptoms=_notes_symptoms,
-                         probe=lambda impl: _check_generation(impl, [2, 1, 1], 1533, True, with_full_forward=False))
+def _notes_probe(impl):
+    """A worked example that raised is explained by the same layer fed the suite's own tokens, a few at a time
+    through a cache, then all at once without one."""
+    _check_generation(impl, [2, 1, 1], 1533, True, with_full_forward=False)
+    r = rng(1544)
+    _module(impl, 3, 2, 4, toolkit.random_projections(r, 3, 2, False))(toolkit.tensor(r.normal(size=(2, 4, 3))))
+
+
+test_notes = notes_cases(STEP, symptoms=_notes_symptoms, probe=_notes_probe)
 
 
 def _sizes_text(sizes):
@@ -291,10 +328,10 @@ def test_last_token_through_cache_is_self_attention(impl):
     if not toolkit.close(last, unmasked):
         message = ("the last token, fed alone after 5 cached tokens, does not get plain (unmasked) self-attention "
                    "over all 6 tokens: it sees every token including itself, so nothing of its row may be blocked")
-        for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1]):
-            if toolkit.close(last, candidate[:, -1:]):
-                message += f" ({symptom})"
-                break
+        fits = list(dict.fromkeys(symptom for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1])
+                                  if toolkit.close(last, candidate[:, -1:])))  # the last row alone may fit several
+        if fits:
+            message += f" ({fits[0] if len(fits) == 1 else 'it fits more than one known mistake: ' + '; or '.join(fits)})"
         raise CaseFailure(message)
 
 
@@ -357,6 +394,26 @@ def test_dropout_off_in_eval_mode(impl):
     if not toolkit.close(plain, dropped):
         raise CaseFailure("CachedCausalAttention in eval mode with a cache gives other outputs with dropout=0.5 "
                           "than with dropout=0.0: use self.dropout (nn.Dropout), which is off in eval mode")
+
+
+def _dropout_probe_linears(num_tokens):
+    """`toolkit.check_dropout`'s probe, as CausalAttention's: W_value = [I; 2I], so on x = eye(T) each output
+    row is [w, 2 w] with w that token's (dropped) attention weights."""
+    linears = toolkit.random_projections(rng(1543), num_tokens, 2 * num_tokens, False)
+    eye = np.eye(num_tokens, dtype=np.float32)
+    linears["W_value"] = (np.vstack([eye, 2 * eye]), None)
+    return linears
+
+
+# Eval mode hides where dropout acts (it is off there), so dropout on the values instead of the
+# weights passes every other case: train mode, seeded, shows it. Its weight is small: a layer right
+# without a cache passes it, and a cache never read must still keep at most a third.
+@case(STEP, "property", weight=0.25)
+def test_dropout_on_attention_weights(impl):
+    """in train mode, dropout zeroes attention weights and rescales the rest by 1/(1-p)"""
+    linears = _dropout_probe_linears(6)
+    toolkit.check_dropout("CachedCausalAttention", lambda p: _module(impl, 6, 12, 6, linears, p), 6, 1,
+                          expected=toolkit.attention(np.eye(6)[None], linears))
 
 
 @case(STEP, "property", weight=0.5)

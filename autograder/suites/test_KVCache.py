@@ -182,6 +182,7 @@ def test_stored_outputs(impl):
         ks, vs = _chunks(record["k"], sizes), _chunks(record["v"], sizes)
         keys, values, lengths = apply(impl, record)
         label = record["label"]
+        _expect_not_replaced(keys, ks, lengths, sizes, f"the keys update returns last ({label})")
         checks.expect_close(keys, record["expected_0"], f"the keys update returns last ({label})",
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 0))
         checks.expect_close(values, record["expected_1"], f"the values update returns last ({label})",
@@ -203,13 +204,36 @@ def _expect_lengths(lengths, want, sizes, shape, label):
         raise CaseFailure(f"{what}: len(cache) counts the calls to update, not the tokens held")
     if len(sizes) > 1 and (lengths == sizes[0]).all():
         raise CaseFailure(f"{what}: len(cache) never grows after the first update: the later updates are not kept")
+    if len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
+        raise CaseFailure(f"{what}: len(cache) is each update's own size: every update replaces what the cache held, "
+                          "so only the latest is kept")
     if (lengths == width).all() and width != want[-1]:
         raise CaseFailure(f"{what}: len(cache) is the keys' width, their last dim: return the number of tokens, "
                           "the size of the token axis (dim 1 of (batch, T, d))")
+    if lengths.shape == np.shape(want) and (lengths == batch * width * np.asarray(want)).all():
+        raise CaseFailure(f"{what}: len(cache) counts every number the keys hold (numel(): batch x T x d), not the "
+                          "tokens: return the size of the token axis, dim 1 of (batch, T, d)")
     if batch > 1 and lengths.shape == np.shape(want) and (lengths == batch * np.asarray(want)).all():
         raise CaseFailure(f"{what}: len(cache) counts the tokens of every batch item together (batch x T): "
                           "the batch items are sequences side by side, so T is the number of tokens held")
     raise CaseFailure(f"{what}: len(cache) must be the number of tokens held")
+
+
+def _expect_not_replaced(keys, ks, lengths, sizes, what):
+    """A cache whose every update replaces what it held holds, and returns, the last update alone: len(cache) is
+    each update's own size. (One that keeps its first update only has that len too, but returns the first.)"""
+    sizes, lengths = np.asarray(sizes), np.asarray(lengths)
+    if len(sizes) < 2 or lengths.shape != sizes.shape or (lengths != sizes).any():
+        return
+    if _close(keys, ks[-1]):
+        raise CaseFailure(f"{what}: the cache holds only its latest update (len(cache) was "
+                          f"{', '.join(map(str, lengths))}, each update's own size): each update replaces what "
+                          "it held; the new entries are appended to it, along the token axis")
+
+
+def _close(actual, want):
+    actual = checks.to_array(actual, "the keys")
+    return actual.shape == np.shape(want) and np.allclose(actual, want, atol=1e-6, rtol=1e-5)
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
@@ -223,9 +247,12 @@ def test_matches_torch_cat(impl):
     v = torch.tensor(r.normal(size=(2, 7, 6)), dtype=torch.float32)
     ks, vs = _chunks(k, sizes), _chunks(v, sizes)
     cache = _new_cache(impl)
+    lengths = []
     for step in range(len(sizes)):
         what = f"update number {step + 1} (of {', '.join(map(str, sizes))} tokens)"
         keys, values = _update(impl, cache, ks[step], vs[step], what)
+        lengths.append(_length(cache, f"the cache after {what}"))
+        _expect_not_replaced(keys, ks[:step + 1], lengths, sizes[:step + 1], f"the keys {what} returns")
         want_k, want_v = torch.cat(ks[:step + 1], dim=1), torch.cat(vs[:step + 1], dim=1)
         checks.expect_close(keys, want_k.numpy(), f"the keys {what} returns, compared with torch.cat(..., dim=1)",
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks[:step + 1], vs[:step + 1], 0))
@@ -291,6 +318,7 @@ def test_generation_one_token_at_a_time(impl):
     v = torch.tensor(r.normal(size=(2, 64, 8)), dtype=torch.float32)
     keys, values, lengths = _run(impl, _new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), "a long generation")
     what = "after a prompt of 4 tokens and 60 one-token updates"
+    _expect_not_replaced(keys, _chunks(k, sizes), lengths, sizes, f"the keys {what}")
     checks.expect_close(keys, k.numpy(), f"the keys {what}", atol=1e-6, rtol=1e-5,
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 0))
     checks.expect_close(values, v.numpy(), f"the values {what}", atol=1e-6, rtol=1e-5,

@@ -16,10 +16,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.errors import CaseFailure
-from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import SHAPE_MISMATCH, case
+from autograder.suites.toolkit import blockwise, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT
 
 STEP = "online_softmax_attention"
 
@@ -35,7 +36,9 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)); normalise False: no final division; shift "old":
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt"; normalise False: no final division,
+    "loop": the running output divided by the running sum after each block, "loop-block": each block's values
+    divided by the running sum as they are added (neither divides at the end); shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped; sum_axis 0: the block's weights
     summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own.
@@ -44,7 +47,7 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
-               "block": np.sqrt(block_size)}[scale]
+               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k)}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
@@ -63,12 +66,14 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
             shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
             p = np.exp(scores - (new_max if shift == "new" else row_max))
             row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
+            added = p @ V[..., start:stop, :] / (row_sum if normalise == "loop-block" else 1.0)
             if rescale == "late":
-                acc = (acc + p @ V[..., start:stop, :]) * shrink
+                acc = (acc + added) * shrink
             else:
-                acc = (acc if rescale in ("sum", "none") else acc * shrink) + p @ V[..., start:stop, :]
+                acc = (acc if rescale in ("sum", "none") else acc * shrink) + added
+            acc = acc / row_sum if normalise == "loop" else acc
             row_max = new_max if keep_max else row_max
-        return acc / row_sum if normalise else acc
+        return acc / row_sum if normalise is True else acc
 
 
 RESCALE = ("the running sum is not rescaled when the row maximum grows: before adding a block, multiply it "
@@ -79,6 +84,10 @@ FIRST_BLOCK_NAN = ("every output is nan: in the first block the old maximum is -
                    "exp(new_max - old_max) is inf (inf * 0 and inf / inf are nan): shift each block's scores by "
                    "the new maximum, and rescale what was summed before by exp(old_max - new_max), a factor of at "
                    "most 1 that shrinks it")
+DIVIDED_IN_LOOP = ("the running output is divided by the running sum inside the loop, block by block: that sum "
+                   "still grows with the later blocks, so what an early block added is divided by too small a sum, "
+                   "or divided again; keep the running output unnormalised and divide by the running sum once, "
+                   "after the last block")
 MISTAKES = [
     (dict(rescale="none"), RESCALE),
     (dict(rescale="acc"), RESCALE),
@@ -86,7 +95,10 @@ MISTAKES = [
                           "exp(old_max - new_max) before adding a block, as the running sum"),
     (dict(scale="none"), "the scores are not scaled: divide Q Kᵀ by sqrt(d_k)"),
     (dict(scale="linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
+    MULTIPLIED_BY_SQRT,  # every layer's ladder names it so
     (dict(normalise=False), "the output is not divided by the running sum at the end"),
+    (dict(normalise="loop"), DIVIDED_IN_LOOP),
+    (dict(normalise="loop-block"), DIVIDED_IN_LOOP),
     (dict(scale="d_v"), "the scores are divided by the square root of the values' width, d_v: the scale is "
                         "sqrt(d_k), the width of the queries and keys"),
     (dict(rescale="inverted"), FIRST_BLOCK_NAN),
@@ -142,7 +154,12 @@ def _recorded_symptoms(record, k):
     return _symptoms(record["Q"], record["K"], record["V"], int(record["block_size"]), bool(record["causal"]))
 
 
-test_notes = notes_cases(STEP, replayed=_recorded_symptoms)
+# A worked example that raised is explained by a call on the suite's own inputs: a batch, with values narrower
+# than the keys, so that each of `blockwise.simpler_inputs` can show its mistake.
+_PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
+test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
+                         probe=lambda impl: [_call(impl, *_PROBE, 2, causal, _label((2, 5, 4), (2, 5, 4), 2, causal))
+                                             for causal in (False, True)])
 
 
 def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
@@ -165,8 +182,30 @@ def _name_known(out, what, Q, K, V, block_size, causal, positions=None):
         raise CaseFailure(f"{what}: the output fits more than one known mistake: " + "; or ".join(fits))
 
 
+# --- a call whose shapes do not fit, run again on simpler inputs ------------------------------
+
+def _explain_raised(impl, error, what, Q, K, V, block_size, causal):
+    if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+        blockwise.explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal, _model)
+
+
+def _call(impl, Q, K, V, block_size, causal, what):
+    """impl.online_softmax_attention(Q, K, V, ...) as an array; a shape mismatch it raises, or an answer of the
+    wrong shape, is explained by `blockwise.explain_shapes` where it can."""
+    try:
+        out = impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal)
+    except RemoteError as error:
+        _explain_raised(impl, error, what, Q, K, V, block_size, causal)
+        raise
+    out = checks.to_array(out, what)
+    if out.shape != np.shape(Q)[:-1] + np.shape(V)[-1:]:
+        blockwise.explain_shapes(impl, what, f"has shape {checks.fmt_shape(out.shape)}", Q, K, V, block_size, causal,
+                                 _model)
+    return out
+
+
 def _attention(impl, Q, K, V, block_size, causal, what, want):
-    out = impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal)
+    out = _call(impl, Q, K, V, block_size, causal, what)
     return _expect(out, want, what, Q, K, V, block_size, causal)
 
 
@@ -222,8 +261,9 @@ def test_stored_outputs(impl):
     for record in stored.load(STEP):
         Q, K, V = record["Q"], record["K"], record["V"]
         block_size, causal = int(record["block_size"]), bool(record["causal"])
-        _expect(apply(impl, record), record["expected_0"], f"online_softmax_attention on {record['label']}",
-                Q, K, V, block_size, causal)
+        what = f"online_softmax_attention on {record['label']}"
+        _expect(_call(impl, Q, K, V, block_size, causal, what), record["expected_0"], what, Q, K, V, block_size,
+                causal)
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
@@ -256,13 +296,11 @@ def test_same_answer_for_every_block_size(impl):
     r = rng(1513)
     for causal in (False, True):
         Q, K, V = (r.normal(size=(11, 4)).astype(np.float32) for _ in range(3))
-        one_block = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=11, causal=causal),
-                                    _label(Q.shape, K.shape, 11, causal))
+        one_block = _call(impl, Q, K, V, 11, causal, _label(Q.shape, K.shape, 11, causal))
         checks.expect_shape(one_block, (11, 4), _label(Q.shape, K.shape, 11, causal))
         for block_size in (1, 2, 4, 7):
             what = _label(Q.shape, K.shape, block_size, causal)
-            out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal),
-                                  what)
+            out = _call(impl, Q, K, V, block_size, causal, what)
             if out.shape != one_block.shape or not np.allclose(out, one_block, atol=1e-5, rtol=1e-4,
                                                                equal_nan=True):
                 _name_known(out, what, Q, K, V, block_size, causal)
@@ -274,19 +312,26 @@ def test_same_answer_for_every_block_size(impl):
 
 @case(STEP, "property")
 def test_weights_sum_to_one(impl):
-    """with every value 1 the output is 1: the implied attention weights sum to 1 for every query"""
+    """with every value 1 the output is 1 (the implied weights sum to 1), also where every score is far below 0"""
     r = rng(1514)
-    for causal, block_size in ((False, 3), (True, 2)):
+    for causal, block_size, low in ((False, 3, False), (True, 2, False), (False, 3, True)):
         Q, K = (r.normal(size=(10, 5)).astype(np.float32) for _ in range(2))
+        if low:  # every score near -1000: exp(score) is 0 even in float64, exp(score - its row's maximum) is not
+            Q, K = (0.1 * Q - 30).astype(np.float32), (0.1 * K + 15).astype(np.float32)
         V = np.ones((10, 1), dtype=np.float32)
-        what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones"
-        out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal), what)
+        what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones" + (", every score near -1000" * low)
+        out = _call(impl, Q, K, V, block_size, causal, what)
         checks.expect_shape(out, (10, 1), what)
-        if not np.allclose(out, 1.0, atol=1e-5, rtol=0):
+        if low and not np.isfinite(out).all():  # right on the ordinary scores just before
+            raise CaseFailure(f"{what} gives nan (0 / 0), though it is right on ordinary scores: every weight "
+                              "exp(score - shift) underflowed to 0, so the shift was not the row's largest score; "
+                              "the running maximum starts at -inf (not 0) and takes the scores' own maximum")
+        atol = 1e-3 if low else 1e-5  # float32 scores near -1000 carry errors near 1e-4, but no nan
+        if not np.allclose(out, 1.0, atol=atol, rtol=0):
             _name_known(out, what, Q, K, V, block_size, causal)
         checks.expect_finite(out, what, NAN_HINT)
         worst = float(out.flat[int(np.argmax(abs(out - 1)))])
-        if abs(worst - 1) > 1e-5:
+        if abs(worst - 1) > atol:
             raise CaseFailure(f"{what} should be 1 for every query (its weights sum to 1) but reaches "
                               f"{worst:.4g}: divide by the running sum, and rescale the running sum whenever "
                               "the maximum grows")
@@ -298,7 +343,7 @@ def test_causal(impl):
     r = rng(1515)
     Q, K, V = (r.normal(size=(2, 10, 4)).astype(np.float32) for _ in range(3))
     what = _label(Q.shape, K.shape, 3, True)
-    out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=3, causal=True), what)
+    out = _call(impl, Q, K, V, 3, True, what)
     checks.expect_shape(out, (2, 10, 4), what)
     if not np.isfinite(out).all():
         _name_known(out, what, Q, K, V, 3, True)
@@ -318,8 +363,12 @@ def test_inputs_unchanged(impl):
     """leaves Q, K and V unchanged"""
     r = rng(1516)
     arrays = [r.normal(size=(7, 4)).astype(np.float32) for _ in range(3)]
-    checks.expect_inputs_unchanged(impl, "online_softmax_attention", arrays, "QKV", more=(3, True),
-                                   hints=dict.fromkeys("QKV", "use out-of-place operations"))
+    try:
+        checks.expect_inputs_unchanged(impl, "online_softmax_attention", arrays, "QKV", more=(3, True),
+                                       hints=dict.fromkeys("QKV", "use out-of-place operations"))
+    except RemoteError as error:
+        _explain_raised(impl, error, _label((7, 4), (7, 4), 3, True), *arrays, 3, True)
+        raise
 
 
 LONG = 3072  # tokens: one float32 (n, n) array of scores is 36 MiB
@@ -329,7 +378,11 @@ def _check_peak(impl, causal):
     r = rng(1517 + causal)
     Q, K, V = (r.normal(size=(LONG, 32)).astype(np.float32) for _ in range(3))
     what = _label(Q.shape, K.shape, 64, causal)
-    out, peak = impl.measure_peak("online_softmax_attention", Q, K, V, 64, causal)
+    try:
+        out, peak = impl.measure_peak("online_softmax_attention", Q, K, V, 64, causal)
+    except RemoteError as error:  # explained on the first 150 tokens: a shape mistake fits there as here
+        _explain_raised(impl, error, what, Q[:150], K[:150], V[:150], 64, causal)
+        raise
     out = checks.to_array(out, what)
     checks.expect_shape(out, (LONG, 32), what)
     # Every known mistake is modelled on the rows the checks read only: a model of all 3072 queries

@@ -104,10 +104,17 @@ def _steady_speeds(out):
     p = np.arange(out.shape[0], dtype=np.float64)[:, None]
     steady = np.empty(out.shape)
     steady[:, 0::2], steady[:, 1::2] = np.sin(p * speeds), np.cos(p * speeds)
-    worst = int(np.argmax(abs(speeds - 10000.0 ** -(np.arange(len(speeds)) * 2 / out.shape[1]))))
+    right = 10000.0 ** -(np.arange(len(speeds)) * 2 / out.shape[1])
+    worst = int(np.argmax(abs(speeds - right)))
+    # Every speed one same fraction of the right one, 1 / num_tokens (or 1 / (num_tokens - 1)): the base and
+    # exponent are right, and the positions were scaled into [0, 1] before the division.
+    scaled = next((f"every speed is the right one divided by {n}: the positions p are divided by {n} (scaled into "
+                   "[0, 1]), while the angle takes p itself" for n in (out.shape[0], out.shape[0] - 1)
+                   if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)),
+                  "check the base, 10000, and the exponent, 2i / d_model")
     return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
                              f"{float(speeds[worst]):.4g} radians per position; pair i must turn by "
-                             "1 / 10000**(2i / d_model) (check the base, 10000, and the exponent, 2i / d_model)")]
+                             f"1 / 10000**(2i / d_model) ({scaled})")]
 
 
 def _phases(out):
@@ -152,7 +159,7 @@ def _positions(impl, num_tokens, d_model):
     """impl.sinusoidal_positions(num_tokens, d_model); an assignment that fails in one of two known
     ways is named, not shown as NumPy's bare words."""
     try:
-        return impl.sinusoidal_positions(num_tokens, d_model)
+        out = impl.sinusoidal_positions(num_tokens, d_model)
     except RemoteError as error:
         said = str(error).replace(" ", "")
         if f"fromshape({num_tokens},{d_model})intoshape({num_tokens},{d_model // 2})" in said:
@@ -170,6 +177,13 @@ def _positions(impl, num_tokens, d_model):
                               "positions: one row per position p = 0, 1, ..., num_tokens - 1, one column per pair "
                               "i = 0, 1, ..., d_model / 2 - 1") from None
         raise
+    # the right codes, turned on their side, are no known mistake's values but a layout
+    if num_tokens != d_model and np.shape(out) == (d_model, num_tokens) and \
+            np.allclose(checks.to_array(out, NAME).T, _model(num_tokens, d_model), atol=1e-4):
+        raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) has shape ({d_model}, {num_tokens}): the right codes, "
+                          "transposed; the table has one row per position and one column per feature, "
+                          "(num_tokens, d_model)")
+    return out
 
 
 def _call(impl, num_tokens, d_model):

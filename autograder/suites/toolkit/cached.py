@@ -8,12 +8,14 @@ import re
 import numpy as np
 
 from autograder.errors import CaseFailure
-from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, softmax
+from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
 
 # The two numbers each of PyTorch's words for a mismatch in the mask or the weights' product quotes.
 _MISMATCH = re.compile(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)")
 _BATCH2 = re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]")
 
+EMPTY_MASK_ROWS = ("the slice of the mask it used is empty (no rows), and the new tokens' scores take their shape "
+                   "from it; the new tokens' rows of the mask run from len(cache) to len(cache) + t")
 AFTER_UPDATE = ("the new tokens' position is read from len(cache) after cache.update, which already counts them: "
                 "the first new token sits where the cache ended before this call")
 
@@ -38,6 +40,13 @@ def explain_failed_forward(error, cache, start, size, call):
     if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
             int(found.group(1)) == (size if found.group(3) == "2" else start + size):
         _mask_not_wide_enough(error, start, size, call, found.group(3))
+    if start and found and found.re is _MISMATCH and found.group(3) == "1" and found.group(1) == "0":
+        raise CaseFailure(f"{call} raised {error.type_name}: {EMPTY_MASK_ROWS}") from None  # a mask of no rows
+    if start and found and found.re is _MISMATCH and found.group(3) == "2" and \
+            (int(found.group(1)), int(found.group(2))) == (start + size, size):  # a wide mask, narrow scores
+        raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for the {size} "
+                          f"new keys only, but the mask slice spans every key held ({start} + {size}): {NEW_KEYS_ONLY}"
+                          ) from None
 
 
 def _mask_not_wide_enough(error, start, size, call, dimension):
@@ -63,11 +72,13 @@ def expect_grown(cache, start, size, call):
 # --- a NumPy model of cached attention, with known mistakes as switches -----------------------
 
 def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
-          axis=-1, roles="qkv"):
+          axis=-1, roles="qkv", new_keys_only=False):
     """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
-    the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally). The
+    the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally);
+    new_keys_only: the scores are taken against the new keys alone while the values are all those held (a
+    lone new token's one score spreads over every key; several new tokens after a cache do not fit). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
-    scale "tokens" (sqrt of the keys held), mask "inverted" (j <= i blocked: a keep-mask used as the
+    scale "tokens" (sqrt of the keys held) or "new_tokens" (sqrt of the call's new tokens), mask "inverted" (j <= i blocked: a keep-mask used as the
     blocked one), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
     x = np.asarray(x, dtype=np.float64)
 
@@ -83,8 +94,12 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
         keys_from = 0 if read else start
         qs, ks, vs = q[:, start:start + size], k[:, keys_from:start + size], v[:, keys_from:start + size]
         divisor = {"head": np.sqrt(made["q"].shape[-1]), "none": 1.0, "d_in": np.sqrt(x.shape[-1]),
-                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2])}[scale]
+                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2]), "new_tokens": np.sqrt(size)}[scale]
         scores = qs @ np.swapaxes(ks, -1, -2) / divisor
+        if new_keys_only and start:
+            if size > 1:
+                raise ValueError("the new tokens' scores do not fit the mask")
+            scores = np.broadcast_to(qs @ np.swapaxes(k[:, start:start + 1], -1, -2) / divisor, scores.shape)
         key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
         query_pos = np.arange(size)[:, None] + (start if offset else 0)
         blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
@@ -95,6 +110,8 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
     return np.concatenate(outs, axis=1)
 
 
+NEW_KEYS_ONLY = ("the scores are the new queries times every key cache.update returns, the cached ones included, "
+                 "not the new tokens' keys alone")
 INVERTED_MASK = ("the mask blocks the keys each token may see and keeps the later ones (a True-means-keep mask, "
                  "like torch.tril, used where masked_fill wants True = blocked): the first token is left with no "
                  "key, which makes nan")
@@ -106,7 +123,12 @@ CACHE_MISTAKES = [
     (dict(scale="none"), NOT_SCALED),
     (dict(offset=False, scale="none"), "the scores are not scaled, and the mask ignores the cache's offset"),
     (dict(scale="d_in"), SCALED_BY_D_IN),
+    # sqrt(x.shape[1]): T without a cache, so the whole input's message; 1 for a lone new token, which no
+    # output tells from no scale at all (both are named there)
+    (dict(scale="new_tokens"), SCALED_BY_TOKENS),
     *[(dict(roles=f"q{role}v"), f"the cache holds the {held} in place of the keys: cache.update takes the new keys "
                                 f"(W_key(x)) and values") for role, held in (("q", "queries"), ("v", "values"))],
     (dict(mask="inverted"), INVERTED_MASK),
+    (dict(new_keys_only=True), "a lone new token's one score is spread over every key held, so it weighs every "
+                               "cached token the same (its output is the mean of their values): " + NEW_KEYS_ONLY),
 ]

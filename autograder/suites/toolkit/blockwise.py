@@ -1,0 +1,54 @@
+"""Why a call of `online_softmax_attention` whose shapes do not fit failed: it is run again on simpler inputs,
+each of which a known shape mistake fits (`simpler_inputs`), and the first where the answer comes out right
+names the mistake (`explain_shapes`)."""
+
+import numpy as np
+
+from autograder.errors import CaseFailure, RemoteError
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import rng
+
+
+def _one_sequence(Q, K, V):
+    return tuple(np.asarray(a)[(0,) * (np.ndim(a) - 2)] for a in (Q, K, V))  # the first sequence, 2-D
+
+
+def simpler_inputs(Q, K, V, block_size, causal):
+    """(inputs, block_size, causal, failure): each simpler call on which a known shape mistake fits, and
+    failure(what went wrong) naming it. A batch of sequences cut to one; values made as wide as the keys; one
+    sequence cut to its first query (in blocks of two keys or more, where a causal mask of the wrong shape
+    does not fit); the same call without causal=True."""
+    if np.ndim(Q) > 2:
+        yield _one_sequence(Q, K, V), block_size, causal, lambda said: CaseFailure(
+            f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): the blocks are cut "
+            "along the tokens, the second-to-last axis, and only the keys' last two axes are swapped (K[start:stop] "
+            "cuts the first axis, the batch, and .T reverses every axis of a batch)")
+    d_k, d_v = np.shape(K)[-1], np.shape(V)[-1]
+    if d_v != d_k:
+        wide = rng(1519).normal(size=np.shape(V)[:-1] + (d_k,)).astype(np.asarray(V).dtype)
+        yield (Q, K, wide), block_size, causal, lambda said: CaseFailure(
+            f"{said}: it works only when the values are as wide as the queries and keys (d_v == d_k): the "
+            "running output, like the answer, holds a row of the values' width d_v per query, (..., n_q, d_v)")
+    one_q, one_k, one_v = _one_sequence(Q, K, V)
+    if one_q.shape[0] > 1 and one_k.shape[0] > 1:
+        yield (one_q[:1], one_k, one_v), max(block_size, 2), causal, lambda said: CaseFailure(
+            f"{said}: it works for a single query but not for several: a per-query quantity (the block's maximum "
+            "or sum over the keys) lost its last axis, so an (n_q,) array meets the (n_q, 1) running ones and "
+            "broadcasts to (n_q, n_q): keep the reduced axis (keepdims=True)")
+    if causal:
+        yield (Q, K, V), block_size, False, lambda said: CaseFailure(
+            f"{said}: it works without causal=True, so the causal block mask is to blame: its shape does not fit "
+            "the block's scores, (..., n_q, b), one row per query and one column per key of the block")
+
+
+def explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal, model):
+    """A call that raised a shape mismatch or answered in the wrong shape (`went_wrong`) is run again on each
+    simpler input; the first whose answer is model(...)'s (the right one) names the mistake. Otherwise return."""
+    for (q, k, v), size, masked, failure in simpler_inputs(Q, K, V, block_size, causal):
+        try:
+            out = checks.to_array(impl.online_softmax_attention(q, k, v, block_size=size, causal=masked), what)
+        except (RemoteError, CaseFailure):
+            continue
+        want = model(q, k, v, size, masked)
+        if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
+            raise failure(f"{what} {went_wrong}") from None
