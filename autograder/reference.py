@@ -37,3 +37,16 @@ def reference_implementation():
     from autograder.seam import Implementation
 
     return Implementation(LocalChannel(reference_namespace()))
+
+
+def reference_with(cells):
+    """The reference with some graded names' cells replaced ({graded name: a cell's source}, run as
+    a notebook runs it, after the imports every notebook makes), behind the same seam: how a
+    catalogue mistake is graded at its own step in process."""
+    from autograder.kernel.channel import LocalChannel
+    from autograder.seam import Implementation
+
+    namespace = reference_namespace()
+    for name, source in cells.items():
+        exec(compile(_PRELUDE + source, f"<cell of {name}>", "exec"), namespace)  # noqa: S102
+    return Implementation(LocalChannel(namespace))

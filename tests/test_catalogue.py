@@ -44,8 +44,8 @@ def test_catalogues_are_large_enough_and_well_formed():
     assert len(catalogue.MISTAKES) >= 40
     assert len(catalogue.CORRECT) >= 15
     assert len(catalogue.HOSTILE) >= 15
-    ids = [v.id for v in catalogue.all_variants()]
-    assert len(ids) == len(set(ids)), "variant ids are student ids: they must be unique"
+    ids = [v.id for v in catalogue.all_variants() + catalogue.STEP_MISTAKES]
+    assert len(ids) == len(set(ids)), "variant ids are student ids and sizes' keys: they must be unique"
     assert matrix.CONTROL not in ids
     for variant in catalogue.all_variants():
         assert variant.assignment in ASSIGNMENTS, variant.id
@@ -55,6 +55,9 @@ def test_catalogues_are_large_enough_and_well_formed():
         assert variant.replace or variant.extra_cell or variant.transform, variant.id
     for variant in catalogue.MISTAKES:
         assert variant.loses and variant.symptom, variant.id
+    for variant in catalogue.STEP_MISTAKES:
+        assert len(variant.loses) == 1 and variant.symptom, f"{variant.id}: a step mistake loses one step"
+        assert variant.assignment in ASSIGNMENTS and set(variant.replace) <= set(STEPS), variant.id
     for variant in catalogue.CORRECT:
         assert not variant.loses and variant.graded and not variant.flagged, variant.id
     mistakes = {v.id: v for v in catalogue.MISTAKES}
@@ -73,9 +76,10 @@ def test_catalogues_are_large_enough_and_well_formed():
         assert kinds == {"mistake", "correct", "hostile"}, (assignment, kinds)
 
 
-def test_mistake_edits_are_well_formed():
-    """Every edit of mistakes.toml finds its text exactly once in the source it edits."""
-    entries = tomllib.loads((catalogue.HERE / "mistakes.toml").read_text())["mistake"]
+@pytest.mark.parametrize("file", ["mistakes.toml", "step_mistakes.toml"])
+def test_mistake_edits_are_well_formed(file):
+    """Every edit of mistakes.toml (and step_mistakes.toml) finds its text exactly once in the source it edits."""
+    entries = tomllib.loads((catalogue.HERE / file).read_text())["mistake"]
     wrong = []
     for entry in entries:
         assert entry["edits"], entry["id"]
@@ -110,10 +114,16 @@ def test_program_files_are_well_formed():
 FIXED_MESSAGES = Path(__file__).resolve().parent / "data" / "fixed_messages.toml"
 
 
+def _phrases():
+    """Every phrase some mistake's report must show: the symptoms and `also` phrases of the
+    mistakes graded through nbgrader (test_row) and of the step mistakes (test_step_mistakes)."""
+    return [phrase for v in catalogue.MISTAKES + catalogue.STEP_MISTAKES for phrase in (v.symptom, *v.also)]
+
+
 def test_every_named_diagnosis_is_a_mistakes_symptom():
     """Each known mistake a suite can name is exercised: some catalogue mistake has that diagnosis
     as its symptom, so the catalogue's grading shows that the diagnosis fires on the mistake."""
-    symptoms = [phrase for v in catalogue.MISTAKES for phrase in (v.symptom, *v.also)]
+    symptoms = _phrases()
     diagnoses = suite_messages.named_diagnoses()
     assert len(diagnoses) > 100  # the parse finds the suites' ladders
     unexercised = [f"{path}:{line}: {suite_messages.shown(template)}" for path, line, template in diagnoses
@@ -151,7 +161,7 @@ def test_every_fixed_message_that_names_a_cause_is_a_mistakes_symptom():
     yet). A listed phrase that no longer matches a message, and a pending one now exercised, fail too."""
     messages = suite_messages.fixed_messages()
     assert len(messages) > 100  # the parse finds the suites' CaseFailures
-    exercised = _exercised(messages, [phrase for v in catalogue.MISTAKES for phrase in (v.symptom, *v.also)])
+    exercised = _exercised(messages, _phrases())
     listed = tomllib.loads(FIXED_MESSAGES.read_text())
     covered, problems = set(), []
     for kind in ("structural", "pending"):

@@ -50,6 +50,14 @@ Where the entries live (this package's folder):
   picked up without registering them); entries of one kind and assignment come in id order.
   `programs/ruff.toml` keeps the linter out of them: they are students' code, not the project's.
 
+- `step_mistakes.toml`: mistakes in the same form as `mistakes.toml`, each losing one step,
+  graded in process at that step alone (`tests/test_step_mistakes.py`: its symptom, its `also`
+  phrases and its size), not through nbgrader and not in the grading matrix. They are how a
+  diagnosis that no nbgrader-graded mistake shows is still exercised: a row graded through
+  nbgrader costs CI 0.5 to 1 s (every step of the notebook, in a sandboxed kernel), a step
+  mistake a few hundredths. A mistake whose grading elsewhere in the notebook matters (what
+  later steps are lent, flags) belongs in `mistakes.toml`.
+
 `misconception_sizes.toml` sizes every mistake (conceptual, slip, or partial with a reason): how
 much of its step it may keep, which `tests/test_case_weights.py` checks against the grading matrix.
 
@@ -117,7 +125,7 @@ def apply_edits(edits, where="edits"):
 
 def load_mistakes(path=HERE / "mistakes.toml"):
     variants = []
-    for entry in tomllib.loads(Path(path).read_text())["mistake"]:
+    for entry in tomllib.loads(Path(path).read_text()).get("mistake", []):
         unknown = set(entry) - {"id", "assignment", "description", "loses", "symptom", "also", "edits"}
         if unknown:
             raise ValueError(f"{path}: mistake {entry.get('id')!r} has unknown keys {sorted(unknown)}")
@@ -272,6 +280,9 @@ def load_programs(root=PROGRAMS):
 
 _programs = load_programs()
 MISTAKES = load_mistakes() + _programs["mistake"]
+# Graded in process at their own step only (tests/test_step_mistakes.py), never through nbgrader:
+# not rows of the grading matrix.
+STEP_MISTAKES = load_mistakes(HERE / "step_mistakes.toml")
 CORRECT = _programs["correct"]
 HOSTILE = _programs["hostile"]
 
