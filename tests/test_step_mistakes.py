@@ -6,6 +6,7 @@ of the step, a slip at least half). Together with the mistakes graded through nb
 
 import tomllib
 
+import numpy as np
 import pytest
 
 from autograder.harness import run_step
@@ -23,7 +24,7 @@ def _size(mistake_id):
 
 
 def test_there_are_step_mistakes_and_each_names_one_graded_step():
-    assert len(catalogue.STEP_MISTAKES) >= 1
+    assert len(catalogue.STEP_MISTAKES) >= 10
     for variant in catalogue.STEP_MISTAKES:
         (step,) = variant.loses
         assert STEPS[step].assignment == variant.assignment, variant.id
@@ -32,7 +33,8 @@ def test_there_are_step_mistakes_and_each_names_one_graded_step():
 @pytest.mark.parametrize("variant", catalogue.STEP_MISTAKES, ids=lambda v: v.id)
 def test_a_step_mistake_is_named_at_its_step_and_keeps_what_its_size_allows(variant):
     (step,) = variant.loses
-    result = run_step(step, reference_with(variant.replace))
+    with np.errstate(all="ignore"):  # a mistake's overflow is its report's business, not this log's
+        result = run_step(step, reference_with(variant.replace))
     report = format_report(result, STEPS[step].points)
     missing = [phrase for phrase in (variant.symptom, *variant.also) if phrase not in report]
     assert missing == [], f"{variant.id}: the report lacks {missing}\n{report}"
