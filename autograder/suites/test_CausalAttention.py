@@ -36,8 +36,14 @@ def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
 toolkit.explains_one_head_keys_axes(STEP, 1317)
 
 
+SCALED_AFTER_SOFTMAX = ("the attention weights are divided by sqrt(d_k) after the softmax, so each row sums to "
+                        "1/sqrt(d_k): the scale belongs to the scores, before the softmax")
+
+
 def _mistakes(x, linears):
-    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), MISTAKES)
+    d_k = np.shape(linears["W_key"][0])[0]
+    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), MISTAKES) + [
+        (lambda: toolkit.attention(x, linears, scale="none") / np.sqrt(d_k), SCALED_AFTER_SOFTMAX)]
 
 
 def _confirmed(impl, ladder):
