@@ -93,8 +93,6 @@ def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bia
 # So do the values' axes in another order (a view without the transpose, say).
 AXES = {0: "batch", 1: "num_heads", 2: "T", 3: "head_dim"}
 AXES_MISTAKES = toolkit.keys_axes_mistakes(AXES) + toolkit.values_axes_mistakes(tuple(AXES.values()))
-BEFORE_MERGE = ("something that takes the merged heads (batch, T, d_out), out_proj or a view, gets the heads "
-                "(batch, num_heads, T, head_dim) before they are merged")
 
 
 @toolkit.explains_forward(STEP)
@@ -109,7 +107,7 @@ def _explain_forward(impl, what, error):
                              lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES,
                              "batch, T, num_heads and head_dim are all 2")
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
-                             lambda: toolkit.attention(x, linears, 1), [({}, BEFORE_MERGE)], "there is one head")
+                             lambda: toolkit.attention(x, linears, 1), [({}, multihead.BEFORE_MERGE)], "there is one head")
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):

@@ -103,6 +103,8 @@ def test_bool_tensor(impl):
     """returns a torch.bool tensor of shape (T, T)"""
     for n in (4, 1):
         out = _mask(impl, n)
+        if out is None:
+            raise checks.returned_none(f"causal_mask({n})")
         if not torch.is_tensor(out):
             raise CaseFailure(f"causal_mask({n}) returned a {type(out).__name__}; return a torch tensor")
         if out.dtype != torch.bool:
@@ -120,7 +122,7 @@ def test_matches_torch_causal_attention(impl):
     q, k, v = (torch.tensor(r.normal(size=(2, n, d)), dtype=torch.float32) for _ in range(3))
     mask = _entries(impl, n)
     if not torch.is_tensor(mask):
-        mask = torch.as_tensor(np.asarray(mask))
+        mask = torch.as_tensor(checks.to_array(mask, f"causal_mask({n})"))
     checks.expect_shape(mask, (n, n), f"causal_mask({n})")
     blocked = mask != 0
     if bool(blocked.all(dim=-1).any()):

@@ -210,6 +210,8 @@ def test_matches_scaled_dot_product_attention(impl):
     mask = torch.tensor(_random_mask(r, (6, 6)))
     halved = q @ k.transpose(-2, -1) / 2.0
     weights = _weights(impl, halved, mask, "(2, 3, 6, 6) scores with one (6, 6) mask")
+    if weights is None:
+        raise checks.returned_none("masked_softmax of (2, 3, 6, 6) scores")
     if not torch.is_tensor(weights):
         raise CaseFailure(f"masked_softmax returned a {type(weights).__name__}; return a torch tensor")
     if weights.dtype != halved.dtype:

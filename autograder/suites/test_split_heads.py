@@ -134,6 +134,8 @@ def test_matches_torch_multihead_attention(impl):
     x = torch.tensor(rng(1602).normal(size=(b, t, d)), dtype=torch.float32)
     want = toolkit.torch_identity_multihead(x, h)
     heads = _split(impl, x, h)
+    if heads is None:
+        raise checks.returned_none("split_heads(x, 3) of a (2, 5, 6) tensor")
     if not torch.is_tensor(heads):
         raise CaseFailure(f"split_heads returned a {type(heads).__name__}; return a torch tensor")
     what = "split_heads(x, 3) of a (2, 5, 6) tensor"

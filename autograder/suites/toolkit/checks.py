@@ -17,8 +17,16 @@ def fmt_shape(shape):
     return "(" + ", ".join(str(int(n)) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def returned_none(what):
+    """The failure for a value that is None: the graded code ended without returning anything, the
+    commonest reason of all (NumPy would make it a 0-d nan array, whose shape "()" misleads)."""
+    return CaseFailure(f"{what} is None: the code returned nothing (is a `return` missing?)")
+
+
 def to_array(value, what):
     """The student's value as a float64 ndarray, or a CaseFailure saying why it is not one."""
+    if value is None:
+        raise returned_none(what)
     if torch.is_tensor(value):
         value = value.detach().cpu().double().numpy()
     if isinstance(value, (tuple, list)) and value and any(
@@ -139,6 +147,8 @@ def expect_unchanged(before, after, what):
 
 
 def expect_tensor(value, what):
+    if value is None:
+        raise returned_none(what)
     if not torch.is_tensor(value):
         raise CaseFailure(f"{what} is a {type(value).__name__}, expected a torch.Tensor")
 

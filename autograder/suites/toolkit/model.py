@@ -120,7 +120,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     or None)}. The defaults are the correct model; each switch reproduces a known mistake:
     mask "none" | "lower" | "diagonal"; `fill` for blocked scores; `after`: mask the weights after
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
-    (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)); the softmax
+    (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)) | "first_axis"
+    (sqrt(keys.shape[0]): the batch size of a batch); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight; "no_bias": without the bias);
     split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
@@ -157,7 +158,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
                "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
-               "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut), "times_sqrt": 1 / math.sqrt(head_dim)}[scale]
+               "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut), "times_sqrt": 1 / math.sqrt(head_dim),
+               "first_axis": math.sqrt(x.shape[0])}[scale]
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
@@ -219,6 +221,8 @@ NOT_SCALED = "the scores are not scaled: divide them by sqrt(d_k), d_k = the wid
 SCALED_BY_D_IN = "the scores are divided by sqrt(d_in); divide by sqrt(d_k), d_k = the width of the keys (d_out here)"
 SCALED_BY_TOKENS = ("the scores are divided by sqrt(T), the number of tokens (keys.shape[-2]); divide by "
                     "sqrt(d_k), the keys' width (keys.shape[-1])")
+SCALED_BY_BATCH = (dict(scale="first_axis"), "the scores are divided by the square root of keys.shape[0], the batch "
+                   "size; d_k is the keys' width, their LAST axis (keys.shape[-1])")
 # `* d_k ** 0.5` (or `/ d_k ** -0.5`): every layer's ladder has it, with d_k the width of one head's keys.
 MULTIPLIED_BY_SQRT = (dict(scale="times_sqrt"), "the scores are multiplied by the square root of the keys' width "
                                                 "(d_k, or head_dim in each head) instead of divided by it")

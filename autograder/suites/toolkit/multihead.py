@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit.model import (
     HEADS_FACTORS,
@@ -261,17 +261,32 @@ def random_out_proj(r, d_out, with_bias):
 CROSS_KEYS_AXES = keys_axes_mistakes({0: "batch", 1: "num_heads", 2: "T_k", 3: "head_dim"})
 
 
+# A forward that raises with several heads and is right with one, where the heads before and after the merge
+# differ only by an axis of size 1 (both multi-head layers' explainers).
+BEFORE_MERGE = ("something that takes the merged heads (batch, T, d_out), out_proj or a view, gets the heads "
+                "(batch, num_heads, T, head_dim) before they are merged")
+
+
 def explain_cross_forward(impl, what, error):
     """A CrossAttention forward that raised, run again (`explain_by_probe`) on a layer of 2 heads of width 2,
-    x of 2 queries and a context of 2 tokens, where the keys' axes fit in any order, without a mask."""
+    x of 2 queries and a context of 2 tokens, where the keys' axes fit in any order, without a mask; then
+    with one head of width 4 (`BEFORE_MERGE`)."""
     r = np.random.default_rng(1912)
     linears = {"W_query": random_linear(r, 4, 3, False), "W_key": random_linear(r, 4, 5, False),
                "W_value": random_linear(r, 4, 5, False), "out_proj": random_linear(r, 4, 4, True)}
     x, context = r.normal(size=(2, 2, 3)), r.normal(size=(2, 2, 5))
     # Built inside the probe, as every layer's explainer does: a layer this probe cannot build (its out_proj
     # has a bias) explains nothing, instead of blaming the build for the forward's error.
-    explain_by_probe(what, error,
-                     lambda: loaded_module(impl, "CrossAttention", (3, 5, 4, 2), linears, explained=False)(
-                         tensor(x), tensor(context)),
-                     lambda **kw: cross_attention(x, context, linears, 2, **kw), CROSS_KEYS_AXES,
-                     "batch, T_q, T_k, num_heads and head_dim are all 2")
+    def probe(num_heads):
+        return loaded_module(impl, "CrossAttention", (3, 5, 4, num_heads), linears, explained=False)(
+            tensor(x), tensor(context))
+
+    explain_by_probe(what, error, lambda: probe(2), lambda **kw: cross_attention(x, context, linears, 2, **kw),
+                     CROSS_KEYS_AXES, "batch, T_q, T_k, num_heads and head_dim are all 2")
+    # One head explains only an error that two heads raise on the same inputs, without a mask: an error of the
+    # mask alone (one lined up wrong) is no merge's.
+    try:
+        probe(2)
+    except (RemoteError, CaseFailure):
+        explain_by_probe(what, error, lambda: probe(1), lambda: cross_attention(x, context, linears, 1),
+                         [({}, BEFORE_MERGE)], "there is one head")
