@@ -325,7 +325,8 @@ def test_last_token_through_cache_is_self_attention(impl):
     module = _module(impl, 3, 4, 6, linears, bias=True)
     cache = impl.KVCache()
     _forward(module, x, cache, 0, 5, "forward(x[:, :5], cache=KVCache())")
-    last = checks.to_array(module(x[:, 5:], cache=cache), "forward(x[:, 5:], cache=cache)")
+    last = checks.to_array(_forward(module, x, cache, 5, 1, "forward(x[:, 5:], cache=cache)"),
+                           "forward(x[:, 5:], cache=cache)")
     cached.expect_rows(last, 1, "forward(x[:, 5:], cache=cache)")
     checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]

@@ -20,7 +20,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.suites.toolkit import blockwise, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT
+from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS
 
 STEP = "online_softmax_attention"
 
@@ -37,7 +37,8 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt"; normalise False: no final division,
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
+    number of keys); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
     divided by the running sum as they are added (neither divides at the end); shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
@@ -50,7 +51,8 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
-               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k)}[scale]
+               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
+               "n_k": np.sqrt(n_k)}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
@@ -103,6 +105,7 @@ MISTAKES = [
     (dict(scale="none"), "the scores are not scaled: divide Q Kᵀ by sqrt(d_k)"),
     (dict(scale="linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
     MULTIPLIED_BY_SQRT,  # every layer's ladder names it so
+    (dict(scale="n_k"), SCALED_BY_TOKENS),
     (dict(normalise=False), "the output is not divided by the running sum at the end"),
     (dict(normalise="loop"), DIVIDED_IN_LOOP),
     (dict(normalise="loop-block"), DIVIDED_IN_LOOP),

@@ -36,6 +36,10 @@ def explain_failed_forward(error, cache, start, size, call):
     sizes = {int(found.group(1)), int(found.group(2))} if found else set()
     if len(cache) == start + size and (isinstance(error, ValueError) or sizes == {start + size, start + 2 * size}):
         raise CaseFailure(f"{call} raised {error.type_name}: {AFTER_UPDATE}") from None
+    if start and found and found.re is _BATCH2 and (int(found.group(1)), int(found.group(2))) == (start + size, size):
+        raise CaseFailure(f"{call} raised {error.type_name} multiplying the weights by the values: the weights have a "
+                          f"column for every key held ({start} + {size}), but the values are the {size} new tokens' "
+                          "only: the values, like the keys, are all those cache.update returns") from None
     # torch names the mask "tensor a" in masked_fill: a narrow mask (size wide, or start + size high), not
     # narrow scores (new keys only), is the mask's fault.
     if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
