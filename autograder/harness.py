@@ -207,6 +207,9 @@ ERROR_CAUSES = (
      "torch and NumPy mixed: a torch method called on a NumPy array, or a NumPy array written into a torch "
      "tensor; NumPy arrays have their own functions (np.expand_dims for .unsqueeze, .reshape for .view, "
      "np.concatenate for torch.cat): stay in one library"),
+    (("unexpected keyword argument 'dim'", "unexpected keyword argument 'keepdim'"),
+     "a NumPy function given torch's keywords (dim=, keepdim=): NumPy names them axis= and keepdims=; stay in "
+     "one library's words"),
     (("only length-1 arrays can be converted", "only 0-dimensional arrays can be converted",
       "only one element tensors can be converted"),
      "a function of the math module called on an array; math.sin, math.exp and friends take one number, "

@@ -71,10 +71,14 @@ def _forward(module, x, cache, start, size, call):
         if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
             # A shape mistake of the layer itself (the tokens read from the batch axis, ...) fails through a
             # cache too: the whole input's forward, which `Layer` retries, names it before the cache is blamed.
-            try:
-                module(x[:, :start + size])
-            except RemoteError:
-                pass
+            # A batch of one hides it (one token's mask broadcasts against any scores): the whole input is also
+            # tried as a batch of several sequences, other than its number of tokens.
+            whole = x[:, :start + size]
+            for batch in {whole.shape[0], 3 if start + size == 2 else 2}:
+                try:
+                    module(whole[:1].expand(batch, *whole.shape[1:]).clone() if batch != whole.shape[0] else whole)
+                except RemoteError:
+                    pass
         cached.explain_failed_forward(error, cache, start, size, call)
         raise
 
@@ -88,8 +92,7 @@ def _generate(impl, module, x, sizes, what):
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
         out = checks.to_array(_forward(module, x, cache, start, size, call), call)
         cached.expect_grown(cache, start, size, call)
-        if out.ndim == 3 and out.shape[1] == 0 < size:  # scores (batch, t, keys) broadcast with a mask of no rows
-            raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, no row at all: {cached.EMPTY_MASK_ROWS}")
+        cached.expect_rows(out, size, call)
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
             raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
                               "one output row per NEW token")
@@ -322,7 +325,9 @@ def test_last_token_through_cache_is_self_attention(impl):
     module = _module(impl, 3, 4, 6, linears, bias=True)
     cache = impl.KVCache()
     _forward(module, x, cache, 0, 5, "forward(x[:, :5], cache=KVCache())")
-    last = checks.to_array(module(x[:, 5:], cache=cache), "forward(x[:, 5:], cache=cache)")
+    last = checks.to_array(_forward(module, x, cache, 5, 1, "forward(x[:, 5:], cache=cache)"),
+                           "forward(x[:, 5:], cache=cache)")
+    cached.expect_rows(last, 1, "forward(x[:, 5:], cache=cache)")
     checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
     if not toolkit.close(last, unmasked):

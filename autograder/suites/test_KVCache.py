@@ -207,6 +207,10 @@ def _expect_lengths(lengths, want, sizes, shape, label):
     if len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
         raise CaseFailure(f"{what}: len(cache) is each update's own size: every update replaces what the cache held, "
                           "so only the latest is kept")
+    if len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths[1:] == 1).all() and want[-1] > 2 and \
+            max(sizes[1:]) > 1:
+        raise CaseFailure(f"{what}: len(cache) is 1 after every later update, whatever its size: the cache keeps only "
+                          "the last token it was given; it must keep every token so far, in order")
     if (lengths == width).all() and width != want[-1]:
         raise CaseFailure(f"{what}: len(cache) is the keys' width, their last dim: return the number of tokens, "
                           "the size of the token axis (dim 1 of (batch, T, d))")

@@ -20,7 +20,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.suites.toolkit import blockwise, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT
+from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS
 
 STEP = "online_softmax_attention"
 
@@ -31,29 +31,36 @@ NAN_HINT = ("exp overflowed (subtract the running row maximum before exponentiat
 # --- a NumPy model of the blockwise computation, with known mistakes as switches -------------
 
 def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
-           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, positions=None):
+           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
+           positions=None):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt"; normalise False: no final division,
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
+    number of keys); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
     divided by the running sum as they are added (neither divides at the end); shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped; sum_axis 0: the block's weights
-    summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own.
+    summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own; values
+    "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
+    start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty).
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
-               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k)}[scale]
+               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
+               "n_k": np.sqrt(n_k)}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for start in range(0, n_k if tail else n_k - block_size + 1, block_size):
+        for start in range(0, (n_q if loop == "queries" else n_k) if tail else n_k - block_size + 1, block_size):
             stop = min(start + block_size, n_k)
+            if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
+                continue
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) / divisor
             if causal:
                 keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
@@ -66,7 +73,8 @@ def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scal
             shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
             p = np.exp(scores - (new_max if shift == "new" else row_max))
             row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
-            added = p @ V[..., start:stop, :] / (row_sum if normalise == "loop-block" else 1.0)
+            V_blk = V[..., :stop - start, :] if values == "first" else V[..., start:stop, :]
+            added = p @ V_blk / (row_sum if normalise == "loop-block" else 1.0)
             if rescale == "late":
                 acc = (acc + added) * shrink
             else:
@@ -88,6 +96,7 @@ DIVIDED_IN_LOOP = ("the running output is divided by the running sum inside the 
                    "still grows with the later blocks, so what an early block added is divided by too small a sum, "
                    "or divided again; keep the running output unnormalised and divide by the running sum once, "
                    "after the last block")
+VALUES_FIRST = blockwise.VALUES_FIRST
 MISTAKES = [
     (dict(rescale="none"), RESCALE),
     (dict(rescale="acc"), RESCALE),
@@ -96,6 +105,7 @@ MISTAKES = [
     (dict(scale="none"), "the scores are not scaled: divide Q Kᵀ by sqrt(d_k)"),
     (dict(scale="linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
     MULTIPLIED_BY_SQRT,  # every layer's ladder names it so
+    (dict(scale="n_k"), SCALED_BY_TOKENS),
     (dict(normalise=False), "the output is not divided by the running sum at the end"),
     (dict(normalise="loop"), DIVIDED_IN_LOOP),
     (dict(normalise="loop-block"), DIVIDED_IN_LOOP),
@@ -112,6 +122,9 @@ MISTAKES = [
     (dict(block_max=True), "the new maximum is the block's own, not the larger of it and the running one: a "
                            "block of lower scores (or all blocked, -inf) rescales what came before by more than 1 "
                            "(or inf)"),
+    (dict(values="first"), VALUES_FIRST),
+    (dict(loop="queries"), "the blocks start at range(0, n_q, block_size), the number of queries: the keys are what "
+                           "is cut into blocks, so with fewer queries than keys the last keys are never read"),
     (dict(tail=False), "the last block is skipped when it holds fewer than block_size keys: the blocks must "
                        "cover all n_k keys, and the last one may be shorter"),
 ]

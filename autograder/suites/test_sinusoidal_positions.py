@@ -170,6 +170,13 @@ def _positions(impl, num_tokens, d_model):
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the positions have no axis "
                               f"of their own, shape ({num_tokens},), so they cannot meet the pairs' (1, "
                               f"{d_model // 2}) in a table of angles: make them a column, (num_tokens, 1)") from None
+        half = d_model // 2  # a table one column per pair: its every other column holds half the pairs
+        if any(f"fromshape({num_tokens},{half})intoshape({num_tokens},{width})" in said
+               for width in ((half + 1) // 2, half // 2)):
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the table of codes is made "
+                              f"{half} wide, one column per pair, so its even (or odd) columns cannot take the "
+                              f"{half} sines (or cosines): each pair fills two columns, a sine and a cosine, so the "
+                              "table has d_model columns") from None
         angles = re.search(rf"fromshape\((\d+),(\d+)\)intoshape\({num_tokens},{d_model // 2}\)", said)
         if angles:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have shape "

@@ -8,6 +8,9 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
 
+VALUES_FIRST = ("every block takes its values from the first rows of V, not from the rows of its own keys: a block's "
+                "weights weigh the values of the same keys (positions start to start + b), whichever block it is")
+
 
 def _one_sequence(Q, K, V):
     return tuple(np.asarray(a)[(0,) * (np.ndim(a) - 2)] for a in (Q, K, V))  # the first sequence, 2-D
@@ -52,3 +55,25 @@ def explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal, model):
         want = model(q, k, v, size, masked)
         if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
             raise failure(f"{what} {went_wrong}") from None
+    _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model)
+
+
+def _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model):
+    """A call whose last block is shorter than block_size, run again in blocks that divide the keys: code that
+    takes every block's values from the first rows of V (V[0:block_size]) fails only where a block is short,
+    and gives model(..., values="first") where none is."""
+    n_k = np.shape(K)[-2]
+    if n_k < 2 or n_k % block_size == 0:
+        return
+    size = max(b for b in range(1, n_k) if n_k % b == 0)  # the largest that cuts the keys into equal blocks
+    V = rng(1518).normal(size=np.shape(V)).astype(np.asarray(V).dtype)  # values that differ (V = ones hides it)
+    try:
+        out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=size, causal=causal), what)
+    except (RemoteError, CaseFailure):
+        return
+    want = model(Q, K, V, size, causal, values="first")
+    if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4) and \
+            not np.allclose(want, model(Q, K, V, size, causal), atol=1e-5, rtol=1e-4):
+        raise CaseFailure(f"{what} {went_wrong}, and in blocks that divide the {n_k} keys gives wrong values: "
+                          f"{VALUES_FIRST}; "
+                          "a last block shorter than block_size has fewer weights than those rows") from None

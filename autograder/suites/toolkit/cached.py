@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from autograder.errors import CaseFailure
+from autograder.suites.toolkit.checks import fmt_shape
 from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
 
 # The two numbers each of PyTorch's words for a mismatch in the mask or the weights' product quotes.
@@ -35,13 +36,17 @@ def explain_failed_forward(error, cache, start, size, call):
     sizes = {int(found.group(1)), int(found.group(2))} if found else set()
     if len(cache) == start + size and (isinstance(error, ValueError) or sizes == {start + size, start + 2 * size}):
         raise CaseFailure(f"{call} raised {error.type_name}: {AFTER_UPDATE}") from None
+    if start and found and found.re is _BATCH2 and (int(found.group(1)), int(found.group(2))) == (start + size, size):
+        raise CaseFailure(f"{call} raised {error.type_name} multiplying the weights by the values: the weights have a "
+                          f"column for every key held ({start} + {size}), but the values are the {size} new tokens' "
+                          "only: the values, like the keys, are all those cache.update returns") from None
     # torch names the mask "tensor a" in masked_fill: a narrow mask (size wide, or start + size high), not
     # narrow scores (new keys only), is the mask's fault.
     if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
             int(found.group(1)) == (size if found.group(3) == "2" else start + size):
         _mask_not_wide_enough(error, start, size, call, found.group(3))
     if start and found and found.re is _MISMATCH and found.group(3) == "1" and found.group(1) == "0":
-        raise CaseFailure(f"{call} raised {error.type_name}: {EMPTY_MASK_ROWS}") from None  # a mask of no rows
+        raise CaseFailure(f"{call} raised {error.type_name} where the scores meet the mask: {EMPTY_MASK_ROWS}") from None  # a mask of no rows
     if start and found and found.re is _MISMATCH and found.group(3) == "2" and \
             (int(found.group(1)), int(found.group(2))) == (start + size, size):  # a wide mask, narrow scores
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for the {size} "
@@ -58,6 +63,12 @@ def _mask_not_wide_enough(error, start, size, call, dimension):
                           "the new tokens' rows of the mask span all the keys so far") from None
     raise CaseFailure(f"{call} raised {error.type_name}: the mask slice has a row for every token so far ({start} + "
                       f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
+
+
+def expect_rows(out, size, call):
+    """The output of `size` new tokens has a row each; none at all is named (an empty slice of the mask)."""
+    if np.ndim(out) == 3 and np.shape(out)[1] == 0 < size:  # scores (batch, t, keys) broadcast with a mask of no rows
+        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, no row at all: {EMPTY_MASK_ROWS}")
 
 
 def expect_grown(cache, start, size, call):
