@@ -55,10 +55,30 @@ def _weights(record):
     return {name: (record[SHORT[name]], record.get(SHORT[name] + "_bias")) for name in PROJECTIONS}
 
 
-def _self_attention(impl, d_in, d_out, qkv_bias, weights, dtype=None):
+def _self_attention(impl, d_in, d_out, qkv_bias, weights, dtype=None, explained=True):
     """The student's SelfAttention(d_in, d_out, qkv_bias) holding `weights`, in `dtype`."""
     return toolkit.loaded_module(impl, STEP, (d_in, d_out, qkv_bias), weights,
-                                 f"SelfAttention({d_in}, {d_out}, qkv_bias={qkv_bias})", dtype)
+                                 f"SelfAttention({d_in}, {d_out}, qkv_bias={qkv_bias})", dtype, explained)
+
+
+VALUES_FIRST = ("the context is values @ weights: the weights come first, one row per query, so that each query's "
+                "context is a weighted sum of the rows of the values")
+
+
+# values @ weights fits only where T = d_out, which on a square layer is also the T = d_in where a layer reading
+# the tokens from the features axis runs: a probe where T = d_out != d_in tells them apart, so it goes first
+@toolkit.explains_forward(STEP, first=True)
+def _explain_forward(impl, what, error):
+    r = rng(1510)
+    weights, x = _random_weights(r, 3, 4, False), r.normal(size=(4, 3))
+    try:
+        out = checks.to_array(_self_attention(impl, 3, 4, False, weights, explained=False)(toolkit.tensor(x)), what)
+    except (RemoteError, CaseFailure):
+        return
+    scores, values = _scaled_scores_and_values(x, weights)
+    if checks.named_mistake(out, [(lambda: values @ toolkit.softmax(scores, -1), VALUES_FIRST)]) is not None:
+        raise CaseFailure(f"{what} raised {error.type_name}; on a layer whose d_out is the number of tokens, so "
+                          f"that the shapes fit, it shows why: {VALUES_FIRST}") from None
 
 
 def _works(module, x):
@@ -66,7 +86,7 @@ def _works(module, x):
         return False
     try:
         module(x)
-    except RemoteError:  # only asks whether this input goes through
+    except (RemoteError, CaseFailure):  # only asks whether this input goes through (or is named failing)
         return False
     return True
 
