@@ -180,6 +180,8 @@ def mistakes(x, weights):
           for c, what in divisors],
         (lambda: np.matmul(*_scaled_scores_and_values(x, weights)),
          "mixes the values by the scaled scores themselves: apply the softmax over each row first"),
+        (lambda: np.matmul(*_scaled_scores_and_values(x, weights)) * np.sqrt(d_k),
+         "mixes the values by the raw scores themselves: scale them and apply the softmax over each row first"),
         *_hand_written_softmax(x, weights)]
 
 
