@@ -77,8 +77,8 @@ def _explain_forward(impl, what, error):
         return
     scores, values = _scaled_scores_and_values(x, weights)
     if checks.named_mistake(out, [(lambda: values @ toolkit.softmax(scores, -1), VALUES_FIRST)]) is not None:
-        raise CaseFailure(f"{what} raised {error.type_name}; on a layer whose d_out is the number of tokens, so "
-                          f"that the shapes fit, it shows why: {VALUES_FIRST}") from None
+        raise CaseFailure(f"{what} raised {error.type_name}, and runs on a layer whose d_out is the number of "
+                          f"tokens, where it shows why: {VALUES_FIRST}") from None
 
 
 def _works(module, x):
