@@ -55,10 +55,30 @@ def _weights(record):
     return {name: (record[SHORT[name]], record.get(SHORT[name] + "_bias")) for name in PROJECTIONS}
 
 
-def _self_attention(impl, d_in, d_out, qkv_bias, weights, dtype=None):
+def _self_attention(impl, d_in, d_out, qkv_bias, weights, dtype=None, explained=True):
     """The student's SelfAttention(d_in, d_out, qkv_bias) holding `weights`, in `dtype`."""
     return toolkit.loaded_module(impl, STEP, (d_in, d_out, qkv_bias), weights,
-                                 f"SelfAttention({d_in}, {d_out}, qkv_bias={qkv_bias})", dtype)
+                                 f"SelfAttention({d_in}, {d_out}, qkv_bias={qkv_bias})", dtype, explained)
+
+
+VALUES_FIRST = ("the context is values @ weights: the weights come first, one row per query, so that each query's "
+                "context is a weighted sum of the rows of the values")
+
+
+# values @ weights fits only where T = d_out, which on a square layer is also the T = d_in where a layer reading
+# the tokens from the features axis runs: a probe where T = d_out != d_in tells them apart, so it goes first
+@toolkit.explains_forward(STEP, first=True)
+def _explain_forward(impl, what, error):
+    r = rng(1510)
+    weights, x = _random_weights(r, 3, 4, False), r.normal(size=(4, 3))
+    try:
+        out = checks.to_array(_self_attention(impl, 3, 4, False, weights, explained=False)(toolkit.tensor(x)), what)
+    except (RemoteError, CaseFailure):
+        return
+    scores, values = _scaled_scores_and_values(x, weights)
+    if checks.named_mistake(out, [(lambda: values @ toolkit.softmax(scores, -1), VALUES_FIRST)]) is not None:
+        raise CaseFailure(f"{what} raised {error.type_name}, and runs on a layer whose d_out is the number of "
+                          f"tokens, where it shows why: {VALUES_FIRST}") from None
 
 
 def _works(module, x):
@@ -66,7 +86,7 @@ def _works(module, x):
         return False
     try:
         module(x)
-    except RemoteError:  # only asks whether this input goes through
+    except (RemoteError, CaseFailure):  # only asks whether this input goes through (or is named failing)
         return False
     return True
 
@@ -160,6 +180,8 @@ def mistakes(x, weights):
           for c, what in divisors],
         (lambda: np.matmul(*_scaled_scores_and_values(x, weights)),
          "mixes the values by the scaled scores themselves: apply the softmax over each row first"),
+        (lambda: np.matmul(*_scaled_scores_and_values(x, weights)) * np.sqrt(d_k),
+         "mixes the values by the raw scores themselves: scale them and apply the softmax over each row first"),
         *_hand_written_softmax(x, weights)]
 
 
@@ -299,19 +321,33 @@ def test_attributes(impl):
             toolkit.check_linear(module, name, d_in, d_out, bias, what)
 
 
-@case(STEP, "oracle", weight=4)
-def test_matches_torch_sdpa(impl):
-    """agrees with torch's linear layers and scaled_dot_product_attention, with and without bias"""
+def _check_oracle(impl, with_bias):
+    """The oracle's layers with (with_bias) or without a bias; every layer's inputs are drawn, in one order."""
     r = rng(1502)
     for d_in, d_out, bias, shape in ((4, 3, False, (5, 4)), (6, 2, True, (4, 6)), (3, 5, True, (7, 3))):
-        weights = _random_weights(r, d_in, d_out, bias)
+        weights, x = _random_weights(r, d_in, d_out, bias), toolkit.tensor(r.normal(size=shape))
+        if bias != with_bias:
+            continue
         module = _self_attention(impl, d_in, d_out, bias, weights)
-        x = toolkit.tensor(r.normal(size=shape))
         label = f"input {checks.fmt_shape(shape)}, d_out {d_out}, qkv_bias={bias}"
         out = forward(impl, module, x, label, d_in, d_out)
         q, k, v = (_linear(x, weights[name]) for name in PROJECTIONS)
         want = torch.nn.functional.scaled_dot_product_attention(q, k, v)
         _expect_output(impl, out, want.numpy(), f"the output on {label}", x.numpy(), weights)
+
+
+# The oracle is split by the layers' bias, a kind of input a slip tells apart (the biases left out by
+# x @ W.weight.T): a wrong central computation fails both halves, the slip one.
+@case(STEP, "oracle", weight=2)
+def test_matches_torch_sdpa(impl):
+    """agrees with torch's linear layers and scaled_dot_product_attention without a bias"""
+    _check_oracle(impl, with_bias=False)
+
+
+@case(STEP, "oracle", weight=2)
+def test_matches_torch_sdpa_with_bias(impl):
+    """agrees with torch's linear layers and scaled_dot_product_attention with a bias (qkv_bias=True)"""
+    _check_oracle(impl, with_bias=True)
 
 
 @case(STEP, "property", weight=0.5)

@@ -5,7 +5,7 @@ import numpy as np
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng, rounded
 
 STEP = "cosine_similarity"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
@@ -62,7 +62,8 @@ def stored_symptoms(record, k):
              "divides by the squared lengths; take their square roots"),
             (lambda: _cosine(a - np.mean(a), b - np.mean(b)),
              "subtracts each vector's mean first: that is Pearson's correlation, not the cosine, which "
-             "compares the vectors as they are (their directions from the origin)")]
+             "compares the vectors as they are (their directions from the origin)"),
+            *rounded(cosine)]
 
 
 def _cosine(a, b):

@@ -5,7 +5,7 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng, rounded
 
 STEP = "cosine_similarity_matrix"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
@@ -99,7 +99,8 @@ def _mistakes(X):
           for scale, name in _wrong_lengths(X)],
         (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
          "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
-         "the rows as they are (their directions from the origin)")]
+         "the rows as they are (their directions from the origin)"),
+        *rounded(unit @ unit.T)]
 
 
 def _wrong_lengths(X):

@@ -87,10 +87,18 @@ def test_matches_numpy_dot(impl):
 
 @case(STEP, "property")
 def test_returns_a_number_and_is_symmetric(impl):
-    """returns one number, a·b equals b·a, and a·(-b) is -(a·b)"""
+    """returns one number, also for Python lists; a·b equals b·a, and a·(-b) is -(a·b)"""
     r = rng(103)
     a, b = r.normal(size=7), r.normal(size=7)
     ab = checks.to_float(impl.dot_product(a, b), "dot_product(a, b)")
+    try:
+        impl.dot_product(list(a), list(b))  # the value is checked on arrays; lists only have to go through
+    except RemoteError as error:
+        if error.type_name == "NotImplementedError":
+            raise
+        raise CaseFailure(f"dot_product raised {error.type_name} on two Python lists, though it works on arrays: "
+                          "the docstring allows lists, and a list has no elementwise * or @ (list * list is an "
+                          "error, list + list joins them): make arrays of them first") from None
     ba = checks.to_float(impl.dot_product(b, a), "dot_product(b, a)")
     if abs(ab - ba) > 1e-9 * max(1.0, abs(ab)):
         raise CaseFailure("dot_product(a, b) and dot_product(b, a) differ; the dot product is symmetric")

@@ -24,6 +24,10 @@ def stored_symptoms(record, k):
                              "two are projected by theirs"))
     found.append((lambda: X * Ws[k], f"multiplies X and {WEIGHTS[k]} entry by entry (*): a projection is a "
                                      "matrix product (@)"))
+    if k < 2:  # the scale of the scores taken into a projection: a score of Q and K cannot tell which one
+        found.append((lambda: X @ Ws[k] / np.sqrt(np.shape(Ws[k])[-1]),
+                      "Q or K is divided by sqrt(d_out): a projection only multiplies; the division by sqrt(d_k) "
+                      "belongs to the attention scores, a later step"))
     for j, W in enumerate(Ws):
         if j != k:
             found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}; {ROLES[k]} = "

@@ -233,7 +233,9 @@ def mistakes(Q, K, V, mask, k):
                "weights @ V"),
               (lambda: weights @ K, "the context weights the keys: use the values, weights @ V"),
               (lambda: weights @ Q, "the context weights the queries: use the values, weights @ V"),
-              (lambda: scaled @ V, "the context uses the raw scores: apply the softmax first")]
+              # the scores as they are, unscaled, or as the softmax takes them: filled, shifted by their maximum
+              *[(lambda s=s: s @ V, "the context uses the raw scores: apply the softmax first") for s in (
+                  scaled, raw, fill(scaled, mask, -np.inf) - np.max(fill(scaled, mask, -np.inf), -1, keepdims=True))]]
     return found
 
 

@@ -231,3 +231,11 @@ def causal_blocked(n):
 
 def rng(seed):
     return np.random.default_rng(seed)
+
+
+def rounded(right, decimals=range(1, 5)):
+    """(candidate, symptom) of a result rounded for display (round(x, 2), np.round(x, 3)): the right value
+    rounded to each of `decimals`; more decimals stay within the tolerance of a float32 input anyway."""
+    return [(lambda k=k: np.round(np.asarray(right, dtype=float), k),
+             f"the result is rounded to {k} decimals: return it unrounded (round only where it is printed)")
+            for k in decimals]

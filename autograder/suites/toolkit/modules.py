@@ -43,11 +43,16 @@ def _is_signature_error(error):
 # A step's own explanation of a forward that raised, by class name: explain(impl, what, error) raises a
 # CaseFailure that names the cause, or returns. A suite registers it with `explains_forward`.
 FORWARD_EXPLAINERS = {}
+# The classes whose explainer runs before the shared retries of `Layer`: one that confirms its mistake on a
+# probe layer, where the case's own layer cannot tell that mistake from the one a shared retry names.
+EXPLAINED_FIRST = set()
 
 
-def explains_forward(class_name):
+def explains_forward(class_name, first=False):
     def register(explain):
         FORWARD_EXPLAINERS[class_name] = explain
+        if first:
+            EXPLAINED_FIRST.add(class_name)
         return explain
     return register
 
@@ -76,7 +81,8 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
         raise CaseFailure(f"{what} is a {kind}, not a torch.nn.Module: subclass nn.Module (and call "
                           "super().__init__() first)")
     explain = FORWARD_EXPLAINERS.get(class_name) if explained else None
-    return Layer.of(module, what, explain and (lambda what_, error: explain(impl, what_, error)))
+    return Layer.of(module, what, explain and (lambda what_, error: explain(impl, what_, error)),
+                    first=class_name in EXPLAINED_FIRST)
 
 
 class Layer(Handle):
@@ -84,10 +90,10 @@ class Layer(Handle):
     mistake is harmless, so that the report names the mistake instead of the bare exception."""
 
     @classmethod
-    def of(cls, handle, what, explain=None):
+    def of(cls, handle, what, explain=None, first=False):
         layer = cls.__new__(cls)
         layer.__dict__.update(vars(handle))
-        layer.what, layer.explain = what, explain
+        layer.what, layer.explain, layer.explain_first = what, explain, first
         return layer
 
     def __call__(self, *args, **kwargs):
@@ -96,11 +102,13 @@ class Layer(Handle):
         except RemoteError as error:
             if not any(phrase in str(error) for phrase in SHAPE_MISMATCH):
                 raise  # the retries explain shapes that do not fit; an error a case expects stays as it is
+            if self.explain is not None and self.explain_first:
+                self.explain(self.what, error)
             if len(args) == 1 and set(kwargs) <= {"_seed"}:
                 # x alone: where other inputs (a context, a mask) meet it, resizing x makes other shapes fit
                 self._explain_batch_as_tokens(args, kwargs, error)
                 self._explain_features_as_tokens(args, kwargs, error)
-            if self.explain is not None:
+            if self.explain is not None and not self.explain_first:
                 self.explain(self.what, error)  # the step's own retries
             raise
 
