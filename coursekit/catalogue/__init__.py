@@ -54,9 +54,9 @@ Where the entries live (this package's folder):
   graded in process at that step alone (`tests/test_step_mistakes.py`: its symptom, its `also`
   phrases and its size), not through nbgrader and not in the grading matrix. They are how a
   diagnosis that no nbgrader-graded mistake shows is still exercised: a row graded through
-  nbgrader costs CI 0.5 to 1 s (every step of the notebook, in a sandboxed kernel), a step
-  mistake a few hundredths. A mistake whose grading elsewhere in the notebook matters (what
-  later steps are lent, flags) belongs in `mistakes.toml`.
+  nbgrader is every step of the notebook in a sandboxed kernel plus nbgrader's own work (about
+  1.3 s of CPU), a step mistake only its step's cases, in process. A mistake whose grading
+  elsewhere in the notebook matters (what later steps are lent, flags) belongs in `mistakes.toml`.
 
 `misconception_sizes.toml` sizes every mistake (conceptual, slip, or partial with a reason): how
 much of its step it may keep, which `tests/test_case_weights.py` checks against the grading matrix.
