@@ -30,9 +30,9 @@ def outputs(generated_folder, committed):
             for p in generated_folder.rglob("*") if p.is_file()}
 
 
-def differences(generated_folder, committed):
-    """What of `committed` is not what nbgrader generated ([] when it is)."""
-    return generated.stale(outputs(generated_folder, committed), owned=committed)
+def stale(release_outputs, committed=RELEASE):
+    """What of `committed` is not `release_outputs` ({file: bytes}, from `outputs`): [] when it is."""
+    return generated.stale(release_outputs, owned=committed)
 
 
 def main(argv=None):

@@ -13,11 +13,21 @@ from coursekit.course_dir import CourseDir
 
 
 @pytest.fixture(scope="session")
-def course(tmp_path_factory):
+def release_as_generated(tmp_path_factory):
+    """(course directory, {committed release file: its bytes as nbgrader generated it}): the release
+    of all five, generated once from source; the bytes are read before any test grades there."""
+    from coursekit import release
+    from coursekit.paths import RELEASE
+
     course_dir = grading.prepare(tmp_path_factory.mktemp("course") / "course")
     for assignment in ASSIGNMENTS:
         grading.release(course_dir, assignment)
-    return course_dir
+    return course_dir, release.outputs(course_dir / "assignments", RELEASE)
+
+
+@pytest.fixture(scope="session")
+def course(release_as_generated):
+    return release_as_generated[0]
 
 
 @pytest.fixture(scope="session")

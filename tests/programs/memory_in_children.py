@@ -1,8 +1,10 @@
 # Three children, each holding 1.6 GiB (each under any one process's limit, 4.8 GiB together,
 # over the submission's budget); each says so on a pipe once it holds it, then holds on until
 # the kernel lets go. The children offer themselves to the OOM killer first, so the kernel
-# survives to report how many got there. The kernel counts until every child either holds or
-# is gone: no fixed wait, which a loaded machine could outrun or the cell's time limit cut.
+# survives to report how many held their memory at once: those still alive when it lets go,
+# which then exit by themselves. A child killed after it said so does not count (the killer
+# may take an earlier one to make room for a later one). No fixed wait, which a loaded machine
+# could outrun or the cell's time limit cut: the kernel waits until each child holds or is gone.
 import os
 import time
 
@@ -24,16 +26,20 @@ for _ in range(3):
 os.close(held_pipe[1])
 os.close(release_pipe[0])
 os.set_blocking(held_pipe[0], False)
-held, gone = 0, set()
-while held + len(gone) < len(children):
+said, status = 0, {}
+while said + len(status) < len(children) and len(status) < len(children):
     try:
-        held += len(os.read(held_pipe[0], 16))
+        said += len(os.read(held_pipe[0], 16))
     except BlockingIOError:
         pass
-    gone |= {pid for pid in children if pid not in gone and os.waitpid(pid, os.WNOHANG)[0]}
+    for pid in children:
+        if pid not in status:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status[pid] = code
     time.sleep(0.05)
 os.close(release_pipe[1])
 for pid in children:
-    if pid not in gone:
-        os.waitpid(pid, 0)
-print("HELD", held)
+    if pid not in status:
+        status[pid] = os.waitpid(pid, 0)[1]
+print("HELD", sum(os.WIFEXITED(code) and os.WEXITSTATUS(code) == 0 for code in status.values()))
