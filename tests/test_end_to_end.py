@@ -24,13 +24,17 @@ REFERENCE, UNTOUCHED = matrix.CONTROL, matrix.UNTOUCHED
 def graded(course, catalogue_results):
     """assignment -> (the typical mistake, {role: StudentResult}), the mistake's feedback written
     (the class's feedback is `coursekit feedback`'s, in test_class_grading)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     results = {}
     for assignment in ASSIGNMENTS:
         mistake = catalogue.by_assignment(catalogue.MISTAKES, assignment)[0]
         run = catalogue_results(assignment)
         results[assignment] = (mistake, {"e2e-reference": run[REFERENCE], "e2e-untouched": run[UNTOUCHED],
                                          "e2e-mistake": run[mistake.id]})
-        grading.feedback(course, assignment, [mistake.id])
+    # One nbgrader process per assignment, each writing its own folder: two at a time, one per core.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda a: grading.feedback(course, a, [results[a][0].id]), ASSIGNMENTS))
     return results
 
 
