@@ -24,29 +24,58 @@ UNTOUCHED = "catalogue-untouched"  # the release as handed out: graded, and 0 ev
 CATALOGUE_KINDS = (("mistake", catalogue.MISTAKES), ("correct", catalogue.CORRECT), ("hostile", catalogue.HOSTILE))
 
 
-def entries(assignment):
-    """[(kind, variant)] of one assignment, in catalogue order."""
-    return [(kind, v) for kind, vs in CATALOGUE_KINDS for v in catalogue.by_assignment(vs, assignment)]
+def entries(assignment, only=None):
+    """[(kind, variant)] of one assignment, in catalogue order (those whose id is in `only`, if given)."""
+    return [(kind, v) for kind, vs in CATALOGUE_KINDS for v in catalogue.by_assignment(vs, assignment)
+            if only is None or v.id in only]
 
 
-def submissions(release_nb, assignment):
-    """{student: notebook or bytes}: the two controls, then every catalogue entry of `assignment`."""
+MISTAKES_PER_STEP = 2  # of each step, graded through nbgrader in CI besides those that must be
+
+
+def nbgrader_sample(assignment):
+    """The ids of the entries of `assignment` that CI grades through real nbgrader (tests/test_catalogue.py):
+    every correct and hostile entry, each hostile entry's baseline (graded in the same run), the
+    mistakes that read the notebook's own state, and the first MISTAKES_PER_STEP mistakes of each
+    step. These show, through the whole pipeline, that a mistake costs its own step only, with its
+    symptom in the feedback. Every other mistake goes through the same judge at its own step in
+    process (tests/test_step_mistakes.py), which asserts its symptom and that it scores there what
+    this matrix, graded through nbgrader for every entry, records: grading each of them through
+    nbgrader too would grade the same thing twice, at about a second each."""
+    kept, per_step = set(), {}
+    for kind, variant in entries(assignment):
+        if kind != "mistake":
+            kept.add(variant.id)
+            kept |= {variant.baseline} - {""}
+        elif variant.reads_notebook:
+            kept.add(variant.id)
+        else:
+            for step in variant.loses:
+                per_step[step] = per_step.get(step, 0) + 1
+            if any(per_step[step] <= MISTAKES_PER_STEP for step in variant.loses):
+                kept.add(variant.id)
+    return kept
+
+
+def submissions(release_nb, assignment, only=None):
+    """{student: notebook or bytes}: the two controls, then every catalogue entry of `assignment`
+    (those whose id is in `only`, if given)."""
     subs = {CONTROL: classroom.build_submission(release_nb), UNTOUCHED: release_nb}
-    for _, variant in entries(assignment):
+    for _, variant in entries(assignment, only):
         subs[variant.id] = classroom.build_submission(release_nb, variant)
     return subs
 
 
-def grade_catalogue(course_dir, assignment, workers=2, cluster=None):
-    """{student: StudentResult} for the control and every entry of one released assignment:
-    one `grade_class` call, audit included, on `cluster` (a `coursekit.cluster.Cluster`) if
-    given, else on a cluster of its own."""
+def grade_catalogue(course_dir, assignment, workers=2, cluster=None, only=None):
+    """{student: StudentResult} for the controls and every entry of one released assignment (those
+    whose id is in `only`, if given): one `grade_class` call, audit included, on `cluster` (a
+    `coursekit.cluster.Cluster`) if given, else on a cluster of its own."""
     release = samples.read(CourseDir(course_dir).release_notebook(assignment))
     # Hostile entries are handed out first: the few that run into time limits take tens of
     # seconds where the others take one or two, and started last they would leave one worker
     # busy while the other has nothing left (the longest first, as a scheduler would).
     hostile = {v.id for kind, v in entries(assignment) if kind == "hostile"}
-    handed_in = dict(sorted(submissions(release, assignment).items(), key=lambda item: item[0] not in hostile))
+    handed_in = dict(sorted(submissions(release, assignment, only).items(), key=lambda item: item[0] not in hostile))
     return classroom.grade_class(course_dir, assignment, handed_in, workers=workers, cluster=cluster)
 
 
@@ -103,9 +132,10 @@ def problems(kind, variant, result, results=None):
 
 
 def rows(assignment, results):
-    """[(kind, variant or None, StudentResult)] of one assignment, in the matrix's order."""
+    """[(kind, variant or None, StudentResult)] of one assignment, in the matrix's order: the
+    entries `results` holds."""
     out = [("control", None, results[CONTROL]), ("untouched", None, results[UNTOUCHED])]
-    return out + [(kind, v, results[v.id]) for kind, v in entries(assignment)]
+    return out + [(kind, v, results[v.id]) for kind, v in entries(assignment) if v.id in results]
 
 
 def grade_all(course_dir, assignments, workers=2):
@@ -161,9 +191,12 @@ def render(graded):
     lines = [
         "# Grading matrix: every catalogue submission, step by step",
         "",
-        "Generated by `python -m coursekit.matrix` from `coursekit/catalogue/`; "
-        "`tests/test_catalogue.py` grades the same submissions through real nbgrader and asserts "
-        "every row. Points are nbgrader's; **bold** marks a step the entry must lose (a mistake at "
+        "Generated by `python -m coursekit.matrix` from `coursekit/catalogue/`, every submission "
+        "graded through real nbgrader. In CI, `tests/test_catalogue.py` grades the controls, every "
+        "correct and hostile entry and a sample of the mistakes (`matrix.nbgrader_sample`) through "
+        "nbgrader again and asserts their rows; `tests/test_step_mistakes.py` grades every other "
+        "mistake at its own step and asserts the points this matrix records there. "
+        "Points are nbgrader's; **bold** marks a step the entry must lose (a mistake at "
         "its own step, or an attack that must not pay). *flags* are what the instructor's grading "
         "report says about the submission.",
         "",

@@ -1,9 +1,12 @@
 """Every catalogue entry graded through real nbgrader: each row of docs/grading_matrix.md.
 
 For each assignment, one `grade_class` call submits the reference and the untouched release
-(the controls) and every entry of the three catalogues in `coursekit/catalogue/`, runs
-`nbgrader autograde` per student, and reads the per-step points and the reports. Then every row is asserted
-with `coursekit.matrix.problems`, the rule the matrix document shows:
+(the controls), every correct and hostile entry of `coursekit/catalogue/` and a sample of its
+mistakes (`matrix.nbgrader_sample`: those hostile entries compare with, those that read the
+notebook's state, and the first two of each step), runs `nbgrader autograde` per student, and
+reads the per-step points and the reports. The other mistakes are graded at their own step in
+process, against the points the committed matrix records (test_step_mistakes.py). Every row
+graded here is asserted with `coursekit.matrix.problems`, the rule the matrix document shows:
 
 - a mistake loses points at its own step, with its symptom in that step's report, keeps full
   marks everywhere else, and is not flagged;
@@ -30,7 +33,8 @@ from autograder.steps import ASSIGNMENTS, STEPS, steps_of
 from coursekit import catalogue, matrix
 
 ROWS = [(assignment, control, None) for assignment in ASSIGNMENTS for control in ("control", "untouched")] + [
-    (assignment, kind, variant) for assignment in ASSIGNMENTS for kind, variant in matrix.entries(assignment)]
+    (assignment, kind, variant) for assignment in ASSIGNMENTS
+    for kind, variant in matrix.entries(assignment, matrix.nbgrader_sample(assignment))]
 
 
 def _row_id(row):
@@ -194,7 +198,7 @@ def test_row(catalogue_results, row):
 
 
 def test_every_grade_is_the_one_the_committed_matrix_records(catalogue_results):
-    """Nothing a change does to the code moves a grade: every catalogue submission scores, step
+    """Nothing a change does to the code moves a grade: every submission graded here scores, step
     by step, what docs/grading_matrix.md records (`python -m coursekit.matrix` rewrites it when
     a change of grades is intended)."""
     from coursekit.paths import GRADING_MATRIX
@@ -205,8 +209,23 @@ def test_every_grade_is_the_one_the_committed_matrix_records(catalogue_results):
     moved = [f"{assignment}/{student}: {committed[assignment].get(student)} -> {points}"
              for assignment in now for student, points in now[assignment].items()
              if committed.get(assignment, {}).get(student) != points]
-    missing = [f"{a}/{s}" for a in committed for s in committed[a] if s not in now.get(a, {})]
-    assert moved == [] and missing == []
+    assert moved == []
+
+
+def test_the_committed_matrix_has_every_entry_and_each_row_as_expected():
+    """The matrix records every entry of the catalogue (those CI grades at their step only too),
+    and `python -m coursekit.matrix` found each row as expected when it graded them all."""
+    from coursekit.paths import GRADING_MATRIX
+
+    text = GRADING_MATRIX.read_text()
+    committed = matrix.read_points(text)
+    expected = {a: {matrix.CONTROL, matrix.UNTOUCHED} | {v.id for _, v in matrix.entries(a)} for a in ASSIGNMENTS}
+    assert {a: set(rows) for a, rows in committed.items()} == expected
+    head = len("| `")
+    not_as_expected = [line[head:line.index("`", head)] for line in text.splitlines()
+                       if line.startswith("| `") and " | NO: " in line]
+    assert len([line for line in text.splitlines() if line.startswith("| `")]) == sum(map(len, expected.values()))
+    assert not_as_expected == []
 
 
 def _sandbox_processes_but_warm_parents():
@@ -269,7 +288,8 @@ def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_res
     assert left == []
     changed = []
     for assignment in ASSIGNMENTS:
-        for student, nb in matrix.submissions(release_notebook(assignment), assignment).items():
+        handed_in_here = matrix.submissions(release_notebook(assignment), assignment, matrix.nbgrader_sample(assignment))
+        for student, nb in handed_in_here.items():
             handed_in = CourseDir(course).submitted_notebook(assignment, student)
             expected = Path(course) / "expected.ipynb"
             samples.write(nb, expected)

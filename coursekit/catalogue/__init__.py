@@ -61,8 +61,11 @@ Where the entries live (this package's folder):
 `misconception_sizes.toml` sizes every mistake (conceptual, slip, or partial with a reason): how
 much of its step it may keep, which `tests/test_case_weights.py` checks against the grading matrix.
 
-`tests/test_catalogue.py` grades every entry through real nbgrader and asserts its row;
-`python -m coursekit.matrix` writes the same rows to docs/grading_matrix.md.
+`python -m coursekit.matrix` grades every entry through real nbgrader and writes its row to
+docs/grading_matrix.md. In CI, `tests/test_catalogue.py` grades the correct and hostile entries
+and a sample of the mistakes (`coursekit.matrix.nbgrader_sample`) through nbgrader and asserts
+their rows; `tests/test_step_mistakes.py` grades the other mistakes at their own step, against
+the points the matrix records.
 """
 
 import re
@@ -94,6 +97,9 @@ class Variant:
     graded: bool = True  # False: autograde cannot grade it at all (all steps 0, flagged)
     baseline: str = ""  # hostile: id of the mistake with the same wrong code, no trick
     source: str = ""  # where the code comes from (programs), or "" (mistakes: the reference)
+    # A mistake that reads the notebook's own state (its globals): only the whole notebook shows what
+    # it costs, so CI always grades it through nbgrader (coursekit.matrix.nbgrader_sample).
+    reads_notebook: bool = False
 
 
 # --- mistakes: edits of the reference --------------------------------------------------------
@@ -126,13 +132,15 @@ def apply_edits(edits, where="edits"):
 def load_mistakes(path=HERE / "mistakes.toml"):
     variants = []
     for entry in tomllib.loads(Path(path).read_text()).get("mistake", []):
-        unknown = set(entry) - {"id", "assignment", "description", "loses", "symptom", "also", "edits"}
+        unknown = set(entry) - {"id", "assignment", "description", "loses", "symptom", "also", "edits",
+                                "reads_notebook"}
         if unknown:
             raise ValueError(f"{path}: mistake {entry.get('id')!r} has unknown keys {sorted(unknown)}")
         variants.append(Variant(
             entry["id"], entry["assignment"], entry["description"],
             apply_edits(entry["edits"], f"{path.name}: mistake {entry['id']!r}"),
-            loses=tuple(entry["loses"]), symptom=entry["symptom"], also=tuple(entry.get("also", ()))))
+            loses=tuple(entry["loses"]), symptom=entry["symptom"], also=tuple(entry.get("also", ())),
+            reads_notebook=entry.get("reads_notebook", False)))
     return variants
 
 
