@@ -86,6 +86,8 @@ def _first_update_fails(impl, k, v):
 def _update(impl, cache, k, v, what):
     """cache.update(k, v) as (keys, values) arrays, or a CaseFailure saying what came back."""
     out = _call_update(impl, cache, k, v, what)
+    if out is None:
+        raise checks.returned_none(what)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CaseFailure(f"{what} should return a tuple (all keys, all values); it returned a "
                           f"{type(out).__name__}")

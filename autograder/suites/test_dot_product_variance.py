@@ -38,6 +38,8 @@ def _pair(impl, d_k, **kwargs):
     """(var_unscaled, var_scaled) as two floats, or a CaseFailure saying what came back instead."""
     call = f"dot_product_variance({d_k}" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
     out = impl.dot_product_variance(d_k, **kwargs)
+    if out is None:
+        raise checks.returned_none(call)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CaseFailure(f"{call} should return a tuple (var_unscaled, var_scaled) of two numbers")
     unscaled = checks.to_float(out[0], f"var_unscaled of {call}")

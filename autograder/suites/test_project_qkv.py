@@ -132,6 +132,8 @@ def _checked_call(impl, record):
             raise CaseFailure(f"project_qkv raised {type(error).__name__} on {label}, but runs when X and the "
                               f"weights are square: there it {symptom}") from None
         raise
+    if out is None:
+        raise checks.returned_none(f"project_qkv of {label}")
     if not isinstance(out, (tuple, list)) or len(out) != 3:
         raise CaseFailure(f"project_qkv should return a tuple (Q, K, V) of three arrays ({label})")
     for k, (value, W) in enumerate(zip(out, Ws)):

@@ -143,6 +143,8 @@ def _call(impl, Q, K, V, mask, label):
                               "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
                               "axis") from None
         raise
+    if out is None:
+        raise checks.returned_none(f"scaled_dot_product_attention of {label}")
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CaseFailure(f"scaled_dot_product_attention should return a tuple (context, weights) ({label})")
     context, weights = checks.to_array(out[0], "the context"), checks.to_array(out[1], "the weights")

@@ -123,6 +123,10 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
                 raise
             raise CaseFailure(f"the notes' example \"{member.where}\" raised {error.type_name}; the same "
                               f"code on the grader's own inputs: {explained}") from None
+        except TypeError as error:  # the example reads into what the step returned: None, if `return` is missing
+            if "NoneType" not in str(error):
+                raise
+            raise checks.returned_none(f"what the notes' example \"{member.where}\" got") from None
         if examine is not None:
             examine(actual, f"the notes' example \"{member.where}\"")
         ladder = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
@@ -198,6 +202,8 @@ def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None
         outputs = apply(impl, record)
         expected = stored.expected_outputs(record)
         if len(expected) > 1:
+            if outputs is None:
+                raise checks.returned_none(f"{what} ({record['label']})")
             if not isinstance(outputs, (tuple, list)) or len(outputs) != len(expected):
                 raise CaseFailure(f"{what} should return a tuple of {len(expected)} values "
                                   f"({record['label']})")
