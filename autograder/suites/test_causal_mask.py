@@ -45,9 +45,19 @@ def _examine(mask, what):
     _no_extra_axes(mask, what)
 
 
+def _one_size_off(mask, num_tokens, what):
+    """A (T + 1, T + 1) or (T - 1, T - 1) mask: a size counted from one or to T inclusive, named as such."""
+    shape = tuple(getattr(mask, "shape", ()))
+    if len(shape) == 2 and shape[0] == shape[1] and abs(shape[0] - num_tokens) == 1:
+        extra = "too many" if shape[0] > num_tokens else "too few"
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(shape)}: one row and one column {extra}; the "
+                          "mask has a row for each of the T queries and a column for each of the T keys, (T, T)")
+
+
 def _mask(impl, num_tokens):
     mask = impl.causal_mask(num_tokens)
     _not_additive(mask, f"causal_mask({num_tokens})")
+    _one_size_off(mask, num_tokens, f"causal_mask({num_tokens})")
     return mask
 
 

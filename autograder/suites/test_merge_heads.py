@@ -57,6 +57,9 @@ def _joined_wrongly(x):
             (lambda: x.transpose(0, 1, 3, 2).reshape(b, t, h * hd), "it swaps each head's tokens and features "
              "(the last two axes) before the reshape, which mixes tokens and features; the axes to swap are "
              "the heads and the tokens"),
+            (lambda: x.transpose(0, 2, 1, 3), "the heads and tokens are swapped back, but the heads are never "
+             "flattened into the features: (batch, T, num_heads, head_dim) must become (batch, T, "
+             "num_heads * head_dim)"),
             (lambda: x.reshape(b, h, t * hd), "each head's tokens are joined into one row, (batch, num_heads, "
              "T * head_dim): the tokens must stay an axis of their own, in front of the heads"),
             (lambda: x.transpose(0, 2, 1, 3).reshape(b, h, t * hd), "it reads x's axes as (batch, T, "

@@ -30,9 +30,8 @@ def stored_inputs():
     r = rng(1301)
 
     def record(label, n_q, n_k, d_k, d_v, batch=(), mask=None, dtype=np.float64, **extra):
-        rec = dict(label=label, Q=r.normal(size=(*batch, n_q, d_k)).astype(dtype),
-                   K=r.normal(size=(*batch, n_k, d_k)).astype(dtype),
-                   V=r.normal(size=(*batch, n_k, d_v)).astype(dtype), **extra)
+        Q, K, V = (r.normal(size=(*batch, n, d)).astype(dtype) for n, d in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
+        rec = dict(label=label, Q=Q, K=K, V=V, **extra)
         if mask is not None:
             rec["mask"] = mask
         return rec

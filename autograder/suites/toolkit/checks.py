@@ -59,13 +59,14 @@ def expect_finite(actual, what, hint=""):
 
 
 def _matches(actual, candidate, atol, rtol):
-    """actual ≈ candidate; nan matches nan only, so a mistake that makes nan can be named too."""
+    """actual ≈ candidate; nan matches nan only and an infinity the same infinity only, so a mistake
+    that makes nan or inf (a product with masked -inf scores, say) can be named too."""
     candidate = asarray(candidate, dtype=np.float64)
     if candidate.shape != actual.shape:
         return False
     with np.errstate(invalid="ignore"):
         near = abs(actual - candidate) <= atol + rtol * abs(candidate)
-    return bool((near | (np.isnan(actual) & np.isnan(candidate))).all())
+    return bool((near | (actual == candidate) | (np.isnan(actual) & np.isnan(candidate))).all())
 
 
 UNNAMED = "the grader cannot name the cause"
