@@ -129,10 +129,12 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
             raise checks.returned_none(f"what the notes' example \"{member.where}\" got") from None
         if examine is not None:
             examine(actual, f"the notes' example \"{member.where}\"")
-        ladder = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
-                  if replayed else ())
-        if confirmed is not None:
-            ladder = confirmed(impl, ladder)
+
+        def ladder():  # built only if the example's value is wrong
+            found = (symptoms(member) if symptoms else replayed_symptoms(member, step, replayed, correct)
+                     if replayed else ())
+            return found if confirmed is None else confirmed(impl, found)
+
         what = f"the notes' example \"{member.where}\""
         try:
             checks.expect_close(actual, notes.expected(member), what, atol=member.atol, rtol=0, symptoms=ladder)
@@ -213,7 +215,7 @@ def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None
         for k, (actual, want) in enumerate(zip(outputs, expected)):
             label = f"{what}{'' if len(expected) == 1 else f' (item {k} of the tuple)'} on {record['label']}"
             checks.expect_close(actual, want, label, atol=tol, rtol=rtol,
-                                symptoms=symptoms(record, k) if symptoms else ())
+                                symptoms=(lambda record=record, k=k: symptoms(record, k)) if symptoms else ())
 
 
 def explain_batch_error(what, error, label, first_item):

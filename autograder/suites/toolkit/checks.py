@@ -112,13 +112,16 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
     a mistake that makes nan or changes the shape is named by its cause), else the shape, nan, or
     the size and place of the largest deviation, saying that the cause has no name. With
     `relation` False, `expected` is another output of the same code (a symmetry, a reordering),
-    so no relation to it is called a kind of mistake."""
+    so no relation to it is called a kind of mistake. `symptoms` is [(candidate, symptom)], or a
+    function that returns them."""
     actual = to_array(actual, what)
     expected_raw = asarray(expected)
     expected = asarray(expected, dtype=np.float64)
     if tuple(actual.shape) == tuple(expected.shape) and np.isfinite(actual).all() and _matches(
             actual, expected, atol, rtol):
         return actual
+    if callable(symptoms):  # a ladder given as a function is built for a wrong value only: it can cost more
+        symptoms = symptoms()  # than the check itself, and most answers are right
     symptom = named_mistake(actual, symptoms, atol, rtol)
     if symptom is not None:
         raise CaseFailure(f"{what}: {symptom}")
