@@ -48,6 +48,10 @@ class _WholeInputs(Layer):
                                   f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
                                   "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
                                   "positions 0, 1, ...; refuse only more than context_length tokens") from None
+            rows_to_end = f"tensor a ({self.fits}) must match the size of tensor b ({num_tokens}) at non-singleton dimension 1"
+            if kwargs.get("cache") is None and num_tokens < self.fits and rows_to_end in str(error):
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised {error.type_name} "
+                                  f"where the scores meet the mask: {cached.MASK_ROWS_TO_END}") from None
             raise
 
 
@@ -79,7 +83,7 @@ def _forward(module, x, cache, start, size, call):
                     module(whole[:1].expand(batch, *whole.shape[1:]).clone() if batch != whole.shape[0] else whole)
                 except RemoteError:
                     pass
-        cached.explain_failed_forward(error, cache, start, size, call)
+        cached.explain_failed_forward(error, cache, start, size, call, getattr(module, "fits", None))
         raise
 
 
@@ -92,7 +96,7 @@ def _generate(impl, module, x, sizes, what):
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
         out = checks.to_array(_forward(module, x, cache, start, size, call), call)
         cached.expect_grown(cache, start, size, call)
-        cached.expect_rows(out, size, call)
+        cached.expect_rows(out, size, call, start, module.fits)
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
             raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
                               "one output row per NEW token")
