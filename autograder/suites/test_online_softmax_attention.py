@@ -64,6 +64,9 @@ MISTAKES = [
                            "rescales what came before by exp(-inf) = 0, and only the last block counts"),
     (dict(rescale="late"), "the running output is rescaled after the block's values are added, so they shrink "
                            "too: rescale what was summed before the block, then add the block"),
+    (dict(rescale="new"), "the block's own values are multiplied by exp(old_max - new_max), not the running output: "
+                          "that factor shrinks what was summed before the block (the running output, as the running "
+                          "sum); the block's weights are already shifted by the new maximum"),
     (dict(sum_axis=0), "the running sum adds up each block's weights over axis 0 (the queries, or with a batch "
                        "the first batch axis): each query sums its own weights, over the keys (the last axis)"),
     (dict(block_max=True), "the new maximum is the block's own, not the larger of it and the running one: a "

@@ -15,7 +15,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
           width="full", positions=None):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
-    block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
+    block) | "new" (the block's values, not the running output); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked); scale "sqrt" | "none" |
     "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
@@ -61,6 +61,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             added = p @ V_blk / (row_sum if normalise == "loop-block" else 1.0)
             if rescale == "late":
                 acc = (acc + added) * shrink
+            elif rescale == "new":
+                acc = acc + shrink * added
             else:
                 acc = (acc if rescale in ("sum", "none") else acc * shrink) + added
             acc = acc / row_sum if normalise == "loop" else acc
@@ -85,7 +87,8 @@ def simpler_inputs(Q, K, V, block_size, causal):
         yield _one_sequence(Q, K, V), block_size, causal, lambda said: CaseFailure(
             f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): the blocks are cut "
             "along the tokens, the second-to-last axis, and only the keys' last two axes are swapped (K[start:stop] "
-            "cuts the first axis, the batch, and .T reverses every axis of a batch)")
+            "cuts the first axis, the batch, and .T reverses every axis of a batch), and products are batched "
+            "(np.dot of arrays of more than two axes pairs every batch item with every other; @ does not)")
     d_k, d_v = np.shape(K)[-1], np.shape(V)[-1]
     if d_v != d_k:
         wide = rng(1519).normal(size=np.shape(V)[:-1] + (d_k,)).astype(np.asarray(V).dtype)
