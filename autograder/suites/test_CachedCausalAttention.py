@@ -51,7 +51,7 @@ class _WholeInputs(Layer):
             rows_to_end = f"tensor a ({self.fits}) must match the size of tensor b ({num_tokens}) at non-singleton dimension 1"
             if kwargs.get("cache") is None and num_tokens < self.fits and rows_to_end in str(error):
                 raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised {error.type_name} "
-                                  f"where the scores meet the mask: {cached.MASK_ROWS_TO_END}") from None
+                                  f"masking the scores: {cached.MASK_ROWS_TO_END}") from None
             raise
 
 
@@ -83,7 +83,7 @@ def _forward(module, x, cache, start, size, call):
                     module(whole[:1].expand(batch, *whole.shape[1:]).clone() if batch != whole.shape[0] else whole)
                 except RemoteError:
                     pass
-        cached.explain_failed_forward(error, cache, start, size, call, getattr(module, "fits", None))
+        cached.explain_failed_forward(error, cache, start, size, call)
         raise
 
 

@@ -77,8 +77,8 @@ MISTAKES = [
                            "is cut into blocks, so with fewer queries than keys the last keys are never read"),
     (dict(tail=False), "the last block is skipped when it holds fewer than block_size keys: the blocks must "
                        "cover all n_k keys, and the last one may be shorter"),
-    (dict(tail="last"), "the loop stops one block early: the last block of keys is never read, even a full one "
-                        "(block_size keys): the block starts must reach every key, up to n_k - 1"),
+    (dict(tail="last"), "the last block is skipped when it holds fewer than block_size keys, and even when it is "
+                        "full: the loop stops one block early; the block starts must reach every key, up to n_k - 1"),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "
@@ -161,11 +161,10 @@ def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
                                symptoms=lambda: _symptoms(Q, K, V, block_size, causal))
 
 
-def _name_known(out, what, Q, K, V, block_size, causal, positions=None, said=""):
+def _name_known(out, what, Q, K, V, block_size, causal, positions=None):
     """Raise the symptom of the known mistake `out` (a wrong answer of a property case) matches, if any:
     such a case's own message (blocks that disagree, nan, weights that do not sum to 1) would blame
-    a consequence, not the cause; `said`, what the case saw, goes before it."""
-    what += said
+    a consequence, not the cause."""
     out = checks.to_array(out, what)
     fits = list(dict.fromkeys(message for candidate, message in _symptoms(Q, K, V, block_size, causal, positions)
                               if checks.named_mistake(out, [(candidate, message)]) is not None))
@@ -177,24 +176,21 @@ def _name_known(out, what, Q, K, V, block_size, causal, positions=None, said="")
 
 # --- a call whose shapes do not fit, run again on simpler inputs ------------------------------
 
-# Errors whose own words name their cause, whatever the inputs.
-RAISED = {
-    "truth value of an array": "an array was used where Python needs one True or False: Python's own max(a, b), "
-                               "min, `if` and `and`/`or` see a whole array as one value; the running maximum is "
-                               "taken entry by entry, one per query (NumPy's elementwise functions)",
-    "zero-size array to reduction operation maximum": "a block held no keys (the maximum of no scores): each "
-                               "block's slice holds the keys from its start up to block_size of them (the last "
-                               "block fewer), and the blocks start only below n_k, the number of keys",
-    "boolean index did not match": "a boolean mask of the block's (n_q, b) scores indexes the scores' FIRST axes: "
-                               "with a batch (..., n_q, b) those are batch axes; the mask belongs on the last "
-                               "two axes (queries and keys), whatever comes before them",
-}
-
-
 def _explain_raised(impl, error, what, Q, K, V, block_size, causal):
-    for phrase, cause in RAISED.items():
-        if phrase in str(error):
-            raise CaseFailure(f"{what} raised {error.type_name}: {cause}") from None
+    """Errors whose own words name their cause, whatever the inputs; a shape mismatch, by simpler inputs."""
+    said = str(error)
+    if "truth value of an array" in said:
+        raise CaseFailure(f"{what} raised {error.type_name}: an array was used where Python needs one True or False: "
+                          "Python's own max(a, b), min, `if` and `and`/`or` see a whole array as one value; the running "
+                          "maximum is taken entry by entry, one per query (NumPy's elementwise functions)") from None
+    if "zero-size array to reduction operation maximum" in said:
+        raise CaseFailure(f"{what} raised {error.type_name}: a block held no keys (the maximum of no scores): each "
+                          "block's slice holds the keys from its start up to block_size of them (the last block "
+                          "fewer), and the blocks start only below n_k, the number of keys") from None
+    if "boolean index did not match" in said:
+        raise CaseFailure(f"{what} raised {error.type_name}: a boolean mask of the block's (n_q, b) scores indexes the "
+                          "scores' FIRST axes: with a batch (..., n_q, b) those are batch axes; the mask belongs on "
+                          "the last two axes (queries and keys), whatever comes before them") from None
     if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
         blockwise.explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal, _model)
 
@@ -364,10 +360,11 @@ def test_causal(impl):
         V2[:, t:] = r.normal(size=V2[:, t:].shape)
         after = checks.to_array(impl.online_softmax_attention(Q, K2, V2, block_size=3, causal=True), what)
         if after.shape != out.shape or not np.allclose(after[:, :t], out[:, :t], atol=1e-5):
-            said = (f" is not causal: changing the keys and values from position {t} on changed the outputs of "
-                    "earlier queries")
-            _name_known(out, what, Q, K, V, 3, True, said=said)  # a known mistake that breaks causality: its cause
-            raise CaseFailure(f"{what}{said}; query i may only attend to keys 0..i")
+            not_causal = CaseFailure(f"{what} is not causal: changing the keys and values from position {t} on changed "
+                                     "the outputs of earlier queries; query i may only attend to keys 0..i")
+            # a known mistake that breaks causality: its cause, after what was seen
+            _name_known(out, str(not_causal).partition(";")[0], Q, K, V, 3, True)
+            raise not_causal
 
 
 @case(STEP, "property", weight=0.5)

@@ -177,15 +177,16 @@ def _positions(impl, num_tokens, d_model):
                               f"of their own, shape ({num_tokens},), so they cannot meet the pairs' (1, "
                               f"{d_model // 2}) in a table of angles: make them a column, (num_tokens, 1)") from None
         half = d_model // 2  # a table one column per pair: its every other column holds half the pairs
-        causes = [f"the table of codes is made {half} wide, one column per pair, so its even (or odd) columns cannot "
-                  f"take the {half} sines (or cosines): each pair fills two columns, a sine and a cosine, so the "
-                  "table has d_model columns"] * any(f"fromshape({num_tokens},{half})intoshape({num_tokens},{width})"
-                                                     in said for width in ((half + 1) // 2, half // 2))
-        causes += [ONE_COLUMN_SLICE] * (half > 1 and f"fromshape({num_tokens},{half})intoshape({num_tokens},1)" in said)
-        if causes:  # a table of 4 or 6 columns: both mistakes fail alike
-            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: "
-                              + ("it fits more than one known mistake: " * (len(causes) > 1)) + "; or ".join(causes)
-                              ) from None
+        one_column = half > 1 and f"fromshape({num_tokens},{half})intoshape({num_tokens},1)" in said
+        if any(f"fromshape({num_tokens},{half})intoshape({num_tokens},{width})" in said
+               for width in ((half + 1) // 2, half // 2)):
+            both = f"; or {ONE_COLUMN_SLICE}" if one_column else ""  # a table of 4 or 6 columns: both fail alike
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the table of codes is made "
+                              f"{half} wide, one column per pair, so its even (or odd) columns cannot take the "
+                              f"{half} sines (or cosines): each pair fills two columns, a sine and a cosine, so the "
+                              f"table has d_model columns{both}") from None
+        if one_column:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_COLUMN_SLICE}") from None
         angles = re.search(rf"fromshape\((\d+),(\d+)\)intoshape\({num_tokens},{d_model // 2}\)", said)
         if angles:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have shape "

@@ -27,7 +27,7 @@ AFTER_UPDATE = ("the new tokens' position is read from len(cache) after cache.up
                 "the first new token sits where the cache ended before this call")
 
 
-def explain_failed_forward(error, cache, start, size, call, context_length=None):
+def explain_failed_forward(error, cache, start, size, call):
     """Name the cause of a forward of `size` new tokens after `start` cached ones (that fit in
     context_length) that raised `error`, if a known one: the cache grown by the wrong number, a length
     check that refuses what fits, the position read after the cache grew (a ValueError, or a mask slice
@@ -54,10 +54,6 @@ def explain_failed_forward(error, cache, start, size, call, context_length=None)
     if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
             int(found.group(1)) == (size if found.group(3) == "2" else start + size):
         _mask_not_wide_enough(error, start, size, call, found.group(3))
-    if context_length is not None and found and found.re is _MISMATCH and found.group(3) == "1" and \
-            size != context_length - start and \
-            (int(found.group(1)), int(found.group(2))) == (context_length - start, size):  # rows to the mask's end
-        raise CaseFailure(f"{call} raised {error.type_name} where the scores meet the mask: {MASK_ROWS_TO_END}") from None
     if start and found and found.re is _MISMATCH and found.group(3) == "1" and found.group(1) == "0":
         raise CaseFailure(f"{call} raised {error.type_name} where the scores meet the mask: {EMPTY_MASK_ROWS}") from None  # a mask of no rows
     if start and found and found.re is _MISMATCH and found.group(3) == "2" and \
