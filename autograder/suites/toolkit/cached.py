@@ -84,10 +84,15 @@ def expect_rows(out, size, call, start=0, context_length=None):
         raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, no row at all: {EMPTY_MASK_ROWS}")
 
 
-def expect_grown(cache, start, size, call):
+def expect_grown(cache, start, size, call, width=None):
     """After a forward with `size` new tokens, the cache holds `start` + `size` (or nothing at all:
-    a cache never filled is the caller's to name)."""
+    a cache never filled is the caller's to name). A first update that made it hold `width` (the keys'
+    width, d_out) tokens was handed keys with their last two axes swapped."""
     held = len(cache)
+    if start == 0 and held == width != size:
+        raise CaseFailure(f"{call}: len(cache) is {held} after it, the keys' width d_out, not the {size} new tokens: "
+                          "the keys handed to cache.update are transposed, (batch, d_out, t); the cache holds them "
+                          "as (batch, tokens, d_out), and only the scores' product swaps their last two axes")
     if held not in (0, start + size):
         raise CaseFailure(f"{call}: len(cache) is {held} after it, expected {start} + {size} = {start + size}: "
                           "call cache.update once per forward, with the keys and values of the new tokens only")
