@@ -172,10 +172,14 @@ def _positions(impl, num_tokens, d_model):
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_ANGLE_PER_COLUMN}") from None
         if f"intoshape({(num_tokens + 1) // 2},{d_model})" in said and num_tokens > 1:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ROWS_SLICED}") from None
-        if f"shapes({num_tokens},)(1,{d_model // 2})" in said:
+        # (T,) or a row (1, T): either way the positions lie along the pairs' axis, not an axis of their own
+        shape = next((f"({shape})" for shape in (f"{num_tokens},", f"1,{num_tokens}")
+                      if f"shapes({shape})(1,{d_model // 2})" in said), None)
+        if shape:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the positions have no axis "
-                              f"of their own, shape ({num_tokens},), so they cannot meet the pairs' (1, "
-                              f"{d_model // 2}) in a table of angles: make them a column, (num_tokens, 1)") from None
+                              f"of their own, shape {shape.replace(',', ', ').replace(', )', ',)')}, so they cannot "
+                              f"meet the pairs' (1, {d_model // 2}) in a table of angles: make them a column, "
+                              "(num_tokens, 1)") from None
         half = d_model // 2  # a table one column per pair: its every other column holds half the pairs
         one_column = half > 1 and f"fromshape({num_tokens},{half})intoshape({num_tokens},1)" in said
         if any(f"fromshape({num_tokens},{half})intoshape({num_tokens},{width})" in said
