@@ -48,6 +48,10 @@ class _WholeInputs(Layer):
                                   f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
                                   "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
                                   "positions 0, 1, ...; refuse only more than context_length tokens") from None
+            rows_to_end = f"tensor a ({self.fits}) must match the size of tensor b ({num_tokens}) at non-singleton dimension 1"
+            if kwargs.get("cache") is None and num_tokens < self.fits and rows_to_end in str(error):
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised {error.type_name} "
+                                  f"masking the scores: {cached.MASK_ROWS_TO_END}") from None
             raise
 
 
@@ -55,7 +59,7 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
     layer = toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
                                   f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
     layer = _WholeInputs.of(layer, layer.what, layer.explain)
-    layer.fits = context_length
+    layer.fits, layer.width = context_length, d_out
     return layer
 
 
@@ -91,8 +95,8 @@ def _generate(impl, module, x, sizes, what):
     for size in sizes:
         call = f"{what}: forward(x[:, {start}:{start + size}], cache=cache)"
         out = checks.to_array(_forward(module, x, cache, start, size, call), call)
-        cached.expect_grown(cache, start, size, call)
-        cached.expect_rows(out, size, call)
+        cached.expect_grown(cache, start, size, call, module.width)
+        cached.expect_rows(out, size, call, start, module.fits)
         if out.ndim != 3 or out.shape[:2] != (x.shape[0], size):
             raise CaseFailure(f"{call} has shape {checks.fmt_shape(out.shape)}, expected (batch, {size}, d_out): "
                               "one output row per NEW token")
@@ -325,6 +329,7 @@ def test_last_token_through_cache_is_self_attention(impl):
     module = _module(impl, 3, 4, 6, linears, bias=True)
     cache = impl.KVCache()
     _forward(module, x, cache, 0, 5, "forward(x[:, :5], cache=KVCache())")
+    cached.expect_grown(cache, 0, 5, "forward(x[:, :5], cache=KVCache())", module.width)
     last = checks.to_array(_forward(module, x, cache, 5, 1, "forward(x[:, 5:], cache=cache)"),
                            "forward(x[:, 5:], cache=cache)")
     cached.expect_rows(last, 1, "forward(x[:, 5:], cache=cache)")

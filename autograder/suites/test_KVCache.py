@@ -37,6 +37,10 @@ def _length(cache, what):
             raise CaseFailure(f"len({what}) raised {error.type_name}: does __len__ ask for the truth of a tensor "
                               "(if self.keys:)? A tensor of several values is neither true nor false, and an empty "
                               "cache holds no tensor yet: test `is None`") from None
+        if "'NoneType' object has no attribute" in str(error):
+            raise CaseFailure(f"len({what}) raised {error.type_name}: __len__ reads the shape of what the cache holds, "
+                              "but a cache that holds nothing yet has no tensor (None) to read it from: its length "
+                              "is 0 then") from None
         raise CaseFailure(f"len({what}) raised {error.type_name}: define __len__ to return the number of "
                           "tokens held (0 when nothing is stored yet)") from None
 

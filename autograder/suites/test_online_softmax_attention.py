@@ -28,60 +28,7 @@ NAN_HINT = ("exp overflowed (subtract the running row maximum before exponentiat
             "with no key to attend to (query i sees keys 0..i, itself included: block key j only when j > i)")
 
 
-# --- a NumPy model of the blockwise computation, with known mistakes as switches -------------
-
-def _model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
-           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-           positions=None):
-    """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
-    sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
-    block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
-    "reversed" (j < i) | "zero" (blocked scores 0, not -inf); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
-    number of keys); normalise False: no final division,
-    "loop": the running output divided by the running sum after each block, "loop-block": each block's values
-    divided by the running sum as they are added (neither divides at the end); shift "old":
-    exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
-    tail False: a last block shorter than block_size is skipped; sum_axis 0: the block's weights
-    summed over axis 0 (the queries of one sequence); block_max: the new maximum is the block's own; values
-    "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
-    start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty).
-    `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
-    causal mask needs them; a long input's spot checks model only the rows they read)."""
-    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
-    n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
-    divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
-               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
-               "n_k": np.sqrt(n_k)}[scale]
-    row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
-    row_sum = np.zeros(Q.shape[:-1] + (1,))
-    acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for start in range(0, (n_q if loop == "queries" else n_k) if tail else n_k - block_size + 1, block_size):
-            stop = min(start + block_size, n_k)
-            if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
-                continue
-            scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) / divisor
-            if causal:
-                keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
-                rows = (np.arange(n_q) if positions is None else np.asarray(positions))[:, None]
-                blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
-                           "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows}[mask]
-                scores = np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
-            new_max = scores.max(axis=-1, keepdims=True)
-            new_max = new_max if block_max else np.maximum(row_max, new_max)
-            shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
-            p = np.exp(scores - (new_max if shift == "new" else row_max))
-            row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
-            V_blk = V[..., :stop - start, :] if values == "first" else V[..., start:stop, :]
-            added = p @ V_blk / (row_sum if normalise == "loop-block" else 1.0)
-            if rescale == "late":
-                acc = (acc + added) * shrink
-            else:
-                acc = (acc if rescale in ("sum", "none") else acc * shrink) + added
-            acc = acc / row_sum if normalise == "loop" else acc
-            row_max = new_max if keep_max else row_max
-        return acc / row_sum if normalise is True else acc
+_model = blockwise.model
 
 
 RESCALE = ("the running sum is not rescaled when the row maximum grows: before adding a block, multiply it "
@@ -117,6 +64,9 @@ MISTAKES = [
                            "rescales what came before by exp(-inf) = 0, and only the last block counts"),
     (dict(rescale="late"), "the running output is rescaled after the block's values are added, so they shrink "
                            "too: rescale what was summed before the block, then add the block"),
+    (dict(rescale="new"), "the block's own values are multiplied by exp(old_max - new_max), not the running output: "
+                          "that factor shrinks what was summed before the block (the running output, as the running "
+                          "sum); the block's weights are already shifted by the new maximum"),
     (dict(sum_axis=0), "the running sum adds up each block's weights over axis 0 (the queries, or with a batch "
                        "the first batch axis): each query sums its own weights, over the keys (the last axis)"),
     (dict(block_max=True), "the new maximum is the block's own, not the larger of it and the running one: a "
@@ -127,6 +77,12 @@ MISTAKES = [
                            "is cut into blocks, so with fewer queries than keys the last keys are never read"),
     (dict(tail=False), "the last block is skipped when it holds fewer than block_size keys: the blocks must "
                        "cover all n_k keys, and the last one may be shorter"),
+    (dict(tail="last"), "the last block is skipped when it holds fewer than block_size keys, and even when it is "
+                        "full: the loop stops one block early; the block starts must reach every key, up to n_k - 1"),
+    (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
+                          "a block holds block_size keys, so one key of every block is never read"),
+    (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "
+                          "(and sequences): each query sums its own weights, over the keys (the last axis)"),
 ]
 CAUSAL_MISTAKES = [
     (dict(mask="local"), "the causal mask of a block compares the query's position with the key's position "
@@ -137,6 +93,9 @@ CAUSAL_MISTAKES = [
                             "only when j > i"),
     (dict(mask="zero"), "the blocked scores are set to 0, and exp(0 - max) still gives those keys weight: a "
                         "blocked key needs a score of -inf (weight exactly 0)"),
+    (dict(mask="kept"), "the causal block mask is applied the wrong way round: the later keys (j > i), which must "
+                        "be blocked, keep their scores and every other score is set to -inf (np.where(condition, a, "
+                        "b) takes a where the condition holds), so a query may be left with no key at all (nan)"),
     (dict(mask="reversed"), "the causal block mask is reversed: it blocks the keys before each query and keeps "
                             "the later ones; query i attends to keys 0..i"),
 ]
@@ -158,8 +117,28 @@ def _with_block_scale(mistakes, block_size, d_k):
 
 def _symptoms(Q, K, V, block_size, causal, positions=None):
     found = _with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
-    return [((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
-            for kw, message in found]
+    return _told_apart([((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
+                        for kw, message in found])
+
+
+def _told_apart(symptoms):
+    """The symptoms, computed now: mistakes whose outputs coincide on these inputs (every output nan, say, or
+    the same blocks skipped) each name them all, none alone."""
+    computed = []
+    for candidate, message in symptoms:
+        try:
+            with np.errstate(all="ignore"):
+                computed.append((candidate(), message))
+        except Exception:  # noqa: BLE001 - a model that cannot run on these inputs just does not apply
+            continue
+    def same(a, b):
+        return a.shape == b.shape and np.allclose(a, b, atol=1e-9, rtol=1e-7, equal_nan=True)
+    merged = []
+    for value, message in computed:
+        fit = list(dict.fromkeys(other for twin, other in computed if same(twin, value)))
+        merged.append((value, message if len(fit) == 1 else "the output fits more than one known mistake: "
+                       + "; or ".join(fit)))
+    return merged
 
 
 def _recorded_symptoms(record, k):
@@ -179,7 +158,7 @@ def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
     """out ≈ want, or the symptom of a known mistake; one that puts nan where the model of that
     mistake does (a query left with no key) is named too (checks.named_mistake matches nan with nan)."""
     return checks.expect_close(out, want, what, atol=atol, rtol=rtol, finite_hint=NAN_HINT,
-                               symptoms=_symptoms(Q, K, V, block_size, causal))
+                               symptoms=lambda: _symptoms(Q, K, V, block_size, causal))
 
 
 def _name_known(out, what, Q, K, V, block_size, causal, positions=None):
@@ -198,6 +177,20 @@ def _name_known(out, what, Q, K, V, block_size, causal, positions=None):
 # --- a call whose shapes do not fit, run again on simpler inputs ------------------------------
 
 def _explain_raised(impl, error, what, Q, K, V, block_size, causal):
+    """Errors whose own words name their cause, whatever the inputs; a shape mismatch, by simpler inputs."""
+    said = str(error)
+    if "truth value of an array" in said:
+        raise CaseFailure(f"{what} raised {error.type_name}: an array was used where Python needs one True or False: "
+                          "Python's own max(a, b), min, `if` and `and`/`or` see a whole array as one value; the running "
+                          "maximum is taken entry by entry, one per query (NumPy's elementwise functions)") from None
+    if "zero-size array to reduction operation maximum" in said:
+        raise CaseFailure(f"{what} raised {error.type_name}: a block held no keys (the maximum of no scores): each "
+                          "block's slice holds the keys from its start up to block_size of them (the last block "
+                          "fewer), and the blocks start only below n_k, the number of keys") from None
+    if "boolean index did not match" in said:
+        raise CaseFailure(f"{what} raised {error.type_name}: a boolean mask of the block's (n_q, b) scores indexes the "
+                          "scores' FIRST axes: with a batch (..., n_q, b) those are batch axes; the mask belongs on "
+                          "the last two axes (queries and keys), whatever comes before them") from None
     if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
         blockwise.explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal, _model)
 
@@ -367,8 +360,11 @@ def test_causal(impl):
         V2[:, t:] = r.normal(size=V2[:, t:].shape)
         after = checks.to_array(impl.online_softmax_attention(Q, K2, V2, block_size=3, causal=True), what)
         if after.shape != out.shape or not np.allclose(after[:, :t], out[:, :t], atol=1e-5):
-            raise CaseFailure(f"{what} is not causal: changing the keys and values from position {t} on changed "
-                              "the outputs of earlier queries; query i may only attend to keys 0..i")
+            not_causal = CaseFailure(f"{what} is not causal: changing the keys and values from position {t} on changed "
+                                     "the outputs of earlier queries; query i may only attend to keys 0..i")
+            # a known mistake that breaks causality: its cause, after what was seen
+            _name_known(out, str(not_causal).partition(";")[0], Q, K, V, 3, True)
+            raise not_causal
 
 
 @case(STEP, "property", weight=0.5)
@@ -419,7 +415,7 @@ def _check_peak(impl, causal):
         scores = scores.masked_fill(torch.arange(LONG)[None, :] > torch.as_tensor(rows)[:, None], float("-inf"))
     want = (torch.softmax(scores, dim=-1) @ v).numpy()
     checks.expect_close(out[rows], want, what + f", rows 0, 1, 777 and {LONG - 1},", atol=1e-4, rtol=1e-3,
-                        finite_hint=NAN_HINT, symptoms=_symptoms(Q[rows], K, V, 64, causal, positions=rows))
+                        finite_hint=NAN_HINT, symptoms=lambda: _symptoms(Q[rows], K, V, 64, causal, positions=rows))
 
 
 @case(STEP, "property", weight=7, timeout=15)

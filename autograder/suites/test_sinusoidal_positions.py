@@ -28,11 +28,11 @@ NAME = "sinusoidal_positions"
 def _model(num_tokens, d_model, *, swap=False, exponent="2i", layout="interleaved", first=0, divide=True,
            brackets=False, unit=1.0):
     """The position codes in float64; each keyword reproduces one known mistake (`unit`: the angles
-    multiplied by it, a degree/radian conversion)."""
+    multiplied by it, a degree/radian conversion; exponent "2i alone": p / 10000**2i / d_model, no brackets)."""
     p = np.arange(first, first + num_tokens, dtype=np.float64)[:, None]
     i = np.arange(d_model // 2, dtype=np.float64)[None, :]
-    power = {"2i": 2 * i / d_model, "i": i / d_model, "int": (2 * i) // d_model}[exponent]
-    speed = 10000.0 ** -power if divide else 10000.0 ** power
+    power = {"2i": 2 * i / d_model, "i": i / d_model, "int": (2 * i) // d_model, "2i alone": 2 * i}[exponent]
+    speed = (10000.0 ** -power if divide else 10000.0 ** power) / (d_model if exponent == "2i alone" else 1)
     angles = unit * ((p / 10000.0) ** power if brackets else p * speed)
     sin, cos = np.sin(angles), np.cos(angles)
     if swap:
@@ -64,6 +64,9 @@ MISTAKES = [
     (dict(layout="halves"), "the sines fill the first half of the columns and the cosines the second: "
                             "interleave them (sine of pair i in column 2i, its cosine in column 2i+1)"),
     (dict(first=1), "the positions start at 1; they start at 0 (row 0 is sin 0 = 0, cos 0 = 1)"),
+    (dict(exponent="2i alone"), "the angle is p / 10000**2i / d_model: without brackets the power is 2i alone, and "
+                                "d_model divides the angle afterwards; the exponent is the whole 2i / d_model (mind "
+                                "the brackets)"),
     (dict(divide=False), "the angle is p * 10000**(2i/d_model); divide instead: p / 10000**(2i/d_model)"),
     (dict(swap=True, exponent="i"), "sin and cos are swapped, and the exponent is i / d_model instead of "
                                     "2i / d_model"),
@@ -151,6 +154,9 @@ def _phases(out):
 ONE_ANGLE_PER_COLUMN = ("the angles have a column for every column of the code (d_model of them), so they do not fit "
                         "the d_model / 2 sine columns: a (sin, cos) pair shares one angle, one per pair i, and 2i runs "
                         "over the even columns only")
+ONE_COLUMN_SLICE = ("the sines (or cosines) are written into a single column, a start:stop slice (such as 1:2) where "
+                    "every other column is meant: the sines and the cosines each fill d_model / 2 columns, "
+                    "alternating")
 ROWS_SLICED = ("codes[0::2] takes every other ROW, that is every other position; the sines and cosines alternate "
                "along the COLUMNS, so the slice belongs on the second axis")
 
@@ -166,17 +172,25 @@ def _positions(impl, num_tokens, d_model):
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_ANGLE_PER_COLUMN}") from None
         if f"intoshape({(num_tokens + 1) // 2},{d_model})" in said and num_tokens > 1:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ROWS_SLICED}") from None
-        if f"shapes({num_tokens},)(1,{d_model // 2})" in said:
+        # (T,) or a row (1, T): either way the positions lie along the pairs' axis, not an axis of their own
+        shape = next((f"({shape})" for shape in (f"{num_tokens},", f"1,{num_tokens}")
+                      if f"shapes({shape})(1,{d_model // 2})" in said), None)
+        if shape:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the positions have no axis "
-                              f"of their own, shape ({num_tokens},), so they cannot meet the pairs' (1, "
-                              f"{d_model // 2}) in a table of angles: make them a column, (num_tokens, 1)") from None
+                              f"of their own, shape {shape.replace(',', ', ').replace(', )', ',)')}, so they cannot "
+                              f"meet the pairs' (1, {d_model // 2}) in a table of angles: make them a column, "
+                              "(num_tokens, 1)") from None
         half = d_model // 2  # a table one column per pair: its every other column holds half the pairs
+        one_column = half > 1 and f"fromshape({num_tokens},{half})intoshape({num_tokens},1)" in said
         if any(f"fromshape({num_tokens},{half})intoshape({num_tokens},{width})" in said
                for width in ((half + 1) // 2, half // 2)):
+            both = f"; or {ONE_COLUMN_SLICE}" if one_column else ""  # a table of 4 or 6 columns: both fail alike
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the table of codes is made "
                               f"{half} wide, one column per pair, so its even (or odd) columns cannot take the "
                               f"{half} sines (or cosines): each pair fills two columns, a sine and a cosine, so the "
-                              "table has d_model columns") from None
+                              f"table has d_model columns{both}") from None
+        if one_column:
+            raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: {ONE_COLUMN_SLICE}") from None
         angles = re.search(rf"fromshape\((\d+),(\d+)\)intoshape\({num_tokens},{d_model // 2}\)", said)
         if angles:
             raise CaseFailure(f"{NAME}({num_tokens}, {d_model}) raised {error.type_name}: the angles have shape "

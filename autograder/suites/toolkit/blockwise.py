@@ -1,4 +1,5 @@
-"""Why a call of `online_softmax_attention` whose shapes do not fit failed: it is run again on simpler inputs,
+"""A NumPy model of `online_softmax_attention` with one switch per known mistake (`model`), and why a call
+whose shapes do not fit failed: it is run again on simpler inputs,
 each of which a known shape mistake fits (`simpler_inputs`), and the first where the answer comes out right
 names the mistake (`explain_shapes`)."""
 
@@ -7,6 +8,67 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
+
+
+def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
+          shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
+          width="full", positions=None):
+    """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
+    sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
+    block) | "new" (the block's values, not the running output); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
+    "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "kept" (np.where's two branches swapped: the
+    later keys kept, the rest blocked); scale "sqrt" | "none" |
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
+    number of keys); normalise False: no final division,
+    "loop": the running output divided by the running sum after each block, "loop-block": each block's values
+    divided by the running sum as they are added (neither divides at the end); shift "old":
+    exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
+    tail False: a last block shorter than block_size is skipped, "last": the last block is skipped, even a
+    full one (range(0, n_k - block_size, block_size)); width "short": each block reads one key fewer,
+    K[start:start + block_size - 1]; sum_axis 0: the block's weights
+    summed over axis 0 (the queries of one sequence), None: over every axis (one total); block_max: the new maximum is the block's own; values
+    "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
+    start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty).
+    `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
+    causal mask needs them; a long input's spot checks model only the rows they read)."""
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
+    divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
+               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
+               "n_k": np.sqrt(n_k)}[scale]
+    row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
+    row_sum = np.zeros(Q.shape[:-1] + (1,))
+    acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        end = {True: n_q if loop == "queries" else n_k, False: n_k - block_size + 1, "last": n_k - block_size}[tail]
+        for start in range(0, end, block_size):
+            stop = min(start + block_size - (width == "short"), n_k)
+            if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
+                continue
+            scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) / divisor
+            if causal:
+                keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
+                rows = (np.arange(n_q) if positions is None else np.asarray(positions))[:, None]
+                blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
+                           "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows, "kept": keys <= rows}[mask]
+                scores = np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
+            new_max = scores.max(axis=-1, keepdims=True)
+            new_max = new_max if block_max else np.maximum(row_max, new_max)
+            shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
+            p = np.exp(scores - (new_max if shift == "new" else row_max))
+            row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
+            V_blk = V[..., :stop - start, :] if values == "first" else V[..., start:stop, :]
+            added = p @ V_blk / (row_sum if normalise == "loop-block" else 1.0)
+            if rescale == "late":
+                acc = (acc + added) * shrink
+            elif rescale == "new":
+                acc = acc + shrink * added
+            else:
+                acc = (acc if rescale in ("sum", "none") else acc * shrink) + added
+            acc = acc / row_sum if normalise == "loop" else acc
+            row_max = new_max if keep_max else row_max
+        return acc / row_sum if normalise is True else acc
+
 
 VALUES_FIRST = ("every block takes its values from the first rows of V, not from the rows of its own keys: a block's "
                 "weights weigh the values of the same keys (positions start to start + b), whichever block it is")
@@ -25,7 +87,8 @@ def simpler_inputs(Q, K, V, block_size, causal):
         yield _one_sequence(Q, K, V), block_size, causal, lambda said: CaseFailure(
             f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): the blocks are cut "
             "along the tokens, the second-to-last axis, and only the keys' last two axes are swapped (K[start:stop] "
-            "cuts the first axis, the batch, and .T reverses every axis of a batch)")
+            "cuts the first axis, the batch, and .T reverses every axis of a batch), and products are batched "
+            "(np.dot of arrays of more than two axes pairs every batch item with every other; @ does not)")
     d_k, d_v = np.shape(K)[-1], np.shape(V)[-1]
     if d_v != d_k:
         wide = rng(1519).normal(size=np.shape(V)[:-1] + (d_k,)).astype(np.asarray(V).dtype)

@@ -17,6 +17,12 @@ _BATCH2 = re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)
 
 EMPTY_MASK_ROWS = ("the slice of the mask it used is empty (no rows), and the new tokens' scores take their shape "
                    "from it; the new tokens' rows of the mask run from len(cache) to len(cache) + t")
+MASK_ROWS_TO_END = ("the mask slice's rows run on to the end of the mask, context_length rows in all, past this "
+                    "call's tokens, and the scores broadcast against them: take only the rows of the tokens this "
+                    "call brings, one per token")
+EMPTY_CACHE = ("an empty KVCache holds no tensors yet (its keys and values are None until the first update), so "
+               "nothing can be read from them: how many tokens a cache holds is what the cache itself tells, 0 when "
+               "it is empty")
 AFTER_UPDATE = ("the new tokens' position is read from len(cache) after cache.update, which already counts them: "
                 "the first new token sits where the cache ended before this call")
 
@@ -30,6 +36,9 @@ def explain_failed_forward(error, cache, start, size, call):
         raise CaseFailure(f"{call} raised {error.type_name}, but {start} cached and {size} new tokens make "
                           f"{start + size}, which context_length fits: refuse only MORE than context_length "
                           "tokens") from None
+    if error.type_name == "AttributeError" and "'NoneType' object has no attribute" in str(error) and \
+            start == len(cache) == 0:
+        raise CaseFailure(f"{call} raised {error.type_name} with a new, empty cache: {EMPTY_CACHE}") from None
     expect_grown(cache, start, size, call)
     said = str(error)
     found = _MISMATCH.search(said) or _BATCH2.search(said)
@@ -65,16 +74,25 @@ def _mask_not_wide_enough(error, start, size, call, dimension):
                       f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
 
 
-def expect_rows(out, size, call):
-    """The output of `size` new tokens has a row each; none at all is named (an empty slice of the mask)."""
+def expect_rows(out, size, call, start=0, context_length=None):
+    """The output of `size` new tokens after `start` cached ones has a row each; none at all is named (an empty
+    slice of the mask), and one per position up to context_length (a slice of the mask's rows to its end)."""
+    if context_length is not None and np.ndim(out) == 3 and np.shape(out)[1] == context_length - start != size:
+        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, a row for every position from {start} to "
+                          f"context_length={context_length}: {MASK_ROWS_TO_END}")
     if np.ndim(out) == 3 and np.shape(out)[1] == 0 < size:  # scores (batch, t, keys) broadcast with a mask of no rows
         raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, no row at all: {EMPTY_MASK_ROWS}")
 
 
-def expect_grown(cache, start, size, call):
+def expect_grown(cache, start, size, call, width=None):
     """After a forward with `size` new tokens, the cache holds `start` + `size` (or nothing at all:
-    a cache never filled is the caller's to name)."""
+    a cache never filled is the caller's to name). A first update that made it hold `width` (the keys'
+    width, d_out) tokens was handed keys with their last two axes swapped."""
     held = len(cache)
+    if start == 0 and held == width != size:
+        raise CaseFailure(f"{call}: len(cache) is {held} after it, the keys' width d_out, not the {size} new tokens: "
+                          "the keys handed to cache.update are transposed, (batch, d_out, t); the cache holds them "
+                          "as (batch, tokens, d_out), and only the scores' product swaps their last two axes")
     if held not in (0, start + size):
         raise CaseFailure(f"{call}: len(cache) is {held} after it, expected {start} + {size} = {start + size}: "
                           "call cache.update once per forward, with the keys and values of the new tokens only")
@@ -90,7 +108,7 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
     lone new token's one score spreads over every key; several new tokens after a cache do not fit). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
     scale "tokens" (sqrt of the keys held) or "new_tokens" (sqrt of the call's new tokens), mask "inverted" (j <= i blocked: a keep-mask used as the
-    blocked one), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
+    blocked one) or "columns" (mask[:t, start:start + t]: the top rows, the new tokens' columns), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
     x = np.asarray(x, dtype=np.float64)
 
     def project(name):
@@ -105,7 +123,8 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
         keys_from = 0 if read else start
         qs, ks, vs = q[:, start:start + size], k[:, keys_from:start + size], v[:, keys_from:start + size]
         divisor = {"head": np.sqrt(made["q"].shape[-1]), "none": 1.0, "d_in": np.sqrt(x.shape[-1]),
-                   "d_out_linear": made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2]), "new_tokens": np.sqrt(size)}[scale]
+                   "d_out_linear": made["q"].shape[-1],
+                   "twice_linear": 2 * made["q"].shape[-1], "tokens": np.sqrt(ks.shape[-2]), "new_tokens": np.sqrt(size)}[scale]
         scores = qs @ np.swapaxes(ks, -1, -2) / divisor
         if new_keys_only and start:
             if size > 1:
@@ -114,11 +133,20 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
         key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
         query_pos = np.arange(size)[:, None] + (start if offset else 0)
         blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
-                   "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos}[mask]
+                   "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos,
+                   "columns": _columns_mask(start, size)}[mask]
         weights = softmax(scores, axis) * ~blocked if after else softmax(np.where(blocked, fill, scores), axis)
         outs.append(weights @ vs)
         start += size
     return np.concatenate(outs, axis=1)
+
+
+def _columns_mask(start, size):
+    """The causal mask's slice [:size, start:start + size]: the top rows, and the new tokens' columns only. A lone
+    new token's (1, 1) slice spreads over all its scores; several new tokens after a cache do not fit them."""
+    if start and size > 1:
+        return np.zeros((size, 0), dtype=bool)  # no output: the code under test raises here (mask and scores differ)
+    return np.arange(start, start + size)[None, :] > np.arange(size)[:, None]
 
 
 NEW_KEYS_ONLY = ("the scores are the new queries times every key cache.update returns, the cached ones included, "
@@ -140,6 +168,9 @@ CACHE_MISTAKES = [
     *[(dict(roles=f"q{role}v"), f"the cache holds the {held} in place of the keys: cache.update takes the new keys "
                                 f"(W_key(x)) and values") for role, held in (("q", "queries"), ("v", "values"))],
     (dict(mask="inverted"), INVERTED_MASK),
+    (dict(mask="columns"), "the new tokens' mask takes the top rows (queries 0..t-1) and only the new tokens' "
+                           "columns, from len(cache): new token i sits at position len(cache) + i, and its row of "
+                           "the mask spans every key held, cached ones included, from column 0"),
     (dict(new_keys_only=True), "a lone new token's one score is spread over every key held, so it weighs every "
                                "cached token the same (its output is the mean of their values): " + NEW_KEYS_ONLY),
 ]
