@@ -85,8 +85,13 @@ def hand_written_softmax_mistakes(s, axis=-1):
         (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
          f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
     ]
+    def unshifted():
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.exp(s)
+
     if np.ndim(s) == 3 and axis in (-1, 2):  # on one matrix [:, None] is right, on more axes it raises
-        found.append((lambda: shifted() / shifted().sum(axis=-1)[:, None], ONE_MATRIX_SUMS))
+        # off the diagonal the row maxima no longer cancel, so with and without the shift differ
+        found += [(lambda e=e: e() / e().sum(axis=-1)[:, None], ONE_MATRIX_SUMS) for e in (shifted, unshifted)]
     for eps in EPSILONS:
         found += [(lambda eps=eps: shifted() / (shifted().sum(axis=axis, keepdims=True) + eps), EPSILON_IN_SUM),
                   (lambda eps=eps: shifted() / (shifted() + eps).sum(axis=axis, keepdims=True), EPSILON_IN_SUM)]
