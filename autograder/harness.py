@@ -216,6 +216,11 @@ ERROR_CAUSES = (
     (("cannot assign module before Module.__init__() call", "cannot assign parameters before Module.__init__()"),
      "an nn.Module's __init__ assigns a layer before calling super().__init__(): that call sets up where a "
      "module keeps its layers, so it comes first"),
+    (("truth value of an array with more than one element is ambiguous",
+      "Boolean value of Tensor with more than one value is ambiguous"),
+     "an array used where Python needs one True or False: `if array:`, `and`/`or` between arrays, or Python's "
+     "built-in max, min or sorted on a matrix, which compare whole rows; NumPy's and torch's own functions "
+     "(np.max, .any(), &, |) work entry by entry"),
     (("unexpected keyword argument 'dim'", "unexpected keyword argument 'keepdim'"),
      "a NumPy function given torch's keywords (dim=, keepdim=): NumPy names them axis= and keepdims=; stay in "
      "one library's words"),

@@ -187,6 +187,8 @@ def mistakes(Q, K, V, mask, k):
          "the scores are divided by d_k: divide by sqrt(d_k)"),
         (lambda: _softmax(fill(raw / np.sqrt(K.shape[-2]), mask, -np.inf)),
          "divides by the square root of the number of keys; d_k is the width of each key, K.shape[-1]"),
+        (lambda: _softmax(fill(raw / np.sqrt(Q.shape[-2]), mask, -np.inf)),
+         "divides by the square root of the number of queries; d_k is the width of each key, K.shape[-1]"),
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
         # the queries' axis, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
