@@ -216,6 +216,9 @@ ERROR_CAUSES = (
     (("cannot assign module before Module.__init__() call", "cannot assign parameters before Module.__init__()"),
      "an nn.Module's __init__ assigns a layer before calling super().__init__(): that call sets up where a "
      "module keeps its layers, so it comes first"),
+    (("batch1 must be a 3D tensor", "batch2 must be a 3D tensor"),
+     "torch.bmm takes 3-d batches only, so a single sequence (num_tokens, d_in) fails; @ (torch.matmul) "
+     "multiplies the last two axes and works with or without a batch"),
     (("truth value of an array with more than one element is ambiguous",
       "Boolean value of Tensor with more than one value is ambiguous"),
      "an array used where Python needs one True or False: `if array:`, `and`/`or` between arrays, or Python's "
