@@ -207,6 +207,23 @@ ERROR_CAUSES = (
      "torch and NumPy mixed: a torch method called on a NumPy array, or a NumPy array written into a torch "
      "tensor; NumPy arrays have their own functions (np.expand_dims for .unsqueeze, .reshape for .view, "
      "np.concatenate for torch.cat): stay in one library"),
+    # torch's own functions word a NumPy argument like a wrong call ("argument 'input'"), so the
+    # signature's text would blame the step's own parameters
+    (("must be Tensor, not numpy.ndarray", "'numpy.ndarray' and 'Tensor'", "'Tensor' and 'numpy.ndarray'"),
+     "torch and NumPy mixed: a torch function (torch.matmul, torch.softmax, ...) given a NumPy array, or a NumPy "
+     "array and a tensor combined by an operator (@, *); NumPy's functions take arrays and torch's take tensors: "
+     "stay in the library the step's inputs come from"),
+    (("cannot assign module before Module.__init__() call", "cannot assign parameters before Module.__init__()"),
+     "an nn.Module's __init__ assigns a layer before calling super().__init__(): that call sets up where a "
+     "module keeps its layers, so it comes first"),
+    (("batch1 must be a 3D tensor", "batch2 must be a 3D tensor"),
+     "torch.bmm takes 3-d batches only, so a single sequence (num_tokens, d_in) fails; @ (torch.matmul) "
+     "multiplies the last two axes and works with or without a batch"),
+    (("truth value of an array with more than one element is ambiguous",
+      "Boolean value of Tensor with more than one value is ambiguous"),
+     "an array used where Python needs one True or False: `if array:`, `and`/`or` between arrays, or Python's "
+     "built-in max, min or sorted on a matrix, which compare whole rows; NumPy's and torch's own functions "
+     "(np.max, .any(), &, |) work entry by entry"),
     (("unexpected keyword argument 'dim'", "unexpected keyword argument 'keepdim'"),
      "a NumPy function given torch's keywords (dim=, keepdim=): NumPy names them axis= and keepdims=; stay in "
      "one library's words"),

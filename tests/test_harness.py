@@ -323,11 +323,18 @@ def test_a_lent_reference_brings_the_references_it_calls():
     lambda: torch.ones(2, 6).view(2, 3, 6 / 3),
     lambda: torch.nn.Linear(2, 2).d_out,  # an attribute __init__ never set
     lambda: np.softmax,
+    lambda: torch.matmul(np.ones((2, 2)), np.ones((2, 2))),  # worded like the step's own signature
+    lambda: np.ones((2, 2)) @ torch.ones(2, 2),
+    lambda: max(np.ones((2, 3))),  # Python's max compares whole rows
+    lambda: bool(torch.ones(3)),
+    lambda: torch.bmm(torch.ones(2, 3), torch.ones(3, 2)),
+    lambda: type("Layer", (torch.nn.Module,), {"__init__": lambda self: setattr(self, "W", torch.nn.Linear(2, 2))})(),
 ], ids=["torch-method-on-numpy", "math-on-array", "len-of-none", "none-attribute", "view-after-transpose",
         "float-called", "cat-of-tensors-one-by-one", "cat-of-three-tensors", "tensor-append",
         "numpy-into-torch", "masked-fill-float-mask", "where-float-condition",
         "torch-function-of-a-number", "float-size", "attribute-never-set",
-        "library-lacks-function"])
+        "library-lacks-function", "torch-function-of-array", "array-at-tensor", "builtin-max-of-matrix", "truth-of-tensor", "bmm-of-a-matrix",
+        "module-before-init"])
 def test_an_exception_whose_words_name_its_cause_is_named_whatever_the_step(raise_it):
     """The exceptions ERROR_CAUSES lists, raised for real by NumPy, torch and Python: each is named by
     its cause, and the generic text (the grader cannot name it) is never given for them."""

@@ -6,7 +6,7 @@ import torch
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks, model
-from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, mixed_mask, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
 _softmax, _unnormalised, _causal = model.softmax, model.exponentials, cases.causal_blocked
@@ -15,15 +15,6 @@ FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores))
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
 MASK_TRANSPOSED = ("the mask is read transposed (mask.T): it already has the weights' layout, mask[i, j] True "
                    "blocks key j for query i, one row per query")
-
-
-def _mixed_mask(r, n_q, n_k):
-    """A random mask in which every row blocks at least one key and leaves at least one open."""
-    mask = r.random((n_q, n_k)) < 0.5
-    for i in range(n_q):
-        keys = r.permutation(n_k)
-        mask[i, keys[0]], mask[i, keys[1]] = True, False
-    return mask
 
 
 def stored_inputs():
@@ -44,8 +35,8 @@ def stored_inputs():
         record("6 tokens, d_k 4, d_v 3, no mask", 6, 6, 4, 3),
         record("3 queries over 5 keys, d_k 4, d_v 2, no mask", 3, 5, 4, 2),
         record("a causal mask over 5 tokens", 5, 5, 3, 4, mask=_causal(5)),
-        record("4 queries over 6 keys with a mixed mask", 4, 6, 5, 3, mask=_mixed_mask(r, 4, 6)),
-        record("6 tokens with a mixed mask", 6, 6, 4, 4, mask=_mixed_mask(r, 6, 6)),
+        record("4 queries over 6 keys with a mixed mask", 4, 6, 5, 3, mask=mixed_mask(r, 4, 6)),
+        record("6 tokens with a mixed mask", 6, 6, 4, 4, mask=mixed_mask(r, 6, 6)),
         record("a mask that leaves rows 0, 2 and 4 fully open", 5, 5, 4, 3, mask=some_rows),
         record("a (2, 4, 3) batch with one (4, 4) causal mask for all items", 4, 4, 3, 2, batch=(2,),
                mask=_causal(4)),
@@ -87,12 +78,13 @@ def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
         return False
     one_each = np.zeros((n_q, n_k), dtype=bool)
     one_each[np.arange(n_q), (np.arange(n_q) + 1) % n_k] = True
+    first = (0,) * (Q.ndim - 2)  # one item: a softmax over the batch's axis makes nan of a mask blocking every item
     try:
-        weights = checks.to_array(impl.scaled_dot_product_attention(Q.copy(), K.copy(), V.copy(), one_each)[1],
+        weights = checks.to_array(impl.scaled_dot_product_attention(Q[first], K[first], V[first], one_each)[1],
                                   "the weights")
     except Exception:  # noqa: BLE001 - only asks how this mask is read
         return False
-    return weights.shape == full_mask.shape and bool(np.isnan(weights).any(axis=-1).all())
+    return weights.shape == one_each.shape and bool(np.isnan(weights).any(axis=-1).all())
 
 
 def _square_weights_named(impl, mask, ladder):
@@ -127,6 +119,8 @@ def _call(impl, Q, K, V, mask, label):
         if mask is not None and "truth value of an array" in str(error):
             raise CaseFailure(f"{detail}: does it ask for the truth of `mask` (if mask:)? An array of several "
                               "values has none; test `mask is not None`") from None
+        if Q.ndim > 2 and model.sums_indexed_for_one_matrix(lambda *qkv: impl.scaled_dot_product_attention(*qkv)):
+            raise CaseFailure(f"{detail}: {model.ONE_MATRIX_SUMS}") from None
         if _square_weights_named(impl, None, model.without_keepdims_mistakes):
             raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
@@ -193,6 +187,8 @@ def mistakes(Q, K, V, mask, k):
          "the scores are divided by d_k: divide by sqrt(d_k)"),
         (lambda: _softmax(fill(raw / np.sqrt(K.shape[-2]), mask, -np.inf)),
          "divides by the square root of the number of keys; d_k is the width of each key, K.shape[-1]"),
+        (lambda: _softmax(fill(raw / np.sqrt(Q.shape[-2]), mask, -np.inf)),
+         "divides by the square root of the number of queries; d_k is the width of each key, K.shape[-1]"),
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
         # the queries' axis, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
@@ -318,7 +314,7 @@ def test_matches_torch_sdpa(impl):
     r = rng(1302)
     _check_against_torch(impl, r, [
         ("4 queries over 7 keys, no mask", (4,), 7, None),
-        ("5 queries over 6 keys with a mixed (5, 6) mask", (5,), 6, _mixed_mask(r, 5, 6)),
+        ("5 queries over 6 keys with a mixed (5, 6) mask", (5,), 6, mixed_mask(r, 5, 6)),
     ])
 
 
@@ -328,7 +324,7 @@ def test_matches_torch_sdpa_broadcast_mask(impl):
     r = rng(1309)
     _check_against_torch(impl, r, [
         ("a (2, 6, 5) batch with a causal mask", (2, 6), 6, _causal(6)),
-        ("a (3, 4, 5) batch over 5 keys with a mixed (4, 5) mask", (3, 4), 5, _mixed_mask(r, 4, 5)),
+        ("a (3, 4, 5) batch over 5 keys with a mixed (4, 5) mask", (3, 4), 5, mixed_mask(r, 4, 5)),
     ])
 
 
@@ -390,7 +386,7 @@ def test_batch_items_independent(impl):
     """each item of a batch gets the same result as when called on its own"""
     r = rng(1305)
     Q, K, V = r.normal(size=(3, 4, 5)), r.normal(size=(3, 6, 5)), r.normal(size=(3, 6, 2))
-    mask = _mixed_mask(r, 4, 6)
+    mask = mixed_mask(r, 4, 6)
     context, weights = _call(impl, Q, K, V, mask, "a batch of 3")
     checks.expect_shape(context, (3, 4, 2), "the context of a (3, 4, 5) batch over 6 keys with d_v 2")
     ladder = mistakes(Q, K, V, mask, 0)

@@ -39,7 +39,13 @@ def _call(impl, X, label):
             context = checks.to_array(out[0], "the context")
         except (RemoteError, CaseFailure, TypeError, IndexError):
             raise error from None
-        if checks.named_mistake(context, [(square @ _scores_and_weights(square)[1], "")]) is None:
+        def gives(candidate):
+            return checks.named_mistake(context, [(candidate, "")]) is not None
+        if gives(_softmax(square, -1) @ square):
+            raise CaseFailure(f"simplified_self_attention raised {error.type_name} on {label}, but runs on a "
+                              "square X, where its weights are the softmax of X itself: the softmax is taken of "
+                              "the scores, every token's dot product with every token") from None
+        if not gives(square @ _scores_and_weights(square)[1]):
             raise
         raise CaseFailure(f"simplified_self_attention raised {error.type_name} on {label}, but runs on a square "
                           "X, where its context is X @ weights: the weights come first, weights @ X, so each "
@@ -79,7 +85,16 @@ def stored_symptoms(record, k):
                       "divides the scores by sqrt(d) before the softmax: that is the scaled attention of "
                       "the next assignment; the simplified version uses X Xᵀ as it is"),
                      (lambda: _softmax(_cosines(X), -1),
-                      "takes the softmax of cosine similarities: the scores are plain dot products X Xᵀ")]
+                      "takes the softmax of cosine similarities: the scores are plain dot products X Xᵀ"),
+                     (lambda: _softmax(w, -1), "applies the softmax twice, to weights that are already a "
+                                               "softmax of the scores: once is all, and a second flattens "
+                                               "each row toward equal weights")]
+    # the chapter works one query through first (x⁽²⁾, row 1): a context of one row alone. Not row 0: an
+    # example that indexes the answer reads row 0 of a context returned without its tuple that way too
+    one_query = [] if np.ndim(X) != 2 else [
+        (lambda i=i: w[i] @ X, f"the context is one token's alone (row {i} of the weights, as the chapter's "
+                               "first walk-through of one query): every token is a query, so the context has "
+                               "a row per token") for i in range(1, min(len(X), 6))]
     if k == 0:
         return [(lambda: s @ X, "the context vectors use the raw scores: apply softmax first"),
                 (lambda: w, "returns (weights, context) in the wrong order"),
@@ -89,6 +104,9 @@ def stored_symptoms(record, k):
                                                      "belongs to token i, and it comes first: weights @ X"),
                 (lambda: w @ X + X, "adds X to the context vectors: each context vector is the weighted sum "
                                     "of the rows alone"),
+                (lambda: w @ s, "mixes the rows of the scores: each context vector is a weighted sum of the "
+                                "rows of X, the tokens themselves"),
+                *one_query,
                 *[(lambda f=f: f() @ X, message) for f, message in wrong_weights]]
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
 
@@ -116,5 +134,8 @@ def test_permutation_equivariant(impl):
     if not isinstance(out, tuple) or len(out) != 2:
         raise CaseFailure("simplified_self_attention should return a tuple (context, weights)")
     context = checks.to_array(out[0], "context")
+    if context.shape != X.shape:  # a context of another shape cannot be reordered: named where a mistake is known
+        checks.expect_close(context, _model(dict(X=X))[0], "the context of 6 tokens",
+                            symptoms=lambda: stored_symptoms(dict(X=X), 0))
     checks.expect_close(out_perm[0], context[order], "context of reordered tokens", relation=False)
     checks.expect_rows_sum_to_one(out[1], "the weights")

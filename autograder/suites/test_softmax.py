@@ -7,7 +7,11 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
-from autograder.suites.toolkit.model import hand_written_softmax_mistakes, without_keepdims_mistakes
+from autograder.suites.toolkit.model import (
+    hand_written_softmax_mistakes,
+    truncation_mistakes,
+    without_keepdims_mistakes,
+)
 
 STEP = "softmax"
 # The notes' examples are single rows, where no axis can be wrong: they weigh little, and the
@@ -98,7 +102,11 @@ def _mistakes(x, axis):
             (lambda: _exp_normalise(x - x.max(), axis),
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),
-            *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis)]
+            *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis),
+            # np.asarray(x, dtype=int): the softmax of the truncated inputs, or the weights cut (all but the ones 0)
+            *truncation_mistakes(_shifted_then_normalised(np.asarray(x, dtype=float), axis, axis),
+                                 _shifted_then_normalised(np.trunc(np.asarray(x, dtype=float)), axis, axis),
+                                 "x", "weights", divides=True)]
 
 
 SMALL = np.array([1.0, 2.0, 4.0])

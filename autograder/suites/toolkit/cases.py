@@ -237,6 +237,15 @@ def causal_blocked(n):
     return np.triu(np.ones((n, n), dtype=bool), k=1)
 
 
+def mixed_mask(r, n_q, n_k):
+    """A random mask of `r` in which every row blocks at least one key and leaves at least one open."""
+    mask = r.random((n_q, n_k)) < 0.5
+    for i in range(n_q):
+        keys = r.permutation(n_k)
+        mask[i, keys[0]], mask[i, keys[1]] = True, False
+    return mask
+
+
 def rng(seed):
     return np.random.default_rng(seed)
 

@@ -57,6 +57,9 @@ EPSILON_IN_SUM = ("adds a small constant (an epsilon) to the sum it divides by, 
                   "no epsilon")
 # the epsilons a hand-written softmax adds; smaller ones stay within the grader's tolerance
 EPSILONS = (1e-1, 1e-2, 1e-3, 1e-4)
+ONE_MATRIX_SUMS = ("the row sums are indexed for one matrix ([:, None]), which on a batch puts the new axis second, "
+                   "not last: with as many queries as keys each row is divided by another row's sum, and other "
+                   "shapes do not fit; keepdims=True (or [..., None]) keeps it last")
 NOT_A_SOFTMAX = ("the softmax exponentiates every score and divides by its row's sum of exponentials, so the "
                  "weights are positive, sum to 1 and keep the scores' order")
 
@@ -82,10 +85,31 @@ def hand_written_softmax_mistakes(s, axis=-1):
         (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
          f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
     ]
+    def unshifted():
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.exp(s)
+
+    if np.ndim(s) == 3 and axis in (-1, 2):  # on one matrix [:, None] is right, on more axes it raises
+        # off the diagonal the row maxima no longer cancel, so with and without the shift differ
+        found += [(lambda e=e: e() / e().sum(axis=-1)[:, None], ONE_MATRIX_SUMS) for e in (shifted, unshifted)]
     for eps in EPSILONS:
         found += [(lambda eps=eps: shifted() / (shifted().sum(axis=axis, keepdims=True) + eps), EPSILON_IN_SUM),
                   (lambda eps=eps: shifted() / (shifted() + eps).sum(axis=axis, keepdims=True), EPSILON_IN_SUM)]
     return found
+
+
+def sums_indexed_for_one_matrix(attend):
+    """Whether `attend(Q, K, V)` runs on 3 queries over 5 keys and on a (2, 4, 4) batch but raises on a
+    (2, 3, 5) one, as a softmax whose row sums are indexed [:, None] does (ONE_MATRIX_SUMS); K.T fails on
+    either batch, and a product in the wrong order on the single matrix."""
+    r = rng(1313)
+    def runs(lead, n_q, n_k):
+        try:
+            attend(r.normal(size=(*lead, n_q, 3)), r.normal(size=(*lead, n_k, 3)), r.normal(size=(*lead, n_k, 2)))
+        except Exception:  # noqa: BLE001 - only asks which shapes go through
+            return False
+        return True
+    return runs((), 3, 5) and runs((2,), 4, 4) and not runs((2,), 3, 5)
 
 
 def truncation_mistakes(exact, from_integer_inputs, inputs, name, divides):
@@ -263,6 +287,10 @@ ROLE_MISTAKES = [
     (dict(roles="qkx"), "the context weights the raw inputs: weight the values (W_value(x))"),
     (dict(roles="qqv"), "the keys come from W_query (the scores compare queries with queries): use W_key"),
     (dict(roles="kkv"), "the queries come from W_key (the scores compare keys with keys): use W_query"),
+    # the grader loads W_query, W_key, then W_value: into one shared layer, the last load is what all three hold
+    (dict(roles="vvv"), "the queries, keys and values all come from one layer, W_value: each needs an nn.Linear of "
+                        "its own (a chained assignment, W_query = W_key = W_value = nn.Linear(...), makes one "
+                        "layer, not three)"),
 ]
 
 
