@@ -48,7 +48,25 @@ def apply(impl, record):
         if X.ndim >= 3:  # the same tokens as one matrix: if that works, only the batch axes are the trouble
             explain_batch_error("attention_scores(X)", error, record["label"],
                                 lambda: impl.attention_scores(X[(0,) * (X.ndim - 2)]))
+        _named_on_a_square(impl, X, error, record["label"])
         raise
+
+
+def _named_on_a_square(impl, X, error, label):
+    """A mistake that raises on an (n, d) X with n != d but runs on a square one (X @ X, say) is named
+    by what it gives there."""
+    side = min(X.shape)
+    if X.ndim != 2 or X.shape[0] == X.shape[1] or side < 2:
+        return
+    square = X[:side, :side]
+    try:
+        out = checks.to_array(impl.attention_scores(square), "attention_scores(X)")
+    except (RemoteError, CaseFailure):
+        return
+    symptom = checks.named_mistake(out, stored_symptoms({"X": square}, 0))
+    if symptom is not None:
+        raise CaseFailure(f"attention_scores(X) raised {error.type_name} on {label} of shape "
+                          f"{checks.fmt_shape(X.shape)}; on a square X it runs, and there it {symptom}") from None
 
 
 def _softmax_rows(s):
@@ -68,6 +86,8 @@ def stored_symptoms(record, k):
                                     "the tokens", "scores", divides=False)
     return [*truncated, (lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
             (lambda: X @ X.T, X_T_ON_A_BATCH),
+            (lambda: X @ X, "multiplies X by X itself: the scores pair every token with every token, so the "
+                            "second factor is X transposed"),
             (lambda: _softmax_rows(X @ np.swapaxes(X, -1, -2)),
              "applies the softmax: this step returns the raw scores, and attention_weights normalises them"),
             (lambda: _unit(X) @ np.swapaxes(_unit(X), -1, -2),

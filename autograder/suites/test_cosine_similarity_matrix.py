@@ -78,7 +78,9 @@ def _mistakes(X):
     # With one row, unit * unit.T and unit.T @ unit are both the row's outer product: said as such.
     shapes = [(lambda: unit * unit.T, "multiplies entry by entry (*): the cosines of every pair of rows come "
                                       "from a matrix product (@)"),
-              (lambda: unit.T @ unit, COLUMNS)] if len(X) > 1 else [
+              (lambda: unit.T @ unit, COLUMNS),
+              (lambda: unit @ unit, "multiplies the unit rows by themselves untransposed: the cosines pair every "
+                                    "row with every row, so the second factor is transposed")] if len(X) > 1 else [
               (lambda: unit.T @ unit, "gives a (d, d) table for a single row: pairs of features, not of rows; "
                                       "the result has one entry per pair of rows (tokens), n by n")]
     n = len(X)

@@ -63,8 +63,19 @@ def stored_symptoms(record, k):
             (lambda: np.sum(np.abs(a * b)), "adds the absolute values of the products: a negative product "
                                             "must lower the sum"),
             (lambda: np.sum(a + b), "adds the vectors instead of multiplying them elementwise"),
+            (lambda: a * b, "returns the products of the entries, one per pair: the dot product adds them up "
+                            "into one number"),
             (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum"),
             *shorter, *truncated]
+
+
+def _number(value, what, a, b):
+    """`value` as one float; a value of another size is named by the ladder first (products never summed)."""
+    array = checks.to_array(value, what)
+    symptom = None if array.size == 1 else checks.named_mistake(array, stored_symptoms(dict(a=a, b=b), 0))
+    if symptom is not None:
+        raise CaseFailure(f"{what}: {symptom}")
+    return checks.to_float(array, what)
 
 
 @case(STEP, "stored", weight=2)
@@ -80,7 +91,7 @@ def test_matches_numpy_dot(impl):
     r = rng(102)
     for n in (2, 5, 50):
         a, b = r.normal(size=n), r.normal(size=n)
-        checks.expect_close(checks.to_float(impl.dot_product(a, b), "dot_product(a, b)"),
+        checks.expect_close(_number(impl.dot_product(a, b), "dot_product(a, b)", a, b),
                             float(np.dot(a, b)), f"dot_product of two {n}-d vectors",
                             symptoms=stored_symptoms(dict(a=a, b=b), 0))
 
@@ -90,7 +101,7 @@ def test_returns_a_number_and_is_symmetric(impl):
     """returns one number, also for Python lists; a·b equals b·a, and a·(-b) is -(a·b)"""
     r = rng(103)
     a, b = r.normal(size=7), r.normal(size=7)
-    ab = checks.to_float(impl.dot_product(a, b), "dot_product(a, b)")
+    ab = _number(impl.dot_product(a, b), "dot_product(a, b)", a, b)
     try:
         impl.dot_product(list(a), list(b))  # the value is checked on arrays; lists only have to go through
     except RemoteError as error:
