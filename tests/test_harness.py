@@ -323,11 +323,13 @@ def test_a_lent_reference_brings_the_references_it_calls():
     lambda: torch.ones(2, 6).view(2, 3, 6 / 3),
     lambda: torch.nn.Linear(2, 2).d_out,  # an attribute __init__ never set
     lambda: np.softmax,
+    lambda: torch.nn.ModuleList([torch.nn.Identity()])(torch.ones(2)),  # a list of modules called as one
+    lambda: torch.nn.Parameter(torch.ones(2, 2, dtype=torch.bool)),  # a mask made a trained parameter
 ], ids=["torch-method-on-numpy", "math-on-array", "len-of-none", "none-attribute", "view-after-transpose",
         "float-called", "cat-of-tensors-one-by-one", "cat-of-three-tensors", "tensor-append",
         "numpy-into-torch", "masked-fill-float-mask", "where-float-condition",
         "torch-function-of-a-number", "float-size", "attribute-never-set",
-        "library-lacks-function"])
+        "library-lacks-function", "module-without-forward", "bool-parameter"])
 def test_an_exception_whose_words_name_its_cause_is_named_whatever_the_step(raise_it):
     """The exceptions ERROR_CAUSES lists, raised for real by NumPy, torch and Python: each is named by
     its cause, and the generic text (the grader cannot name it) is never given for them."""
