@@ -46,7 +46,7 @@ MISTAKES = [
     toolkit.MULTIPLIED_BY_SQRT, multihead.SCALED_BY_KEYS_COUNT,
     multihead.SOFTMAX_OVER_HEADS,
     multihead.HEADS_TIMES,
-    multihead.HEADS_AVERAGED, multihead.LOG_SOFTMAX,
+    multihead.HEADS_AVERAGED, multihead.LOG_SOFTMAX, toolkit.BIASES_LEFT_OUT_MISTAKE,
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),

@@ -187,7 +187,7 @@ def multiplies_an_input(error, x, context):
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False):
+                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False, biases=True):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
@@ -200,13 +200,14 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
-    renormalising); `heads_factor` as for `model.attention`; `log_weights` (log_softmax for softmax)."""
+    renormalising); `heads_factor` and `biases` as for `model.attention`; `log_weights` (log_softmax for
+    softmax)."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
         weight, bias = linears[name]
         y = source @ np.asarray(weight, dtype=np.float64).T
-        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+        return y if bias is None or not biases else y + np.asarray(bias, dtype=np.float64)
 
     cut = split_into or num_heads
 
