@@ -446,4 +446,4 @@ def test_gradients_reach_every_layer(impl):
     out = _explain_shape(_run(module, x, context, None, what), x.numpy(), context.numpy(), 4, what)
     report = module.backward([x, context], rng(99).normal(size=out.shape).astype(np.float32),
                              [f"{name}.weight" for name in LAYERS])
-    toolkit.explain_gradients("CrossAttention", report, [f"{name}.weight" for name in LAYERS])
+    toolkit.explain_gradients("CrossAttention", report, [f"{name}.weight" for name in LAYERS], module)
