@@ -12,8 +12,11 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit.model import (
+    BIASES_LEFT_OUT_MISTAKE,
     HEADS_FACTORS,
+    MULTIPLIED_BY_SQRT,
     SCALED_BY_TOKENS,
+    SOFTMAX_AXIS_MISTAKES,
     explain_by_probe,
     keys_axes_mistakes,
     softmax,
@@ -90,6 +93,30 @@ KEY_PADDING_MISTAKES = [
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
 ]
+
+
+# CrossAttention's ladder (its suite's), as switches of `cross_attention`.
+CROSS_MISTAKES = [
+    *KEY_PADDING_MISTAKES,
+    (dict(causal=True), "a causal mask is applied: cross-attention is not causal, every query may look "
+                        "at every real token of the context"),
+    NOT_SCALED,
+    SCALED_BY_D_OUT,
+    DIVIDED_BY_HEAD_DIM,
+    NO_OUT_PROJ,
+    HEADS_REVERSED,
+    DIVIDED_BY_TWICE_HEAD_DIM,
+    *INPUT_WIDTH_MISTAKES,
+    MULTIPLIED_BY_SQRT, SCALED_BY_KEYS_COUNT,
+    SOFTMAX_OVER_HEADS,
+    HEADS_TIMES,
+    HEADS_AVERAGED, LOG_SOFTMAX, BIASES_LEFT_OUT_MISTAKE,
+    (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
+                                 "dimensions back first, which mixes the queries"),
+    (dict(values="W_key"), "the values come from W_key: use W_value"),
+    (dict(after=True), "the padding mask is applied after the softmax without renormalising, so rows no longer "
+                       "sum to 1: fill the blocked scores with -inf before the softmax"),
+] + SOFTMAX_AXIS_MISTAKES
 
 
 def fixed_heads(num_heads, d_out):
