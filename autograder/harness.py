@@ -235,6 +235,13 @@ ERROR_CAUSES = (
     (("Only Tensors of floating point and complex dtype can require gradients",),
      "an nn.Parameter (or requires_grad) made of a bool or integer tensor: only floats can be trained; a "
      "mask is no trained weight: keep it with self.register_buffer (or as a plain tensor)"),
+    (("Can't call numpy() on Tensor that requires grad",),
+     "NumPy was given a tensor that autograd tracks (np.concatenate, np.exp ... on a layer's output): NumPy "
+     "cuts the path the gradients take back to the weights, so a layer's forward stays in torch (torch.cat, "
+     "torch.exp ...)"),
+    (("only integer tensors of a single element can be converted to an index",),
+     "a tensor of several values was used where one index is expected (a slice bound such as x[:, lengths:], "
+     "or range(t)): an index or a slice bound is one number, so take the values one at a time"),
     (("only supports boolean masks", "where expected condition to be a boolean tensor"),
      "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask; a "
      "mask built from torch.ones (torch.triu of it, say) holds floats, so keep the mask bool"),
