@@ -118,7 +118,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
     or None)}. The defaults are the correct model; each switch reproduces a known mistake:
-    mask "none" | "lower" | "diagonal"; `fill` for blocked scores; `after`: mask the weights after
+    mask "none" | "lower" | "diagonal" | "inverted" (the diagonal and below); `fill` for blocked scores; `after`: mask the weights after
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
     (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)) | "first_axis"
     (sqrt(keys.shape[0]): the batch size of a batch); the softmax
@@ -166,7 +166,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
-               "none": 0 * ones}[mask].astype(bool)
+               "inverted": np.tril(ones, 0), "none": 0 * ones}[mask].astype(bool)
     if after:
         weights = softmax(scores, axis) * ~blocked
     else:
@@ -212,6 +212,9 @@ MASK_MISTAKES = [
     (dict(mask="none"), "no causal mask is applied: every token also attends to the tokens after it"),
     (dict(mask="lower"), "the mask blocks the keys BELOW the diagonal (earlier tokens); block those "
                          "above it (key j > query i)"),
+    # ~mask, or True read as "may attend": the last token sees nothing, and its row is nan (0 / 0)
+    (dict(mask="inverted"), "the mask is inverted (~mask, or True read as 'may attend'): it blocks each token "
+                            "itself and the earlier ones, and leaves the later ones open; True means BLOCKED"),
     (dict(fill=0.0), "blocked scores are set to 0 instead of -inf, so blocked keys still get weight "
                      "(exp(0) = 1)"),
     (dict(after=True), "the mask is applied after the softmax without renormalising, so rows no longer "
