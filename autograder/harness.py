@@ -174,18 +174,19 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     text = str(error).strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
     name = getattr(error, "type_name", type(error).__name__)
-    if name == "NotImplementedError":
+    # The error's words pick one of these fixed texts even where they are not shown: a kernel
+    # that forged them could only choose which fixed text its own step gets. They come before the
+    # signature's TypeError: torch's own functions word a wrong call of theirs with "argument" too,
+    # and before the stub's NotImplementedError: torch raises one for a module without a forward.
+    said = str(error)
+    cause = next((cause for phrases, cause in ERROR_CAUSES if any(phrase in said for phrase in phrases)), None)
+    if name == "NotImplementedError" and cause is None:
         return f"`{step}` is not implemented yet (it still raises NotImplementedError)."
     if isinstance(error, MemoryError) or name in ("MemoryError", "OutOfMemoryError"):
         budget = f" ({text[0]})" if text and "budget" in text[0] else ""
         return f"`{step}` ran out of memory{budget}; are you building a much larger array than needed?"
-    # The error's words pick one of these fixed texts even where they are not shown: a kernel
-    # that forged them could only choose which fixed text its own step gets. They come before the
-    # signature's TypeError: torch's own functions word a wrong call of theirs with "argument" too.
-    said = str(error)
-    for phrases, cause in ERROR_CAUSES:
-        if any(phrase in said for phrase in phrases):
-            return f"`{step}` raised {name}: {cause}"
+    if cause is not None:
+        return f"`{step}` raised {name}: {cause}"
     if isinstance(error, TypeError) and "argument" in said:
         said = f" ({said[:160]})" if show_details else ""
         return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
@@ -244,6 +245,20 @@ ERROR_CAUSES = (
     (("must be Tensor, not int", "must be Tensor, not float"),
      "a torch function (torch.sqrt, torch.exp, ...) got a plain Python number, such as a size read from .shape; "
      "it takes a tensor: on a plain number use math.sqrt or ** 0.5"),
+    (('is missing the required "forward" function',),
+     "a module without a forward method was called: an nn.ModuleList (or nn.ModuleDict) only holds modules "
+     "and has no forward of its own, so call each module in it; in a class of your own, check that forward "
+     "is spelled so and indented inside the class"),
+    (("Only Tensors of floating point and complex dtype can require gradients",),
+     "an nn.Parameter (or requires_grad) made of a bool or integer tensor: only floats can be trained; a "
+     "mask is no trained weight: keep it with self.register_buffer (or as a plain tensor)"),
+    (("Can't call numpy() on Tensor that requires grad",),
+     "NumPy was given a tensor that autograd tracks (np.concatenate, np.exp ... on a layer's output): NumPy "
+     "cuts the path the gradients take back to the weights, so a layer's forward stays in torch (torch.cat, "
+     "torch.exp ...)"),
+    (("only integer tensors of a single element can be converted to an index",),
+     "a tensor of several values was used where one index is expected (a slice bound such as x[:, lengths:], "
+     "or range(t)): an index or a slice bound is one number, so take the values one at a time"),
     (("only supports boolean masks", "where expected condition to be a boolean tensor"),
      "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask; a "
      "mask built from torch.ones (torch.triu of it, say) holds floats, so keep the mask bool"),

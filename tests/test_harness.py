@@ -329,12 +329,17 @@ def test_a_lent_reference_brings_the_references_it_calls():
     lambda: bool(torch.ones(3)),
     lambda: torch.bmm(torch.ones(2, 3), torch.ones(3, 2)),
     lambda: type("Layer", (torch.nn.Module,), {"__init__": lambda self: setattr(self, "W", torch.nn.Linear(2, 2))})(),
+    lambda: torch.nn.ModuleList([torch.nn.Identity()])(torch.ones(2)),  # a list of modules called as one
+    lambda: torch.nn.Parameter(torch.ones(2, 2, dtype=torch.bool)),  # a mask made a trained parameter
+    lambda: np.concatenate([torch.ones(2, requires_grad=True) * 2]),  # NumPy inside a layer's forward
+    lambda: torch.zeros(2, 1, 4)[:, :, torch.tensor([1, 2]):],  # a slice bound of several values
 ], ids=["torch-method-on-numpy", "math-on-array", "len-of-none", "none-attribute", "view-after-transpose",
         "float-called", "cat-of-tensors-one-by-one", "cat-of-three-tensors", "tensor-append",
         "numpy-into-torch", "masked-fill-float-mask", "where-float-condition",
         "torch-function-of-a-number", "float-size", "attribute-never-set",
         "library-lacks-function", "torch-function-of-array", "array-at-tensor", "builtin-max-of-matrix", "truth-of-tensor", "bmm-of-a-matrix",
-        "module-before-init"])
+        "module-before-init", "module-without-forward", "bool-parameter",
+        "numpy-of-tracked-tensor", "slice-bound-of-several-values"])
 def test_an_exception_whose_words_name_its_cause_is_named_whatever_the_step(raise_it):
     """The exceptions ERROR_CAUSES lists, raised for real by NumPy, torch and Python: each is named by
     its cause, and the generic text (the grader cannot name it) is never given for them."""

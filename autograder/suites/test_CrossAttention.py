@@ -18,7 +18,7 @@ from torch import nn
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import stored
-from autograder.harness import case
+from autograder.harness import ERROR_CAUSES, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks, multihead
@@ -32,27 +32,7 @@ STEP = "CrossAttention"
 D_OUT_OR_D_Q = ("the scores are divided by sqrt(d_out), which is d_q, the width of x, here; divide by "
                 "sqrt(head_dim), head_dim = d_out // num_heads")
 
-MISTAKES = [
-    *multihead.KEY_PADDING_MISTAKES,
-    (dict(causal=True), "a causal mask is applied: cross-attention is not causal, every query may look "
-                        "at every real token of the context"),
-    multihead.NOT_SCALED,
-    multihead.SCALED_BY_D_OUT,
-    multihead.DIVIDED_BY_HEAD_DIM,
-    multihead.NO_OUT_PROJ,
-    multihead.HEADS_REVERSED,
-    multihead.DIVIDED_BY_TWICE_HEAD_DIM,
-    *multihead.INPUT_WIDTH_MISTAKES,
-    toolkit.MULTIPLIED_BY_SQRT, multihead.SCALED_BY_KEYS_COUNT,
-    multihead.SOFTMAX_OVER_HEADS,
-    multihead.HEADS_TIMES,
-    multihead.HEADS_AVERAGED, multihead.LOG_SOFTMAX,
-    (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
-                                 "dimensions back first, which mixes the queries"),
-    (dict(values="W_key"), "the values come from W_key: use W_value"),
-    (dict(after=True), "the padding mask is applied after the softmax without renormalising, so rows no longer "
-                       "sum to 1: fill the blocked scores with -inf before the softmax"),
-] + toolkit.SOFTMAX_AXIS_MISTAKES
+MISTAKES = multihead.CROSS_MISTAKES
 
 
 def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
@@ -122,8 +102,8 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
         if "Boolean value of Tensor" in str(error):
             raise CaseFailure(f"{what} raised {error.type_name}: does it ask for the truth of key_padding_mask "
                               "(if key_padding_mask:)? A tensor of several values has none; test `is not None`") from None
-        if key_padding_mask is None:
-            raise
+        if key_padding_mask is None or any(phrase in str(error) for phrases, _ in ERROR_CAUSES for phrase in phrases):
+            raise  # the error's own words name its cause (a mask of floats, say), not the mask's shape
         try:
             module(x, context)
         except RemoteError:
@@ -204,10 +184,9 @@ def _stored_symptoms(record, k):
     return _symptoms(record["x"], record["context"], record_linears(record), int(record["num_heads"]), mask)
 
 
-@case(STEP, "stored", weight=5)
-def test_stored_outputs(impl):
-    """matches the reference for several widths, lengths, head counts, with and without a padding mask"""
-
+def _check_stored(impl, with_bias):
+    """The stored records without (with_bias False) or with qkv biases: biases left out, a slip, fail the second
+    kind only (and the oracle, whose layers have them), while a wrong attention fails both."""
     def checked(impl, record):
         out = apply(impl, record)
         return _explain_shape(out, record["x"], record["context"], int(record["d_out"]),
@@ -219,10 +198,12 @@ def test_stored_outputs(impl):
         d_q, d_kv, d_out, heads = (int(record[key]) for key in ("d_q", "d_kv", "d_out", "num_heads"))
         return d_q == d_out, d_q // heads in (1, d_out // heads), d_kv // heads in (1, d_out // heads)
 
+    records = [record for record in stored.load(STEP) if bool(record["qkv_bias"]) == with_bias]
     try:
-        for blurs in sorted({blurs_widths(record) for record in stored.load(STEP)}):
+        for blurs in sorted({blurs_widths(record) for record in records}):
             check_stored(impl, STEP, checked, "CrossAttention", symptoms=_stored_symptoms,
-                         where=lambda record, blurs=blurs: blurs_widths(record) == blurs)
+                         where=lambda record, blurs=blurs: bool(record["qkv_bias"]) == with_bias
+                         and blurs_widths(record) == blurs)
     except CaseFailure as failure:
         if WRONG_INPUT not in str(failure):
             raise
@@ -238,6 +219,18 @@ def test_stored_outputs(impl):
                 except RemoteError:  # only some of the layers take x (the values, say): the widths' message stands
                     continue
         raise
+
+
+@case(STEP, "stored", weight=4)
+def test_stored_outputs(impl):
+    """matches the reference for several widths, lengths, head counts, with and without a padding mask"""
+    _check_stored(impl, with_bias=False)
+
+
+@case(STEP, "stored", weight=1)
+def test_stored_outputs_with_bias(impl):
+    """matches the reference with qkv_bias=True"""
+    _check_stored(impl, with_bias=True)
 
 
 # --- the oracle ---------------------------------------------------------------------------
@@ -446,4 +439,4 @@ def test_gradients_reach_every_layer(impl):
     out = _explain_shape(_run(module, x, context, None, what), x.numpy(), context.numpy(), 4, what)
     report = module.backward([x, context], rng(99).normal(size=out.shape).astype(np.float32),
                              [f"{name}.weight" for name in LAYERS])
-    toolkit.explain_gradients("CrossAttention", report, [f"{name}.weight" for name in LAYERS])
+    toolkit.explain_gradients("CrossAttention", report, [f"{name}.weight" for name in LAYERS], module)

@@ -46,6 +46,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     toolkit.WEIGHTS_TRANSPOSED,
     multihead.HEADS_TIMES,
     multihead.HEADS_AVERAGED,
+    toolkit.BIASES_LEFT_OUT_MISTAKE,
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 

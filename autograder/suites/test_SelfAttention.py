@@ -218,8 +218,7 @@ def _explain_unnamed(out, x, weights, what, atol, rtol):
     unbiased = {name: (weight, None) for name, (weight, _) in weights.items()}
     if any(bias is not None for _, bias in weights.values()) and toolkit.close(
             out, toolkit.attention(np.asarray(x, dtype=np.float64), unbiased, mask="none"), atol, rtol):
-        raise CaseFailure(f"{what}: the layers' biases are left out (x @ W.weight.T has none); call the layers, "
-                          "self.W_query(x), which add them when qkv_bias=True")
+        raise CaseFailure(f"{what}: {toolkit.BIASES_LEFT_OUT}")
     c = _fitted_scale(out, x, weights, atol, rtol)
     if c is not None:
         d_k = np.shape(weights["W_key"][0])[0]

@@ -127,7 +127,23 @@ def stored_symptoms(record, k):
                 "the mask is False (0 * inf is nan), so every row is nan: the open scores must stay as they are")]
               if abs(s).max() < 50 else []),
             # a softmax written by hand, of the masked scores (where -inf gives weight 0 to most of them)
-            *hand_written_softmax_mistakes(np.where(m, -np.inf, s))]
+            *hand_written_softmax_mistakes(np.where(m, -np.inf, s)),
+            *_mask_axis_added(s, record["mask"])]
+
+
+MASK_AXIS_ADDED = ("the weights have an axis more than the scores: the mask got an extra leading axis (mask[None], "
+                   "unsqueeze(0)) and broadcasting adds it to the result; a (T, T) mask already broadcasts over the "
+                   "leading axes of a batch, so use it as given")
+
+
+def _mask_axis_added(s, mask):
+    """(candidate, symptom) of the mask given a leading axis of size 1, where that adds an axis to the weights:
+    the right weights with that axis (a mask with fewer axes than the scores broadcasts as before)."""
+    shape = np.broadcast_shapes(s.shape, (1, *np.shape(mask)))
+    if shape == s.shape:
+        return []
+    return [(lambda: np.broadcast_to(_softmax(np.where(np.broadcast_to(mask, s.shape), -np.inf, s)), shape),
+             MASK_AXIS_ADDED)]
 
 
 NO_KEEPDIM = ("the maximum or the sum taken along each row loses its axis (no keepdim=True), so it lines up with "

@@ -135,6 +135,14 @@ def _diagnose(what, got, lengths, num_tokens):
     if np.array_equal(got, last_lengths):
         raise CaseFailure(f"{what} blocks the last lengths[b] positions of each sequence, as if lengths counted "
                           "the padding tokens; lengths[b] is the number of REAL tokens of sequence b")
+    # a loop over the sequences that returns (or breaks) in its body: the rows after the first keep what the mask
+    # was made with, all False (torch.zeros) or all True (torch.ones)
+    rest = got[1:]
+    if batch > 1 and np.array_equal(got[0], want[0]) and (not rest.any() or rest.all()) and not np.array_equal(
+            rest, want[1:]):
+        raise CaseFailure(f"{what}: only sequence 0's row is right; every later row is all {bool(rest.all())}, as the "
+                          "mask was made: does the loop over the sequences return (or break) after its first "
+                          "sequence? The return belongs after the loop, once every row is filled")
     for length, which in ((np.min(lengths), "the shortest"), (np.max(lengths), "the longest"),
                           (lengths[0], "the first sequence's"), (lengths[-1], "the last sequence's")):
         if batch > 1 and np.array_equal(got, _blocked(np.full(batch, length), num_tokens)):

@@ -32,6 +32,8 @@ loaded with `set_linear`, switched between train and eval.
 
 from autograder.suites.toolkit import cases, checks  # noqa: F401  (the suites' shared names)
 from autograder.suites.toolkit.model import (  # noqa: F401
+    BIASES_LEFT_OUT,
+    BIASES_LEFT_OUT_MISTAKE,
     MASK_MISTAKES,
     MULTIPLIED_BY_SQRT,
     NAN_HINT,

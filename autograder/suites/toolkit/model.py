@@ -137,12 +137,12 @@ HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": 
 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None):
+              out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None, biases=True):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
     or None)}. The defaults are the correct model; each switch reproduces a known mistake:
-    mask "none" | "lower" | "diagonal"; `fill` for blocked scores; `after`: mask the weights after
+    mask "none" | "lower" | "diagonal" | "inverted" (the diagonal and below); `fill` for blocked scores; `after`: mask the weights after
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
     (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)) | "first_axis"
     (sqrt(keys.shape[0]): the batch size of a batch); the softmax
@@ -153,7 +153,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
     order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
     values' in the product with the weights, where the shapes fit; `heads_factor` "times" | "over": the
-    heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge.
+    heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge;
+    `biases` False: the projections' biases left out (x @ W.weight.T).
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -162,7 +163,9 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
         weight, bias = linears[name]
         weight = np.asarray(weight, dtype=np.float64)
         y = x @ (weight if untransposed else weight.T)
-        return y if bias is None or untransposed == "no_bias" else y + np.asarray(bias, dtype=np.float64)
+        if bias is None or untransposed == "no_bias" or not biases:
+            return y
+        return y + np.asarray(bias, dtype=np.float64)
 
     made = {"q": project("W_query"), "k": project("W_key"), "v": project("W_value"), "x": x}
     q, k, v = (made[role] for role in roles)
@@ -187,7 +190,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
-               "none": 0 * ones}[mask].astype(bool)
+               "inverted": np.tril(ones, 0), "none": 0 * ones}[mask].astype(bool)
     if after:
         weights = softmax(scores, axis) * ~blocked
     else:
@@ -233,6 +236,9 @@ MASK_MISTAKES = [
     (dict(mask="none"), "no causal mask is applied: every token also attends to the tokens after it"),
     (dict(mask="lower"), "the mask blocks the keys BELOW the diagonal (earlier tokens); block those "
                          "above it (key j > query i)"),
+    # ~mask, or True read as "may attend": the last token sees nothing, and its row is nan (0 / 0)
+    (dict(mask="inverted"), "the mask is inverted (~mask, or True read as 'may attend'): it blocks each token "
+                            "itself and the earlier ones, and leaves the later ones open; True means BLOCKED"),
     (dict(fill=0.0), "blocked scores are set to 0 instead of -inf, so blocked keys still get weight "
                      "(exp(0) = 1)"),
     (dict(after=True), "the mask is applied after the softmax without renormalising, so rows no longer "
@@ -276,6 +282,11 @@ SOFTMAX_AXIS_MISTAKES = [
     (dict(axis=-2), "the softmax runs over dim=-2, the queries: each query's weights must sum to 1 over "
                     "the keys, dim=-1"),
 ]
+
+# x @ W.weight.T: the layers' weights used by hand, right, but without their biases (every layer with qkv_bias).
+BIASES_LEFT_OUT = ("the layers' biases are left out (x @ W.weight.T has none); call the layers, self.W_query(x), "
+                   "which add them when qkv_bias=True")
+BIASES_LEFT_OUT_MISTAKE = (dict(biases=False), BIASES_LEFT_OUT)
 
 # Projections that serve the wrong role (SelfAttention's ladder, and every layer built like it).
 ROLE_MISTAKES = [

@@ -12,8 +12,11 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit.model import (
+    BIASES_LEFT_OUT_MISTAKE,
     HEADS_FACTORS,
+    MULTIPLIED_BY_SQRT,
     SCALED_BY_TOKENS,
+    SOFTMAX_AXIS_MISTAKES,
     explain_by_probe,
     keys_axes_mistakes,
     softmax,
@@ -90,6 +93,30 @@ KEY_PADDING_MISTAKES = [
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
 ]
+
+
+# CrossAttention's ladder (its suite's), as switches of `cross_attention`.
+CROSS_MISTAKES = [
+    *KEY_PADDING_MISTAKES,
+    (dict(causal=True), "a causal mask is applied: cross-attention is not causal, every query may look "
+                        "at every real token of the context"),
+    NOT_SCALED,
+    SCALED_BY_D_OUT,
+    DIVIDED_BY_HEAD_DIM,
+    NO_OUT_PROJ,
+    HEADS_REVERSED,
+    DIVIDED_BY_TWICE_HEAD_DIM,
+    *INPUT_WIDTH_MISTAKES,
+    MULTIPLIED_BY_SQRT, SCALED_BY_KEYS_COUNT,
+    SOFTMAX_OVER_HEADS,
+    HEADS_TIMES,
+    HEADS_AVERAGED, LOG_SOFTMAX, BIASES_LEFT_OUT_MISTAKE,
+    (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
+                                 "dimensions back first, which mixes the queries"),
+    (dict(values="W_key"), "the values come from W_key: use W_value"),
+    (dict(after=True), "the padding mask is applied after the softmax without renormalising, so rows no longer "
+                       "sum to 1: fill the blocked scores with -inf before the softmax"),
+] + SOFTMAX_AXIS_MISTAKES
 
 
 def fixed_heads(num_heads, d_out):
@@ -187,7 +214,7 @@ def multiplies_an_input(error, x, context):
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False):
+                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False, biases=True):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
@@ -200,13 +227,14 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
-    renormalising); `heads_factor` as for `model.attention`; `log_weights` (log_softmax for softmax)."""
+    renormalising); `heads_factor` and `biases` as for `model.attention`; `log_weights` (log_softmax for
+    softmax)."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
         weight, bias = linears[name]
         y = source @ np.asarray(weight, dtype=np.float64).T
-        return y if bias is None else y + np.asarray(bias, dtype=np.float64)
+        return y if bias is None or not biases else y + np.asarray(bias, dtype=np.float64)
 
     cut = split_into or num_heads
 

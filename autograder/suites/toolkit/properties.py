@@ -116,12 +116,13 @@ def check_gradients(name, module, x, paths, seed=99):
     """Backpropagating a random cotangent reaches every parameter at `paths` (e.g. "W_key.weight")."""
     out = checks.to_array(module(x), f"{name}(x)")
     cotangent = rng(seed).normal(size=out.shape).astype(np.float32)
-    explain_gradients(name, module.backward([x], cotangent, paths), paths)
+    explain_gradients(name, module.backward([x], cotangent, paths), paths, module)
 
 
-def explain_gradients(name, report, paths):
+def explain_gradients(name, report, paths, module=None):
     """A Handle.backward report: every parameter at `paths` got a non-zero gradient, or a message
-    that tells the causes apart (no graph at all, a failed backward, one layer left out)."""
+    that tells the causes apart (no graph at all, a failed backward, one layer left out, and, where
+    the `module` is given, its dropout rate 1)."""
     if not report.get("differentiable"):
         raise CaseFailure(f"{name}'s output does not depend on its parameters in a differentiable way "
                           "(no autograd graph): do not use torch.no_grad(), .detach() or NumPy in forward")
@@ -143,6 +144,12 @@ def explain_gradients(name, report, paths):
                               "does not reach the module's output through torch operations (is it unused, "
                               "or passed through .detach(), .data or NumPy?)")
         if not bool((checks.to_array(grad, path) != 0).any()):
+            # the probes are built with dropout 0.0 and backpropagate in train mode, where a rate of 1 drops everything
+            if module is not None and module.describe("dropout").get("p") == 1.0:
+                raise CaseFailure(f"{name} built with dropout=0.0 has dropout.p = 1, which drops every attention "
+                                  "weight in train mode, so no gradient gets through: nn.Dropout takes the "
+                                  "probability of dropping an entry (is it given 1 - dropout, the probability of "
+                                  "keeping one?)")
             raise CaseFailure(f"the gradient of {path} of {name} is zero everywhere: `{layer}`'s output does "
                               "not reach the module's output (is it overwritten, or multiplied by zero?)")
 
