@@ -189,6 +189,8 @@ def mistakes(Q, K, V, mask, k):
          "divides by the square root of the number of keys; d_k is the width of each key, K.shape[-1]"),
         (lambda: _softmax(fill(raw / np.sqrt(Q.shape[-2]), mask, -np.inf)),
          "divides by the square root of the number of queries; d_k is the width of each key, K.shape[-1]"),
+        (lambda: _softmax(fill(raw / np.sqrt(V.shape[-1]), mask, -np.inf)),
+         "divides by the square root of the values' width, V.shape[-1]; d_k is the width of each key, K.shape[-1]"),
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
         # the queries' axis, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
