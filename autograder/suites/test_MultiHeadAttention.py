@@ -47,6 +47,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     multihead.HEADS_TIMES,
     multihead.HEADS_AVERAGED,
     toolkit.BIASES_LEFT_OUT_MISTAKE,
+    toolkit.RESIDUAL_ADDED,
 ] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
 
 
@@ -109,6 +110,10 @@ def _explain_forward(impl, what, error):
                              "batch, T, num_heads and head_dim are all 2")
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
                              lambda: toolkit.attention(x, linears, 1), [({}, multihead.BEFORE_MERGE)], "there is one head")
+    square, x_square = _random_layers(r, 4, 4, False), r.normal(size=(2, 2, 4))  # x's width fits the output's
+    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 4, 4, 3, 2, square, explained=False)(toolkit.tensor(x_square)),
+                             lambda **kw: toolkit.attention(x_square, square, 2, **kw), [toolkit.RESIDUAL_ADDED],
+                             "d_in equals d_out")
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):

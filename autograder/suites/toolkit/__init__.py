@@ -37,6 +37,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     MASK_MISTAKES,
     MULTIPLIED_BY_SQRT,
     NAN_HINT,
+    RESIDUAL_ADDED,
     ROLE_MISTAKES,
     SCALE_MISTAKES,
     SOFTMAX_AXIS_MISTAKES,

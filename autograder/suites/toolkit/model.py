@@ -137,7 +137,8 @@ HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": 
 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
-              out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None, biases=True):
+              out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None, biases=True,
+              residual=False):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -154,7 +155,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
     values' in the product with the weights, where the shapes fit; `heads_factor` "times" | "over": the
     heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge;
-    `biases` False: the projections' biases left out (x @ W.weight.T).
+    `biases` False: the projections' biases left out (x @ W.weight.T); `residual`: x added to the output.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -208,7 +209,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     if out_proj and "out_proj" in linears:
         weight, bias = linears["out_proj"]
         context = context @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
-    return context
+    return context + x if residual else context
 
 
 def heads_side_by_side(x, heads, **switches):
@@ -287,6 +288,8 @@ SOFTMAX_AXIS_MISTAKES = [
 BIASES_LEFT_OUT = ("the layers' biases are left out (x @ W.weight.T has none); call the layers, self.W_query(x), "
                    "which add them when qkv_bias=True")
 BIASES_LEFT_OUT_MISTAKE = (dict(biases=False), BIASES_LEFT_OUT)
+RESIDUAL_ADDED = (dict(residual=True), "the input x is added to the output (a residual connection): the transformer "
+                  "block adds x around the attention layer; the layer itself returns only the attention's output")
 
 # Projections that serve the wrong role (SelfAttention's ladder, and every layer built like it).
 ROLE_MISTAKES = [
@@ -336,14 +339,14 @@ def keys_axes_mistakes(names):
 # keys.T on the 3-D keys (batch, T, d_k) of a one-head layer reverses all three axes, and a transpose that moves
 # the batch raises too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays);
 # x @ W.weight raises wherever d_in != d_out.
-ONE_HEAD_PROBE_MISTAKES = keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"}) + UNTRANSPOSED_MISTAKES
+ONE_HEAD_PROBE_MISTAKES = keys_axes_mistakes({0: "batch", 2: "T", 3: "d_k"}) + UNTRANSPOSED_MISTAKES + [RESIDUAL_ADDED]
 
 
 def explains_one_head_keys_axes(class_name, seed):
     """Register the explainer of a one-head layer's forward that raised (CausalAttention, the cached layer: args
     d_in, d_out, context_length, dropout, qkv_bias): it runs again, without a cache, where batch, T, d_in and d_out
     are all 2, so that keys with their axes in another order (keys.T on 3-D keys), and weights used untransposed
-    (x @ W.weight), fit and are named, on a layer
+    (x @ W.weight), fit and are named, as is x added to the output, on a layer
     with a longer context_length, so a mask not sliced to T fails there too and is not misnamed. The layer is
     built inside the probe: one that cannot be built there explains nothing."""
     @explains_forward(class_name)
