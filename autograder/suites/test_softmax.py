@@ -83,9 +83,23 @@ def stored_symptoms(record, k):
             if checks.named_mistake(right, [(candidate, symptom)]) is None]
 
 
+FLATTENED = "the result is flattened to one axis (ravel, flatten or reshape(-1)): return it in x's shape"
+
+
+def _shaped_like(out, x, what):
+    """`out` as an array of x's shape, or a CaseFailure: a flattened result is named, any other shape said."""
+    out = checks.to_array(out, what)
+    if out.ndim == 1 < np.ndim(x) and out.size == np.size(x):
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(out.shape)}: {FLATTENED}")
+    checks.expect_shape(out, np.shape(x), what)
+    return out
+
+
 def _mistakes(x, axis):
     other = 0 if axis in (-1, x.ndim - 1) and x.ndim > 1 else -1
     return [(lambda: _exp_normalise(x, other), f"normalises along axis {other}, not along axis={axis}"),
+            *[(lambda: _shifted_then_normalised(np.asarray(x, dtype=float), axis, axis).ravel(), FLATTENED)
+              ] * (np.ndim(x) > 1),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
             (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first"),
             (lambda: np.log(_exp_normalise(x - x.max(axis=axis, keepdims=True), axis)),
@@ -168,8 +182,8 @@ def test_matches_torch_softmax(impl):
 def test_probabilities_and_shift_invariance(impl):
     """gives non-negative entries summing to 1, unchanged when a constant is added"""
     x = rng(403).normal(size=(5, 7))
-    out = _explained(impl, lambda: checks.expect_rows_sum_to_one(_call(impl, x, None, "a (5, 7) array"),
-                                                                 "softmax(x)"))
+    out = _explained(impl, lambda: checks.expect_rows_sum_to_one(
+        _shaped_like(_call(impl, x, None, "a (5, 7) array"), x, "softmax(x)"), "softmax(x)"))
     checks.expect_close(impl.softmax(x + 10.0), out, "softmax(x + 10) compared with softmax(x)", relation=False)
 
 
@@ -177,8 +191,7 @@ def test_probabilities_and_shift_invariance(impl):
 def test_default_axis_is_last(impl):
     """uses the last axis when no axis is given"""
     x = rng(404).normal(size=(3, 4))
-    out = checks.to_array(_call(impl, x, None, "a (3, 4) array"), "softmax(x) with no axis")
-    checks.expect_shape(out, (3, 4), "softmax(x)")
+    out = _shaped_like(_call(impl, x, None, "a (3, 4) array"), x, "softmax(x)")
     sums = out.sum(axis=-1)
     if not np.allclose(sums, 1, atol=1e-6):
         # no axis sums to 1: a wrong formula, which a small input names, not the default axis
