@@ -131,6 +131,9 @@ def forward(impl, module, x, label, d_in, d_out):
     if d_in != d_out and tuple(out.shape) == tuple(x.shape):
         raise CaseFailure(f"the output on {label} is {d_in} wide like x, not d_out = {d_out}: the context weights "
                           "the raw inputs: weight the values (W_value(x))")
+    if d_out != x.shape[-2] and tuple(out.shape) == (*x.shape[:-1], x.shape[-2]):
+        raise CaseFailure(f"the output on {label} is T by T, one entry per pair of tokens, as the attention weights "
+                          "(or scores) are; the layer returns the context, the weights times the values")
     checks.expect_shape(out, (*x.shape[:-1], d_out), f"the output on {label}")
     return out
 
@@ -181,6 +184,8 @@ def mistakes(x, weights):
           for c, what in divisors],
         (lambda: np.matmul(*_scaled_scores_and_values(x, weights)),
          "mixes the values by the scaled scores themselves: apply the softmax over each row first"),
+        (lambda: toolkit.model.softmax(_scaled_scores_and_values(x, weights)[0]),
+         "returns the attention weights (T by T): the layer's output is the context, the weights times the values"),
         (lambda: np.matmul(*_scaled_scores_and_values(x, weights)) * np.sqrt(d_k),
          "mixes the values by the raw scores themselves: scale them and apply the softmax over each row first"),
         *_hand_written_softmax(x, weights)]
