@@ -5,7 +5,13 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit.cases import (
+    check_stored,
+    explain_batch_error,
+    named_on_a_square,
+    notes_cases,
+    rng,
+)
 from autograder.suites.toolkit.model import truncation_mistakes
 
 STEP = "attention_scores"
@@ -48,25 +54,10 @@ def apply(impl, record):
         if X.ndim >= 3:  # the same tokens as one matrix: if that works, only the batch axes are the trouble
             explain_batch_error("attention_scores(X)", error, record["label"],
                                 lambda: impl.attention_scores(X[(0,) * (X.ndim - 2)]))
-        _named_on_a_square(impl, X, error, record["label"])
+        named_on_a_square("attention_scores(X)", error, record["label"], X, impl.attention_scores,
+                          lambda square: stored_symptoms({"X": square}, 0))
         raise
 
-
-def _named_on_a_square(impl, X, error, label):
-    """A mistake that raises on an (n, d) X with n != d but runs on a square one (X @ X, say) is named
-    by what it gives there."""
-    side = min(X.shape)
-    if X.ndim != 2 or X.shape[0] == X.shape[1] or side < 2:
-        return
-    square = X[:side, :side]
-    try:
-        out = checks.to_array(impl.attention_scores(square), "attention_scores(X)")
-    except (RemoteError, CaseFailure):
-        return
-    symptom = checks.named_mistake(out, stored_symptoms({"X": square}, 0))
-    if symptom is not None:
-        raise CaseFailure(f"attention_scores(X) raised {error.type_name} on {label} of shape "
-                          f"{checks.fmt_shape(X.shape)}; on a square X it runs, and there it {symptom}") from None
 
 
 def _softmax_rows(s):

@@ -5,7 +5,7 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng, rounded
+from autograder.suites.toolkit.cases import check_stored, named_on_a_square, notes_cases, rng, rounded
 
 STEP = "cosine_similarity_matrix"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
@@ -31,19 +31,9 @@ def _call(impl, X, label):
     try:
         return impl.cosine_similarity_matrix(X)
     except RemoteError as error:
-        side = min(X.shape)
-        if X.shape[0] == X.shape[1] or side < 2:
-            raise
-        square = X[:side, :side]
-        try:
-            out = checks.to_array(impl.cosine_similarity_matrix(square), "cosine_similarity_matrix(X)")
-        except (RemoteError, CaseFailure):
-            raise error from None
-        symptom = checks.named_mistake(out, stored_symptoms({"X": square}, 0))
-        if symptom is None:
-            raise
-        raise CaseFailure(f"cosine_similarity_matrix raised {error.type_name} on {label} of shape "
-                          f"{checks.fmt_shape(X.shape)}, but runs on a square X, where it {symptom}") from None
+        named_on_a_square("cosine_similarity_matrix", error, label, X, impl.cosine_similarity_matrix,
+                          lambda square: stored_symptoms({"X": square}, 0))
+        raise
 
 
 COLUMNS = "compares columns, not rows: the rows of X are the tokens"

@@ -232,6 +232,24 @@ def explain_batch_error(what, error, label, first_item):
                       "over them, np.swapaxes(a, -1, -2), '...' in einsum)") from None
 
 
+def named_on_a_square(name, error, label, X, run, ladder):
+    """An `error` of `name` on an (n, d) X with n != d, where the same code runs on X's leading square
+    (a product that fits only n == d, such as X @ X): its output there, `run(square)`, named by the
+    ladder of that square, `ladder(square)`. Returns quietly if the code fails there too or no rung fits."""
+    side = min(X.shape)
+    if X.ndim != 2 or X.shape[0] == X.shape[1] or side < 2:
+        return
+    square = X[:side, :side]
+    try:
+        out = checks.to_array(run(square), f"{name}(X)")
+    except (RemoteError, CaseFailure):
+        return
+    symptom = checks.named_mistake(out, ladder(square))
+    if symptom is not None:
+        raise CaseFailure(f"{name} raised {error.type_name} on {label} of shape {checks.fmt_shape(X.shape)}, "
+                          f"but runs on a square X, where it {symptom}") from None
+
+
 def causal_blocked(n):
     """The causal mask of n tokens: True above the diagonal, where key j > query i is blocked."""
     return np.triu(np.ones((n, n), dtype=bool), k=1)
