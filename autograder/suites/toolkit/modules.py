@@ -61,16 +61,16 @@ def explains_forward(class_name, first=False):
 SPLITS_INTO_HEADS = {"MultiHeadAttention": (1, 4), "CrossAttention": (2, 3)}
 
 
-def _rejects_equal_heads(class_name, args, error):
-    """Whether `error`, raised building a layer of SPLITS_INTO_HEADS, is the rejection of an indivisible d_out
-    (ValueError or AssertionError) where d_out does split into num_heads equal heads."""
+def _rejected_equal_heads(class_name, args, error):
+    """(d_out, num_heads) if `error`, raised building a layer of SPLITS_INTO_HEADS, is the rejection of an
+    indivisible d_out (ValueError or AssertionError) where d_out does split into num_heads equal heads; else None."""
     if class_name not in SPLITS_INTO_HEADS or error.type_name not in ("ValueError", "AssertionError"):
-        return False
+        return None
     try:
         d_out, num_heads = (int(args[i]) for i in SPLITS_INTO_HEADS[class_name])
     except (IndexError, TypeError, ValueError):
-        return False
-    return num_heads > 0 and d_out % num_heads == 0
+        return None
+    return (d_out, num_heads) if num_heads > 0 and d_out % num_heads == 0 else None
 
 
 def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
@@ -91,8 +91,8 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
         if "dropout probability has to be between 0 and 1" in str(error):
             raise CaseFailure(f"{what} cannot be created: an nn.Dropout got a rate outside [0, 1]; are the "
                               "arguments passed on in the order of each signature (the layers' too)?") from None
-        if _rejects_equal_heads(class_name, args, error):
-            d_out, num_heads = (int(args[i]) for i in SPLITS_INTO_HEADS[class_name])
+        if (split := _rejected_equal_heads(class_name, args, error)) is not None:
+            d_out, num_heads = split
             heads = f"{num_heads} equal head{'s' * (num_heads != 1)} of {d_out // num_heads}"
             raise CaseFailure(f"{what} raised {error.type_name}, though d_out = {d_out} splits into {heads}: is the "
                               "test of divisibility turned round (num_heads % d_out, or == where != belongs)? Only "
