@@ -179,7 +179,7 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     # signature's TypeError: torch's own functions word a wrong call of theirs with "argument" too,
     # and before the stub's NotImplementedError: torch raises one for a module without a forward.
     said = str(error)
-    cause = next((cause for phrases, cause in ERROR_CAUSES if any(phrase in said for phrase in phrases)), None)
+    cause = error_cause(said)
     if name == "NotImplementedError" and cause is None:
         return f"`{step}` is not implemented yet (it still raises NotImplementedError)."
     if isinstance(error, MemoryError) or name in ("MemoryError", "OutOfMemoryError"):
@@ -198,6 +198,11 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
 
 # Exceptions whose own words name their cause, whatever the step: (how NumPy, torch or Python
 # word it, the cause the student reads).
+def error_cause(said: str) -> str | None:
+    """The cause ERROR_CAUSES gives for an exception worded `said`, or None: its own words name it."""
+    return next((cause for phrases, cause in ERROR_CAUSES if any(phrase in said for phrase in phrases)), None)
+
+
 ERROR_CAUSES = (
     (("view size is not compatible with input tensor's size and stride",),
      "`.view` on a tensor whose memory a transpose reordered; use .reshape, or call .contiguous() before .view"),
@@ -223,8 +228,8 @@ ERROR_CAUSES = (
     (("truth value of an array with more than one element is ambiguous",
       "Boolean value of Tensor with more than one value is ambiguous"),
      "an array used where Python needs one True or False: `if array:`, `and`/`or` between arrays, or Python's "
-     "built-in max, min or sorted on a matrix, which compare whole rows; NumPy's and torch's own functions "
-     "(np.max, .any(), &, |) work entry by entry"),
+     "built-in max, min or sorted on arrays, which compare whole rows; NumPy's and torch's own functions "
+     "(np.maximum of two arrays, np.max of one, .any(), &, |) work entry by entry"),
     (("unexpected keyword argument 'dim'", "unexpected keyword argument 'keepdim'"),
      "a NumPy function given torch's keywords (dim=, keepdim=): NumPy names them axis= and keepdims=; stay in "
      "one library's words"),

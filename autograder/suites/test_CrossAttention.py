@@ -18,7 +18,7 @@ from torch import nn
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import stored
-from autograder.harness import ERROR_CAUSES, case
+from autograder.harness import case, error_cause
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks, multihead
@@ -102,7 +102,7 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
         if "Boolean value of Tensor" in str(error):
             raise CaseFailure(f"{what} raised {error.type_name}: does it ask for the truth of key_padding_mask "
                               "(if key_padding_mask:)? A tensor of several values has none; test `is not None`") from None
-        if key_padding_mask is None or any(phrase in str(error) for phrases, _ in ERROR_CAUSES for phrase in phrases):
+        if key_padding_mask is None or error_cause(str(error)) is not None:
             raise  # the error's own words name its cause (a mask of floats, say), not the mask's shape
         try:
             module(x, context)
