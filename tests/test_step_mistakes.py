@@ -12,6 +12,7 @@ grading, without a notebook around them:
 Together with the mistakes graded through nbgrader (test_catalogue.py), they are what exercises
 every diagnosis the suites can give."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -26,8 +27,14 @@ from autograder.suites import CONCEPTUAL_MAX_KEPT, SLIP_MIN_KEPT
 from coursekit import catalogue, matrix
 from coursekit.paths import GRADING_MATRIX
 
-AT_THEIR_STEP = [v for a in ASSIGNMENTS for kind, v in matrix.entries(a)
-                 if kind == "mistake" and v.id not in matrix.nbgrader_sample(a)]
+SAMPLES = {a: matrix.nbgrader_sample(a) for a in ASSIGNMENTS}  # graded through nbgrader in test_catalogue.py
+AT_THEIR_STEP = [v for a in ASSIGNMENTS for kind, v in matrix.entries(a) if kind == "mistake" and v.id not in SAMPLES[a]]
+
+
+@functools.cache
+def _recorded_points():
+    """The committed matrix's points, read once for all the mistakes graded here."""
+    return matrix.read_points(GRADING_MATRIX.read_text())
 
 
 def _graded_at_its_step(variant):
@@ -48,7 +55,7 @@ def test_there_are_step_mistakes_and_each_names_one_graded_step():
 
 def test_most_catalogue_mistakes_are_graded_at_their_step_and_every_step_keeps_some_through_nbgrader():
     assert len(AT_THEIR_STEP) > len(catalogue.MISTAKES) // 2
-    through_nbgrader = {step for a in ASSIGNMENTS for kind, v in matrix.entries(a, matrix.nbgrader_sample(a))
+    through_nbgrader = {step for a in ASSIGNMENTS for kind, v in matrix.entries(a, SAMPLES[a])
                         if kind == "mistake" for step in v.loses}
     assert through_nbgrader == {step for v in catalogue.MISTAKES for step in v.loses}
 
@@ -60,7 +67,7 @@ def test_a_catalogue_mistake_scores_at_its_step_what_the_matrix_records(variant)
     missing = [phrase for phrase in (variant.symptom, *variant.also) if phrase not in report]
     assert missing == [], (f"{variant.id}: the report lacks {missing} (if it reads the notebook's state, "
                            f"say `reads_notebook = true` in mistakes.toml)\n{report}")
-    recorded = matrix.read_points(GRADING_MATRIX.read_text())[variant.assignment].get(variant.id)
+    recorded = _recorded_points()[variant.assignment].get(variant.id)
     assert recorded is not None, f"{variant.id} has no row in docs/grading_matrix.md: run `python -m coursekit.matrix`"
     index = [s.name for s in steps_of(variant.assignment)].index(step)
     assert f"{kept:g}" == recorded[index], (
