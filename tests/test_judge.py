@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from autograder.judge import judge_notebook, trains
-from autograder.kernel import sandbox, warm
+from autograder.kernel import agent, sandbox, warm
 from autograder.reference import reference_source
 from autograder.steps import STEPS, grade_id
 
@@ -180,6 +180,19 @@ def test_graded_kernels_leave_what_the_warm_parent_imported_to_it(tmp_path):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         "import gc\nprint(gc.get_freeze_count() > 100_000, len(gc.get_objects()) < 50_000)"]))
     assert printed(judged, 0) == "True True\n"
+
+
+def test_a_kernel_hands_the_gil_to_the_judges_thread_soon_whatever_its_own_threads_do(tmp_path):
+    """A thread of the submission that spins forever held the GIL for the interpreter's 5 ms
+    before each of the agent's turns (a step of 0.2 s took 6 s); each step's agent shortens the
+    switch interval, and sets it again after a cell that lengthened it."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        "import sys\nprint(sys.getswitchinterval())", ("grade", "softmax"),
+        "print(sys.getswitchinterval())\nsys.setswitchinterval(0.1)", ("grade", "dot_product"),
+        "print(sys.getswitchinterval())"]))
+    assert float(printed(judged, 0)) == pytest.approx(0.005)  # the interpreter's own, before any step
+    assert float(printed(judged, 2)) == pytest.approx(agent.SWITCH_INTERVAL)
+    assert float(printed(judged, 4)) == pytest.approx(agent.SWITCH_INTERVAL)
 
 
 def test_notebooks_that_train_are_recognised():
