@@ -36,7 +36,10 @@ REFERENCE_FILENAME = "<reference>"
 # Python hands the GIL to a waiting thread only after the holder has run this long. The
 # interpreter's default (5 ms) let a submission's thread that spins forever make every request
 # wait for it several times: one notebook's step took 6 s instead of 0.2 s, a worker's time that
-# its classmates wait for. At 0.5 ms the agent's thread gets its turn ten times sooner.
+# its classmates wait for. At 0.5 ms the agent's thread gets its turn ten times sooner. The
+# notebook's later cells keep it: such a thread slows them too (that notebook took 3.3 s with the
+# interval short during steps only, 1.8 s with it short from the first step on), and without one
+# the extra switches cost nothing measurable (benchmarks/results.md, 2026-11-26, sixth session).
 SWITCH_INTERVAL = 0.0005
 
 
