@@ -312,11 +312,14 @@ def _check_against_torch(impl, r, settings):
 
 @case(STEP, "oracle")
 def test_matches_torch_sdpa(impl):
-    """agrees with torch.nn.functional.scaled_dot_product_attention, without a mask and with a full one"""
+    """agrees with torch.nn.functional.scaled_dot_product_attention, without a mask and with full ones"""
     r = rng(1302)
     _check_against_torch(impl, r, [
         ("4 queries over 7 keys, no mask", (4,), 7, None),
         ("5 queries over 6 keys with a mixed (5, 6) mask", (5,), 6, mixed_mask(r, 5, 6)),
+        # full: a (batch, n_q, n_k) mask gives each item its own (a mask broadcasts like the scores)
+        ("a (2, 4, 5) batch over 6 keys with its own mixed (4, 6) mask for each item", (2, 4), 6,
+         np.stack([mixed_mask(r, 4, 6), mixed_mask(r, 4, 6)])),
     ])
 
 
