@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import batches, checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "simplified_self_attention"
@@ -30,7 +30,10 @@ def _call(impl, X, label):
     try:
         return impl.simplified_self_attention(X)
     except RemoteError as error:
-        if np.ndim(X) > 2:
+        if np.ndim(X) > 2:  # np.dot, which keeps a batch of one item's axes, before any code for one matrix
+            one = rng(805).normal(size=(1, 4, 3))
+            batches.explain_np_dot("simplified_self_attention", error, label,
+                                   lambda: impl.simplified_self_attention(one)[0], _model(dict(X=one))[0], "the context")
             explain_batch_error("simplified_self_attention", error, label,
                                 lambda: impl.simplified_self_attention(X[(0,) * (np.ndim(X) - 2)]))
         square = rng(803).normal(size=(4, 4))
@@ -107,6 +110,7 @@ def stored_symptoms(record, k):
                 (lambda: w @ s, "mixes the rows of the scores: each context vector is a weighted sum of the "
                                 "rows of X, the tokens themselves"),
                 *one_query,
+                *batches.np_dot_mistakes(w, X, "the context"),
                 *[(lambda f=f: f() @ X, message) for f, message in wrong_weights]]
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
 

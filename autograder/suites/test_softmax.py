@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import batches, checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import (
     hand_written_softmax_mistakes,
@@ -66,7 +66,10 @@ def _call(impl, x, axis, label):
         except (RemoteError, CaseFailure):
             raise error from None
         symptom = checks.named_mistake(out, without_keepdims_mistakes(square))
-        if symptom is None:
+        if symptom is None:  # sums reshaped to a column fit a square matrix, and give a vector an axis more
+            vector = rng(408).normal(size=5)
+            batches.explain_sums_reshaped("softmax", error, label, lambda: impl.softmax(vector),
+                                          lambda: batches.reshaped_sums_mistakes(vector), "a 1-d vector")
             raise
         raise CaseFailure(f"softmax raised {error.type_name} on {label}, but runs on a square matrix: it "
                           f"{symptom}") from None
@@ -117,6 +120,7 @@ def _mistakes(x, axis):
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),
             *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis),
+            *batches.reshaped_sums_mistakes(np.asarray(x, dtype=float), axis),
             # np.asarray(x, dtype=int): the softmax of the truncated inputs, or the weights cut (all but the ones 0)
             *truncation_mistakes(_shifted_then_normalised(np.asarray(x, dtype=float), axis, axis),
                                  _shifted_then_normalised(np.trunc(np.asarray(x, dtype=float)), axis, axis),
