@@ -9,9 +9,9 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import softmax
 
-NP_DOT = ("np.dot is no batched product: on a batch it sums the last axis of the first array with the "
-          "second-to-last of the second and keeps all other axes, so every item meets every item of the other; "
-          "@ (np.matmul) pairs item i with item i")
+NP_DOT = ("np.dot (like np.inner) is no batched product: on a batch it keeps the leading axes of both arrays, so "
+          "every item meets every item of the other; @ (np.matmul) multiplies the last two axes, pairing item i "
+          "with item i")
 RESHAPED_SUMS = ("the sums are reshaped to a column (.reshape(-1, 1)), which fits one matrix only: that merges all "
                  "other axes into one, so a vector gains an axis and a batch's sums miss their rows; keepdims=True "
                  "keeps the summed axis in its place, so the sums broadcast on any shape")
@@ -44,7 +44,7 @@ def explain_np_dot(name, error, label, one_item, right, what):
         if out.shape == (*right.shape[:-1], *(1,) * extra, right.shape[-1]) and np.allclose(
                 out.reshape(right.shape), right, atol=1e-5, rtol=1e-4):
             raise CaseFailure(f"{name} raised {_error_name(error)} on {label}; on a batch of one item, {what} has "
-                              f"shape {checks.fmt_shape(out.shape)}, an axis of size 1 too many: {NP_DOT}") from None
+                              f"shape {checks.fmt_shape(out.shape)}, an axis of size 1 too many, as np.dot gives it: {NP_DOT}") from None
 
 
 def reshaped_sums_mistakes(s, axis=-1):
