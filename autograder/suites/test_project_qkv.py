@@ -106,7 +106,10 @@ def _named_on_squares(impl):
     return checks.named_mistake(Q, [(Ws[0] @ X, "computes W_q @ X: tokens are the rows of X, so each row "
                                                 "is projected as X @ W_q"),
                                     (X * Ws[0], "multiplies X and W_q entry by entry (*): a projection is a "
-                                                "matrix product (@)")])
+                                                "matrix product (@)"),
+                                    (X.T @ Ws[0], "computes X.T @ W_q, the tokens transposed: X holds one token "
+                                                  "per row, (n, d_in), and W_q (d_in, d_out) projects each row, so "
+                                                  "X is used as it is")])
 
 
 def _checked_call(impl, record):

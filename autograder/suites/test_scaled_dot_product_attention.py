@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import cases, checks, model
+from autograder.suites.toolkit import batches, cases, checks, model
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, mixed_mask, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
@@ -13,6 +13,10 @@ _softmax, _unnormalised, _causal = model.softmax, model.exponentials, cases.caus
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
+V_TRANSPOSED = ("the context multiplies the weights by V transposed (V.T): V holds one value per row, (n_k, d_v), "
+                "and the weights' columns, one per key, meet those rows")
+GLOBAL_SUM = ("divides by one sum over the whole array (np.sum with no axis), not by each row's own: each row "
+              "(one query) must sum to 1")
 MASK_TRANSPOSED = ("the mask is read transposed (mask.T): it already has the weights' layout, mask[i, j] True "
                    "blocks key j for query i, one row per query")
 
@@ -68,34 +72,16 @@ def _works(impl, Q, K, V, mask):
     return True
 
 
-def _nan_in_every_mixed_row(impl, Q, K, V, full_mask, nan_rows):
-    """Whether the weights are nan in every row with both open and blocked keys, as mask * -inf makes them
-    (0 * -inf = nan); an inverted mask leaves those rows finite. Confirmed on a mask that blocks one key per
-    query and no key for every query (a padding mask's column gives nan to a column-wise shift too)."""
-    mixed = full_mask.any(axis=-1) & ~full_mask.all(axis=-1)
-    n_q, n_k = full_mask.shape[-2:]
-    if (mixed.any() and not nan_rows[mixed].all()) or n_q < 2 or n_k < 2:
-        return False
-    one_each = np.zeros((n_q, n_k), dtype=bool)
-    one_each[np.arange(n_q), (np.arange(n_q) + 1) % n_k] = True
-    first = (0,) * (Q.ndim - 2)  # one item: a softmax over the batch's axis makes nan of a mask blocking every item
-    try:
-        weights = checks.to_array(impl.scaled_dot_product_attention(Q[first], K[first], V[first], one_each)[1],
-                                  "the weights")
-    except Exception:  # noqa: BLE001 - only asks how this mask is read
-        return False
-    return weights.shape == one_each.shape and bool(np.isnan(weights).any(axis=-1).all())
-
-
-def _square_weights_named(impl, mask, ladder):
-    """Whether the weights on 4 queries and keys (d_k 3) with `mask` match a mistake of `ladder(scores)`."""
+def _square_weights_named(impl, mask, ladder, k=1):
+    """Whether output k (1 the weights, 0 the context) on 4 queries and keys (d_k 3) with `mask` matches a mistake
+    of `ladder(scores, V)`; V is (4, 2), and square, (4, 4), for the context."""
     r = rng(1310)
-    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
+    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2 if k else 4))
     try:
-        weights = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask)[1], "the weights")
+        out = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask)[k], "the output")
     except Exception:  # noqa: BLE001 - only asks what square inputs give
         return False
-    return checks.named_mistake(weights, ladder(_raw(Q, K) / np.sqrt(3))) is not None
+    return checks.named_mistake(out, ladder(_raw(Q, K) / np.sqrt(3), V)) is not None
 
 
 def _call(impl, Q, K, V, mask, label):
@@ -114,15 +100,17 @@ def _call(impl, Q, K, V, mask, label):
                               f"mask of shape {checks.fmt_shape(np.shape(mask))} must broadcast; {FILL_HINT}"
                               ) from None
         if mask is not None and _works(impl, Q, K, V, None) and _square_weights_named(  # a causal mask read as .T
-                impl, _causal(4), lambda s: [(_softmax(np.where(_causal(4).T, -np.inf, s)), MASK_TRANSPOSED)]):
+                impl, _causal(4), lambda s, V: [(_softmax(np.where(_causal(4).T, -np.inf, s)), MASK_TRANSPOSED)]):
             raise CaseFailure(f"{detail}, but not without the mask: {MASK_TRANSPOSED}") from None
         if mask is not None and "truth value of an array" in str(error):
             raise CaseFailure(f"{detail}: does it ask for the truth of `mask` (if mask:)? An array of several "
                               "values has none; test `mask is not None`") from None
         if Q.ndim > 2 and model.sums_indexed_for_one_matrix(lambda *qkv: impl.scaled_dot_product_attention(*qkv)):
             raise CaseFailure(f"{detail}: {model.ONE_MATRIX_SUMS}") from None
-        if _square_weights_named(impl, None, model.without_keepdims_mistakes):
+        if _square_weights_named(impl, None, lambda s, V: model.without_keepdims_mistakes(s)):
             raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None
+        if _square_weights_named(impl, None, lambda s, V: [(_softmax(s) @ V.T, V_TRANSPOSED)], k=0):
+            raise CaseFailure(f"{detail}, but runs where V is square (n_k = d_v): {V_TRANSPOSED}") from None
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
                                                  np.zeros((*K.shape[:-1], K.shape[-2]), dtype=bool)):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
@@ -131,6 +119,8 @@ def _call(impl, Q, K, V, mask, label):
         if Q.ndim > 2 and "einstein sum" in str(error):  # an einsum for one matrix, not K.T
             explain_batch_error(STEP, error, label,
                                 lambda: impl.scaled_dot_product_attention(Q[first], K[first], V[first], None))
+        if Q.ndim > 2:  # np.dot, or sums reshaped to a column, named on a smaller batch where the code runs
+            batches.explain_attention_on_batches(impl.scaled_dot_product_attention, STEP, error, label)
         if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None if mask is None else full_mask[first]):
             raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
                               "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
@@ -153,7 +143,7 @@ def _call(impl, Q, K, V, mask, label):
         if mask is not None and not large:
             full_mask = np.broadcast_to(mask, w_shape)
             open_rows = ~full_mask.any(axis=-1)
-            if _nan_in_every_mixed_row(impl, Q, K, V, full_mask, rows):
+            if model.nan_in_every_mixed_row(impl.scaled_dot_product_attention, Q, K, V, full_mask, rows):
                 raise CaseFailure(f"the weights are nan in every row, blocked keys or not: mask * -inf is "
                                   "0 * -inf = nan where a key is open; blocked scores become -inf and the "
                                   f"others stay as they are ({label})")
@@ -205,6 +195,8 @@ def mistakes(Q, K, V, mask, k):
          "leaves its softmax unchanged, so subtract each row's maximum"),
         *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
         *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
+        *batches.reshaped_sums_mistakes(fill(scaled, mask, -np.inf)),
+        *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), None, shift), GLOBAL_SUM) for shift in (-1, None)],
     ]
     if mask is not None:
         variants += [
@@ -234,16 +226,18 @@ def mistakes(Q, K, V, mask, k):
               (lambda: weights @ Q, "the context weights the queries: use the values, weights @ V"),
               # the scores as they are, unscaled, or as the softmax takes them: filled, shifted by their maximum
               *[(lambda s=s: s @ V, "the context uses the raw scores: apply the softmax first") for s in (
-                  scaled, raw, fill(scaled, mask, -np.inf) - np.max(fill(scaled, mask, -np.inf), -1, keepdims=True))]]
+                  scaled, raw, fill(scaled, mask, -np.inf) - np.max(fill(scaled, mask, -np.inf), -1, keepdims=True))],
+              *batches.np_dot_mistakes(weights, V, "the context"), (lambda: weights @ V.T, V_TRANSPOSED)]
     return found
 
 
-def _confirmed(impl, ladder):
-    """`ladder`, its scale's diagnoses (each names d_k) confirmed where no two divisors coincide (cases.confirmed)."""
+def _confirmed(impl, ladder, also=()):
+    """`ladder`, its scale's diagnoses (each names d_k) and the symptoms `also` confirmed where no two divisors, or a
+    wrong axis and one sum over the whole array (equal over a single key), coincide (cases.confirmed)."""
     r = rng(1312)
     Q, K, V = r.normal(size=(3, 7)), r.normal(size=(5, 7)), r.normal(size=(5, 2))
     return cases.confirmed(ladder, lambda: impl.scaled_dot_product_attention(Q, K, V, None)[1],
-                           lambda: mistakes(Q, K, V, None, 1), only=lambda symptom: "d_k" in symptom)
+                           lambda: mistakes(Q, K, V, None, 1), only=lambda symptom: "d_k" in symptom or symptom in also)
 
 
 def stored_symptoms(record, k):
@@ -261,7 +255,9 @@ def _model(record):
 
 # The notes' examples have no mask, so a masking mistake passes them: they weigh little, and the
 # stored outputs (masks included) carry the step, so no mask keeps at most a third of it.
-test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model, confirmed=_confirmed)
+test_notes = notes_cases(STEP, weight=0.5, replayed=stored_symptoms, correct=_model, confirmed=_confirmed,
+                         probe=lambda impl: _call(impl, *(rng(1315).normal(size=(6, d)) for d in (4, 4, 3)), None,
+                                                  "6 tokens, d_k 4, d_v 3"))
 
 
 def _broadcast(record):
@@ -393,8 +389,10 @@ def test_batch_items_independent(impl):
     Q, K, V = r.normal(size=(3, 4, 5)), r.normal(size=(3, 6, 5)), r.normal(size=(3, 6, 2))
     mask = mixed_mask(r, 4, 6)
     context, weights = _call(impl, Q, K, V, mask, "a batch of 3")
-    checks.expect_shape(context, (3, 4, 2), "the context of a (3, 4, 5) batch over 6 keys with d_v 2")
     ladder = mistakes(Q, K, V, mask, 0)
+    if context.shape != (3, 4, 2):  # a mistake that changes the shape (np.dot on a batch) is named, else the shape
+        checks.expect_close(context, _model(dict(Q=Q, K=K, V=V, mask=mask))[0],
+                            "the context of a (3, 4, 5) batch over 6 keys with d_v 2", symptoms=ladder)
     for i in range(3):
         c, w = _call(impl, Q[i], K[i], V[i], mask, f"item {i} alone")
         checks.expect_close(context[i], c, f"item {i} of the batch's context compared with item {i} alone",
@@ -410,7 +408,7 @@ def test_edge_cases(impl):
     Q, K, V = r.normal(size=(3, 4)), r.normal(size=(1, 4)), r.normal(size=(1, 2))
     context, weights = _call(impl, Q, K, V, None, "3 queries over a single key")
     checks.expect_close(weights, np.ones((3, 1)), "the weights over a single key (it gets all the weight)",
-                        symptoms=mistakes(Q, K, V, None, 1))
+                        symptoms=_confirmed(impl, mistakes(Q, K, V, None, 1), also=(WRONG_AXIS, GLOBAL_SUM)))
     checks.expect_close(context, np.repeat(V, 3, axis=0), "the context over a single key (its value)",
                         symptoms=mistakes(Q, K, V, None, 0))
     Q, K, V = r.normal(size=(5, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 3))

@@ -4,8 +4,14 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit import batches, checks
+from autograder.suites.toolkit.cases import (
+    check_stored,
+    explain_batch_error,
+    named_on_a_square,
+    notes_cases,
+    rng,
+)
 
 STEP = "simplified_self_attention"
 
@@ -30,7 +36,10 @@ def _call(impl, X, label):
     try:
         return impl.simplified_self_attention(X)
     except RemoteError as error:
-        if np.ndim(X) > 2:
+        if np.ndim(X) > 2:  # np.dot, which keeps a batch of one item's axes, before any code for one matrix
+            one = rng(805).normal(size=(1, 4, 3))
+            batches.explain_np_dot("simplified_self_attention", error, label,
+                                   lambda: impl.simplified_self_attention(one)[0], _model(dict(X=one))[0], "the context")
             explain_batch_error("simplified_self_attention", error, label,
                                 lambda: impl.simplified_self_attention(X[(0,) * (np.ndim(X) - 2)]))
         square = rng(803).normal(size=(4, 4))
@@ -46,10 +55,22 @@ def _call(impl, X, label):
                               "square X, where its weights are the softmax of X itself: the softmax is taken of "
                               "the scores, every token's dot product with every token") from None
         if not gives(square @ _scores_and_weights(square)[1]):
+            named_on_a_square(STEP, error, label, X, lambda sq: impl.simplified_self_attention(sq)[0], _square_only)
             raise
         raise CaseFailure(f"simplified_self_attention raised {error.type_name} on {label}, but runs on a square "
                           "X, where its context is X @ weights: the weights come first, weights @ X, so each "
                           "token's context is a weighted sum of the rows of X") from None
+
+
+def _square_only(X):
+    """[(context, symptom)] of the mistakes whose shapes fit only a square X, on that X."""
+    w = _scores_and_weights(X)[1]
+    return [(_softmax(X.T @ X, -1) @ X, "takes the scores as Xᵀ X, features by features: the scores pair the tokens, "
+                                        "every token's dot product with every token, a row and a column per token"),
+            (w * X, "multiplies the weights and X entry by entry (*): each token's context is a weighted sum of the "
+                    "rows of X, a matrix product"),
+            (w @ X.T, "multiplies the weights by X transposed: the weights' columns, one per token, meet the rows of "
+                      "X, each token's features")]
 
 
 def _softmax(s, axis):
@@ -107,6 +128,7 @@ def stored_symptoms(record, k):
                 (lambda: w @ s, "mixes the rows of the scores: each context vector is a weighted sum of the "
                                 "rows of X, the tokens themselves"),
                 *one_query,
+                *batches.np_dot_mistakes(w, X, "the context"),
                 *[(lambda f=f: f() @ X, message) for f, message in wrong_weights]]
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
 

@@ -5,8 +5,8 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit import batches, checks
+from autograder.suites.toolkit.cases import check_stored, notes_cases, rng, rounded
 from autograder.suites.toolkit.model import (
     hand_written_softmax_mistakes,
     truncation_mistakes,
@@ -66,20 +66,24 @@ def _call(impl, x, axis, label):
         except (RemoteError, CaseFailure):
             raise error from None
         symptom = checks.named_mistake(out, without_keepdims_mistakes(square))
-        if symptom is None:
+        if symptom is None:  # sums reshaped to a column fit a square matrix, and give a vector an axis more
+            vector = rng(408).normal(size=5)
+            batches.explain_sums_reshaped("softmax", error, label, lambda: impl.softmax(vector),
+                                          lambda: batches.reshaped_sums_mistakes(vector), "a 1-d vector")
             raise
         raise CaseFailure(f"softmax raised {error.type_name} on {label}, but runs on a square matrix: it "
                           f"{symptom}") from None
 
 
-def stored_symptoms(record, k):
+def stored_symptoms(record, k, rounding=True):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
-    the stored outputs and of the notes' worked examples."""
+    the stored outputs and of the notes' worked examples; with `rounding`, a result rounded for display too
+    (no mistake of the formula, which is what the properties' small input is asked for)."""
     x, axis = record["x"], int(record["axis"])
     right = _shifted_then_normalised(np.asarray(x, dtype=float), axis, axis)
     # a mistake that gives the right value on this input (the whole array's sum of a vector, say) is
     # no evidence: where the case's tolerance is loose, it would name a close but wrong output
-    return [(candidate, symptom) for candidate, symptom in _mistakes(x, axis)
+    return [(candidate, symptom) for candidate, symptom in [*_mistakes(x, axis), *(rounded(right) if rounding else ())]
             if checks.named_mistake(right, [(candidate, symptom)]) is None]
 
 
@@ -117,6 +121,7 @@ def _mistakes(x, axis):
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),
             *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis),
+            *batches.reshaped_sums_mistakes(np.asarray(x, dtype=float), axis),
             # np.asarray(x, dtype=int): the softmax of the truncated inputs, or the weights cut (all but the ones 0)
             *truncation_mistakes(_shifted_then_normalised(np.asarray(x, dtype=float), axis, axis),
                                  _shifted_then_normalised(np.trunc(np.asarray(x, dtype=float)), axis, axis),
@@ -132,7 +137,7 @@ def _named_on_small(impl):
     got = checks.to_array(impl.softmax(SMALL), "softmax([1.0, 2.0, 4.0])")
     if checks.named_mistake(got, [(_exp_normalise(SMALL, -1), "right")]) is not None:
         return None
-    return checks.named_mistake(got, stored_symptoms(dict(x=SMALL, axis=-1), 0))
+    return checks.named_mistake(got, stored_symptoms(dict(x=SMALL, axis=-1), 0, rounding=False))
 
 
 def _explained(impl, check):
@@ -195,10 +200,15 @@ def test_default_axis_is_last(impl):
     sums = out.sum(axis=-1)
     if not np.allclose(sums, 1, atol=1e-6):
         # no axis sums to 1: a wrong formula, which a small input names, not the default axis
-        symptom = None if np.allclose(out.sum(axis=0), 1, atol=1e-6) else _named_on_small(impl)
+        columns = np.allclose(out.sum(axis=0), 1, atol=1e-6)
+        symptom = None if columns else _named_on_small(impl)
         if symptom is not None:
             raise CaseFailure(f"rows of softmax(x) with no axis do not sum to 1, and softmax([1.0, 2.0, 4.0]) "
                               f"{symptom}")
+        if not columns:  # no axis sums to 1, and the small input names no formula's mistake: nor is the axis one
+            checks.expect_close(out, _exp_normalise(x, -1), "softmax(x) with no axis given",
+                                symptoms=lambda: stored_symptoms(dict(x=x, axis=-1), 0))
+            return
         raise CaseFailure("with no axis given, rows of softmax(x) should sum to 1 (axis=-1 is the default)")
 
 

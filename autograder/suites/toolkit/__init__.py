@@ -10,6 +10,9 @@
   outputs (`check_stored`), a ladder whose diagnoses must hold on a probe too (`confirmed`: a scale
   that only coincides with a known divisor on small inputs is not named as it), `causal_blocked`
   and `rng`.
+- `batches`: code written for one matrix that a batch breaks (np.dot, which is no batched product; a
+  softmax's sums reshaped to a column): its ladders' candidates, and probes on a smaller batch where
+  such code runs, which name it when it raises.
 - `modules`: building a student's module through its handle: `construct` calls
   `impl.ClassName(*args)` and checks that a module came back; `load_linear` copies known weights
   into the `nn.Linear` at an attribute path by name, so the order in which a submission creates

@@ -112,6 +112,25 @@ def sums_indexed_for_one_matrix(attend):
     return runs((), 3, 5) and runs((2,), 4, 4) and not runs((2,), 3, 5)
 
 
+def nan_in_every_mixed_row(attend, Q, K, V, full_mask, nan_rows):
+    """Whether the weights of `attend(Q, K, V, mask)` (context, weights) are nan in every row with both open and
+    blocked keys of `full_mask`, as mask * -inf makes them (0 * -inf = nan); an inverted mask leaves those rows
+    finite. Confirmed on a mask that blocks one key per query and no key for every query (a padding mask's column
+    gives nan to a column-wise shift too)."""
+    mixed = full_mask.any(axis=-1) & ~full_mask.all(axis=-1)
+    n_q, n_k = full_mask.shape[-2:]
+    if (mixed.any() and not nan_rows[mixed].all()) or n_q < 2 or n_k < 2:
+        return False
+    one_each = np.zeros((n_q, n_k), dtype=bool)
+    one_each[np.arange(n_q), (np.arange(n_q) + 1) % n_k] = True
+    first = (0,) * (Q.ndim - 2)  # one item: a softmax over the batch's axis makes nan of a mask blocking every item
+    try:
+        weights = checks.to_array(attend(Q[first], K[first], V[first], one_each)[1], "the weights")
+    except Exception:  # noqa: BLE001 - only asks how this mask is read
+        return False
+    return weights.shape == one_each.shape and bool(np.isnan(weights).any(axis=-1).all())
+
+
 def truncation_mistakes(exact, from_integer_inputs, inputs, name, divides):
     """(candidate, symptom) of a result cut to whole numbers: computed from its `inputs` converted to
     integers (`from_integer_inputs`), or `exact` converted (astype(int)), or, where the step `divides`,

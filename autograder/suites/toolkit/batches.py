@@ -1,0 +1,86 @@
+"""Code written for one matrix, run on a batch: the mistakes only a batch shows (np.dot, which is no batched
+product; a softmax's sums reshaped to a column), as candidates of a step's ladder, and the probes that name them
+where the code raises: inputs on which the same code runs, and shows the mistake in what it gives."""
+
+import numpy as np
+
+from autograder.errors import CaseFailure
+from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.cases import rng
+from autograder.suites.toolkit.model import softmax
+
+NP_DOT = ("np.dot (like np.inner) is no batched product: on a batch it keeps the leading axes of both arrays, so "
+          "every item meets every item of the other; @ (np.matmul) multiplies the last two axes, pairing item i "
+          "with item i")
+RESHAPED_SUMS = ("the sums are reshaped to a column (.reshape(-1, 1)), which fits one matrix only: that merges all "
+                 "other axes into one, so a vector gains an axis and a batch's sums miss their rows; keepdims=True "
+                 "keeps the summed axis in its place, so the sums broadcast on any shape")
+
+
+def _error_name(error):
+    return getattr(error, "type_name", type(error).__name__)
+
+
+def np_dot_mistakes(a, b, what):
+    """(candidate, symptom) of np.dot(a, b) where the product a @ b of batches is meant; none for matrices,
+    where the two agree."""
+    if max(np.ndim(a), np.ndim(b)) < 3:
+        return []
+    shape = (*np.shape(a)[:-1], *np.shape(b)[:-2], np.shape(b)[-1])
+    return [(lambda: np.dot(a, b), f"{what} has shape {checks.fmt_shape(shape)}, as np.dot makes it: {NP_DOT}")]
+
+
+def explain_np_dot(name, error, label, one_item, right, what):
+    """An `error` of `name` on a batch (`label`), where the same code on a batch of ONE item, `one_item()`, gives
+    `what` as `right` (its right value there) with an axis of size 1 before the last for each np.dot it takes:
+    np.dot of a (1, n, m) and a (1, m, k) array is (1, n, 1, k), where @ gives (1, n, k). The CaseFailure names
+    np.dot; quiet otherwise (K.T, say, raises there too unless the shapes are square)."""
+    try:
+        out = checks.to_array(one_item(), what)
+    except Exception:  # noqa: BLE001 - only asks what a batch of one item gives
+        return
+    right = np.asarray(right, dtype=np.float64)
+    for extra in (1, 2):  # one np.dot, or two (the scores' and the context's)
+        if out.shape == (*right.shape[:-1], *(1,) * extra, right.shape[-1]) and np.allclose(
+                out.reshape(right.shape), right, atol=1e-5, rtol=1e-4):
+            raise CaseFailure(f"{name} raised {_error_name(error)} on {label}; on a batch of one item, {what} has "
+                              f"shape {checks.fmt_shape(out.shape)}, an axis of size 1 too many, as np.dot gives it: {NP_DOT}") from None
+
+
+def reshaped_sums_mistakes(s, axis=-1):
+    """(candidate, symptom) of a softmax of s along `axis` whose sum, or maximum and sum, is reshaped to a column
+    (-1, 1) where keepdims=True is meant, as such code computes it: right along the last axis of a matrix only."""
+    def reshaped(both):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            e = np.exp(s - (s.max(axis=axis).reshape(-1, 1) if both else s.max(axis=axis, keepdims=True)))
+            return e / e.sum(axis=axis).reshape(-1, 1)
+
+    return [(lambda both=both: reshaped(both), RESHAPED_SUMS) for both in (False, True)]
+
+
+def explain_sums_reshaped(name, error, label, run, ladder, where):
+    """An `error` of `name` on `label`, where the same code runs on other inputs (`where`): `run()` there matches
+    a softmax whose sums are reshaped to a column (`ladder()`, `reshaped_sums_mistakes` of those inputs), which
+    the CaseFailure names; quiet otherwise."""
+    try:
+        out = checks.to_array(run(), "the output")
+    except Exception:  # noqa: BLE001 - only asks what these inputs give
+        return
+    if checks.named_mistake(out, ladder()) is not None:
+        raise CaseFailure(f"{name} raised {_error_name(error)} on {label}, but runs on {where}, where what it "
+                          f"gives shows that {RESHAPED_SUMS}") from None
+
+
+def explain_attention_on_batches(attend, name, error, label):
+    """An `error` of `attend(Q, K, V)` (context, weights) on a batch, named where the same code runs on a smaller
+    batch: one item with d_k != n_k (np.dot runs there, K.T does not), or items of one query each, where sums
+    reshaped to a column broadcast instead of raising."""
+    r = rng(1314)
+    Q, K, V = r.normal(size=(1, 3, 4)), r.normal(size=(1, 5, 4)), r.normal(size=(1, 5, 2))
+    scores = Q @ np.swapaxes(K, -1, -2) / 2.0  # d_k = 4
+    explain_np_dot(name, error, label, lambda: attend(Q.copy(), K.copy(), V.copy())[0], softmax(scores) @ V,
+                   "the context")
+    Q, K, V = r.normal(size=(3, 1, 4)), r.normal(size=(3, 5, 4)), r.normal(size=(3, 5, 2))
+    explain_sums_reshaped(name, error, label, lambda: attend(Q.copy(), K.copy(), V.copy())[1],
+                          lambda: reshaped_sums_mistakes(Q @ np.swapaxes(K, -1, -2) / 2.0),
+                          "items of one query each")
