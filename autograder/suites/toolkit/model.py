@@ -138,7 +138,7 @@ HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
               out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None, biases=True,
-              residual=False):
+              residual=False, softmax_first=False):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -155,7 +155,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
     values' in the product with the weights, where the shapes fit; `heads_factor` "times" | "over": the
     heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge;
-    `biases` False: the projections' biases left out (x @ W.weight.T); `residual`: x added to the output.
+    `biases` False: the projections' biases left out (x @ W.weight.T); `residual`: x added to the output;
+    `softmax_first`: the scores put through a softmax before the masked one (two softmaxes, masked after the first).
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -192,6 +193,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
                "inverted": np.tril(ones, 0), "none": 0 * ones}[mask].astype(bool)
+    if softmax_first:
+        scores = softmax(scores, axis)
     if after:
         weights = softmax(scores, axis) * ~blocked
     else:
@@ -288,6 +291,11 @@ SOFTMAX_AXIS_MISTAKES = [
 BIASES_LEFT_OUT = ("the layers' biases are left out (x @ W.weight.T has none); call the layers, self.W_query(x), "
                    "which add them when qkv_bias=True")
 BIASES_LEFT_OUT_MISTAKE = (dict(biases=False), BIASES_LEFT_OUT)
+# masked_softmax(torch.softmax(scores, dim=-1), mask): the second softmax runs on weights in [0, 1], which
+# flattens every row, and the first one's normaliser has summed the blocked (later) keys' scores too.
+SOFTMAX_BEFORE_MASKED = (dict(softmax_first=True), "the scores go through a softmax before masked_softmax, so each "
+                         "row is normalised twice (the weights come out too even), and the first softmax sums the "
+                         "blocked later keys too: masked_softmax alone turns the scaled scores into weights")
 RESIDUAL_ADDED = (dict(residual=True), "the input x is added to the output (a residual connection): the transformer "
                   "block adds x around the attention layer; the layer itself returns only the attention's output")
 
