@@ -23,6 +23,26 @@ EMPTY_MASK_ROWS = ("the slice of the mask it used is empty (no rows), and the ne
 MASK_ROWS_TO_END = ("the mask slice's rows run on to the end of the mask, context_length rows in all, past this "
                     "call's tokens, and the scores broadcast against them: take only the rows of the tokens this "
                     "call brings, one per token")
+MASK_COLUMNS_TO_END = ("the mask slice's columns run on to the end of the mask, context_length in all, past the keys "
+                       "this call has: the scores have a column per key held, len(cache) + t, and so must the mask")
+
+
+def mask_to_end(context_length, num_tokens, said):
+    """(in_product, why) for the error `said` of a forward of `num_tokens` < context_length tokens without a cache
+    whose mask slice kept context_length rows (masked_fill's dimension 1) or columns (dimension 2, or the weights
+    broadcast that wide against one token's scores, which the product with the values then refuses); else None."""
+    mismatch = _MISMATCH.search(said)
+    sizes = mismatch and (int(mismatch.group(1)), int(mismatch.group(2)), mismatch.group(3))
+    product = _BATCH2.search(said)
+    if sizes == (context_length, num_tokens, "1"):
+        return False, MASK_ROWS_TO_END
+    if sizes == (context_length, num_tokens, "2"):
+        return False, MASK_COLUMNS_TO_END
+    if num_tokens == 1 and product and (int(product.group(1)), int(product.group(2))) == (context_length, 1):
+        return True, MASK_COLUMNS_TO_END
+    return None
+
+
 EMPTY_CACHE = ("an empty KVCache holds no tensors yet (its keys and values are None until the first update), so "
                "nothing can be read from them: how many tokens a cache holds is what the cache itself tells, 0 when "
                "it is empty")
