@@ -35,8 +35,8 @@ _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 
 class _WholeInputs(Layer):
-    """The layer, whose forward without a cache that refuses (ValueError) tokens context_length fits says so:
-    without a cache it must run as CausalAttention, on the whole sequence."""
+    """The layer, whose forward without a cache names a refusal (ValueError) of tokens context_length fits, and a mask
+    slice whose rows or columns run on to the mask's end: without a cache it runs as CausalAttention does."""
 
     def __call__(self, *args, **kwargs):
         try:
@@ -48,10 +48,15 @@ class _WholeInputs(Layer):
                                   f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
                                   "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
                                   "positions 0, 1, ...; refuse only more than context_length tokens") from None
-            rows_to_end = f"tensor a ({self.fits}) must match the size of tensor b ({num_tokens}) at non-singleton dimension 1"
-            if kwargs.get("cache") is None and num_tokens < self.fits and rows_to_end in str(error):
-                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised {error.type_name} "
-                                  f"masking the scores: {cached.MASK_ROWS_TO_END}") from None
+            to_end = cached.mask_to_end(self.fits, num_tokens, str(error)) if num_tokens < self.fits else None
+            if kwargs.get("cache") is None and to_end is not None:
+                in_product, why = to_end
+                if in_product:
+                    raise CaseFailure(f"{self.what}: forward of {num_tokens} token without a cache raised "
+                                      f"{error.type_name} multiplying weights the mask made {self.fits} wide by "
+                                      f"the values: {why}") from None
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised "
+                                  f"{error.type_name} masking the scores: {why}") from None
             raise
 
 

@@ -48,7 +48,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     multihead.HEADS_AVERAGED,
     toolkit.BIASES_LEFT_OUT_MISTAKE,
     toolkit.RESIDUAL_ADDED,
-] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
+] + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES + toolkit.SOFTMAX_TWICE_MISTAKES
 
 
 # With 2 heads, d_out is 2 head_dim: a divisor of d_out may be either mistake, and the message says so.
@@ -253,8 +253,9 @@ def test_out_proj_applied_once_at_the_end(impl):
 @case(STEP, "property", weight=0.25)
 def test_causal(impl):
     """is causal: changing later tokens never changes the outputs of earlier ones; outputs are finite"""
-    module = _mha(impl, 4, 6, 7, 3, _random_layers(rng(1805), 4, 6, False))
-    toolkit.check_finite_and_causal("MultiHeadAttention", module, 4, 7, 1806)
+    linears = _random_layers(rng(1805), 4, 6, False)
+    toolkit.check_finite_and_causal("MultiHeadAttention", _mha(impl, 4, 6, 7, 3, linears), 4, 7, 1806,
+                                    lambda x: _mistakes(x, linears, 3))
 
 
 @case(STEP, "property", weight=0.25)

@@ -44,6 +44,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     ROLE_MISTAKES,
     SCALE_MISTAKES,
     SOFTMAX_AXIS_MISTAKES,
+    SOFTMAX_TWICE_MISTAKES,
     UNTRANSPOSED_MISTAKES,
     WEIGHTS_TRANSPOSED,
     attention,

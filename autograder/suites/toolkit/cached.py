@@ -14,15 +14,41 @@ from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_B
 # The two numbers each of PyTorch's words for a mismatch in the mask or the weights' product quotes.
 _MISMATCH = re.compile(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)")
 _BATCH2 = re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]")
+# torch.cat's words where the tensors it joins along the tokens (dim 1) differ on another axis: the cached one's
+# size there, then the new one's.
+_JOINED = re.compile(r"Sizes of tensors must match except in dimension 1\. Expected size (\d+) but got size (\d+)")
 
 EMPTY_MASK_ROWS = ("the slice of the mask it used is empty (no rows), and the new tokens' scores take their shape "
                    "from it; the new tokens' rows of the mask run from len(cache) to len(cache) + t")
 MASK_ROWS_TO_END = ("the mask slice's rows run on to the end of the mask, context_length rows in all, past this "
                     "call's tokens, and the scores broadcast against them: take only the rows of the tokens this "
                     "call brings, one per token")
+MASK_COLUMNS_TO_END = ("the mask slice's columns run on to the end of the mask, context_length in all, past the keys "
+                       "this call has: the scores have a column per key held, len(cache) + t, and so must the mask")
+
+
+def mask_to_end(context_length, num_tokens, said):
+    """(in_product, why) for the error `said` of a forward of `num_tokens` < context_length tokens without a cache
+    whose mask slice kept context_length rows (masked_fill's dimension 1) or columns (dimension 2, or the weights
+    broadcast that wide against one token's scores, which the product with the values then refuses); else None."""
+    mismatch = _MISMATCH.search(said)
+    sizes = mismatch and (int(mismatch.group(1)), int(mismatch.group(2)), mismatch.group(3))
+    product = _BATCH2.search(said)
+    if sizes == (context_length, num_tokens, "1"):
+        return False, MASK_ROWS_TO_END
+    if sizes == (context_length, num_tokens, "2"):
+        return False, MASK_COLUMNS_TO_END
+    if num_tokens == 1 and product and (int(product.group(1)), int(product.group(2))) == (context_length, 1):
+        return True, MASK_COLUMNS_TO_END
+    return None
+
+
 EMPTY_CACHE = ("an empty KVCache holds no tensors yet (its keys and values are None until the first update), so "
                "nothing can be read from them: how many tokens a cache holds is what the cache itself tells, 0 when "
                "it is empty")
+TRANSPOSED_KEYS = ("the keys handed to cache.update are transposed, (batch, d_out, t); the cache holds them as (batch, "
+                   "tokens, d_out), and only the scores' product swaps their last two axes")
+TRANSPOSED_VALUES = "the values handed to cache.update are transposed, (batch, d_out, t); the cache holds them as (batch, tokens, d_out)"
 AFTER_UPDATE = ("the new tokens' position is read from len(cache) after cache.update, which already counts them: "
                 "the first new token sits where the cache ended before this call")
 
@@ -39,7 +65,20 @@ def explain_failed_forward(error, cache, start, size, call):
     if error.type_name == "AttributeError" and "'NoneType' object has no attribute" in str(error) and \
             start == len(cache) == 0:
         raise CaseFailure(f"{call} raised {error.type_name} with a new, empty cache: {EMPTY_CACHE}") from None
+    joined = _JOINED.search(str(error))
+    if start and joined and (int(joined.group(1)), int(joined.group(2))) == (start, size):
+        # keys (batch, d_out, t) meet along dim 1 (their features) and differ on the last axis, their tokens; the
+        # reference's update stores the keys before the values, so a cache that grew was refused the values
+        which = TRANSPOSED_KEYS if len(cache) != start + size else TRANSPOSED_VALUES
+        raise CaseFailure(f"{call} raised {error.type_name} in cache.update, whose last axes count the tokens ({start} "
+                          f"cached, {size} new): {which}") from None
     expect_grown(cache, start, size, call)
+    # values (batch, d_out, t) joined along dim 1 where their last axes agree: the cache's keys count the tokens
+    # held, its values' second axis counts d_out once per update
+    held_values = cache.describe("values.shape.1").get("value") if start else None
+    if held_values is not None and len(cache) == start + size != held_values:
+        raise CaseFailure(f"{call} raised {error.type_name}; the cache holds {start + size} tokens' keys, but its "
+                          f"values' second axis is {held_values}: {TRANSPOSED_VALUES}") from None
     said = str(error)
     found = _MISMATCH.search(said) or _BATCH2.search(said)
     sizes = {int(found.group(1)), int(found.group(2))} if found else set()
@@ -91,8 +130,7 @@ def expect_grown(cache, start, size, call, width=None):
     held = len(cache)
     if start == 0 and held == width != size:
         raise CaseFailure(f"{call}: len(cache) is {held} after it, the keys' width d_out, not the {size} new tokens: "
-                          "the keys handed to cache.update are transposed, (batch, d_out, t); the cache holds them "
-                          "as (batch, tokens, d_out), and only the scores' product swaps their last two axes")
+                          f"{TRANSPOSED_KEYS}")
     if held not in (0, start + size):
         raise CaseFailure(f"{call}: len(cache) is {held} after it, expected {start} + {size} = {start + size}: "
                           "call cache.update once per forward, with the keys and values of the new tokens only")

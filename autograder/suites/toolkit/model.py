@@ -157,7 +157,7 @@ HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
               out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None, biases=True,
-              residual=False):
+              residual=False, softmax_twice=None):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -174,7 +174,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
     values' in the product with the weights, where the shapes fit; `heads_factor` "times" | "over": the
     heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge;
-    `biases` False: the projections' biases left out (x @ W.weight.T); `residual`: x added to the output.
+    `biases` False: the projections' biases left out (x @ W.weight.T); `residual`: x added to the output;
+    `softmax_twice` "before" | "after": a second softmax over the scores before the masked one, or over its weights.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -211,10 +212,14 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
                "inverted": np.tril(ones, 0), "none": 0 * ones}[mask].astype(bool)
+    if softmax_twice == "before":
+        scores = softmax(scores, axis)
     if after:
         weights = softmax(scores, axis) * ~blocked
     else:
         weights = softmax(np.where(blocked, fill, scores), axis)
+    if softmax_twice == "after":
+        weights = softmax(weights, axis)
     if transpose_weights:
         weights = np.swapaxes(weights, -1, -2)
     context = weights @ (v if values_axes is None else np.transpose(v, values_axes))  # (..., heads, T, width)
@@ -307,6 +312,13 @@ SOFTMAX_AXIS_MISTAKES = [
 BIASES_LEFT_OUT = ("the layers' biases are left out (x @ W.weight.T has none); call the layers, self.W_query(x), "
                    "which add them when qkv_bias=True")
 BIASES_LEFT_OUT_MISTAKE = (dict(biases=False), BIASES_LEFT_OUT)
+# masked_softmax(torch.softmax(scores, dim=-1), mask), or torch.softmax of masked_softmax's weights: the second
+# softmax runs on numbers in [0, 1], which flattens every row, and the first one's sum, or the second's exp(0) = 1 for
+# a blocked key, lets the later tokens in.
+TWO_SOFTMAXES = ("the weights go through two softmaxes (torch.softmax before or after masked_softmax), so each row is "
+                 "normalised twice and comes out too even, and later tokens leak in: masked_softmax alone turns the "
+                 "scaled scores into weights")
+SOFTMAX_TWICE_MISTAKES = [(dict(softmax_twice=when), TWO_SOFTMAXES) for when in ("before", "after")]
 RESIDUAL_ADDED = (dict(residual=True), "the input x is added to the output (a residual connection): the transformer "
                   "block adds x around the attention layer; the layer itself returns only the attention's output")
 

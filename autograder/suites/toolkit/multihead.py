@@ -15,6 +15,7 @@ from autograder.suites.toolkit.model import (
     BIASES_LEFT_OUT_MISTAKE,
     HEADS_FACTORS,
     MULTIPLIED_BY_SQRT,
+    RESIDUAL_ADDED,
     SCALED_BY_TOKENS,
     SOFTMAX_AXIS_MISTAKES,
     explain_by_probe,
@@ -116,6 +117,7 @@ CROSS_MISTAKES = [
     (dict(values="W_key"), "the values come from W_key: use W_value"),
     (dict(after=True), "the padding mask is applied after the softmax without renormalising, so rows no longer "
                        "sum to 1: fill the blocked scores with -inf before the softmax"),
+    RESIDUAL_ADDED,  # fits only where d_q == d_out; elsewhere the forward raises, and its explainer names it
 ] + SOFTMAX_AXIS_MISTAKES
 
 
@@ -214,7 +216,8 @@ def multiplies_an_input(error, x, context):
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False, biases=True):
+                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False, biases=True,
+                    residual=False):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
@@ -227,8 +230,8 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
-    renormalising); `heads_factor` and `biases` as for `model.attention`; `log_weights` (log_softmax for
-    softmax)."""
+    renormalising); `heads_factor`, `biases` and `residual` (x added to the output) as for `model.attention`;
+    `log_weights` (log_softmax for softmax)."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -271,10 +274,10 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     if merge == "reversed":
         heads = heads[..., ::-1, :, :]
     merged = (heads if merge == "no_transpose" else np.swapaxes(heads, -3, -2)).reshape(*x.shape[:-1], d_out)
-    if not out_proj:
-        return merged
-    weight, bias = linears["out_proj"]
-    return merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
+    if out_proj:
+        weight, bias = linears["out_proj"]
+        merged = merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
+    return merged + x if residual else merged
 
 
 def random_out_proj(r, d_out, with_bias):
@@ -314,7 +317,31 @@ def explain_cross_forward(impl, what, error):
     # One head explains only an error that two heads raise on the same inputs, without a mask: an error of the
     # mask alone (one lined up wrong) is no merge's.
     try:
-        probe(2)
+        right = np.allclose(probe(2), cross_attention(x, context, linears, 2), atol=1e-5, rtol=1e-4)
     except (RemoteError, CaseFailure):
         explain_by_probe(what, error, lambda: probe(1), lambda: cross_attention(x, context, linears, 1),
                          [({}, BEFORE_MERGE)], "there is one head")
+        right = False
+    if right:
+        _explain_length_from_x(impl, what, error, linears, x, r.normal(size=(2, 3, 5)))
+    # x added to the output fits only where x is as wide as the output: a layer whose d_q is d_out
+    square, x_square = dict(linears, W_query=random_linear(r, 4, 4, False)), r.normal(size=(2, 2, 4))
+    explain_by_probe(what, error, lambda: loaded_module(impl, "CrossAttention", (4, 5, 4, 2), square, explained=False)(
+                         tensor(x_square), tensor(context)),
+                     lambda **kw: cross_attention(x_square, context, square, 2, **kw), [RESIDUAL_ADDED],
+                     "d_q equals d_out")
+
+
+LENGTH_FROM_X = ("a length is taken from the wrong input: the context's keys and values have a row per context "
+                 "token (T_k), the queries and the output a row per token of x (T_q)")
+
+
+def _explain_length_from_x(impl, what, error, linears, x, longer_context):
+    """A forward that raised, right on the probe where x and the context both have 2 tokens: it raises again
+    on a context of 3 tokens (`longer_context`), or says nothing, and the CaseFailure names a length read from
+    the wrong input (the context's keys viewed with x's number of tokens, say)."""
+    try:
+        loaded_module(impl, "CrossAttention", (3, 5, 4, 2), linears, explained=False)(tensor(x), tensor(longer_context))
+    except (RemoteError, CaseFailure):
+        raise CaseFailure(f"{what} raised {error.type_name}; right where x and the context have as many tokens "
+                          f"(2 and 2), it raises where they differ (2 and 3): {LENGTH_FROM_X}") from None

@@ -21,8 +21,10 @@ def close(a, b, atol=1e-5, rtol=1e-4):
     return bool(((abs(a - b) <= atol + rtol * abs(b)) | both_nan).all())
 
 
-def check_finite_and_causal(name, module, d_in, num_tokens, seed):
-    """Outputs finite; replacing the tokens from position t on never changes outputs before t."""
+def check_finite_and_causal(name, module, d_in, num_tokens, seed, mistakes=None):
+    """Outputs finite; replacing the tokens from position t on never changes outputs before t. A layer that is not
+    causal is named by a known mistake, `mistakes(x)` [(candidate, symptom)] on the input, where its output fits one
+    (a leak of later tokens need not be a missing mask)."""
     r = rng(seed)
     x = tensor(r.normal(size=(2, num_tokens, d_in)))
     out = checks.to_array(module(x), f"{name}(x)")
@@ -33,8 +35,9 @@ def check_finite_and_causal(name, module, d_in, num_tokens, seed):
         changed[:, t:] = tensor(r.normal(size=(2, num_tokens - t, d_in)))
         after = checks.to_array(module(changed), f"{name}(x)")
         if not close(after[:, :t], out[:, :t]):
+            symptom = None if mistakes is None else checks.named_mistake(out, mistakes(x.numpy()))
             raise CaseFailure(f"{name} is not causal: changing the tokens from position {t} on changed the "
-                              f"outputs of earlier tokens; token i may only attend to tokens 0..i")
+                              f"outputs of earlier tokens; " + (symptom or "token i may only attend to tokens 0..i"))
 
 
 def check_last_token(name, module, x, unmasked, expected, mistakes):
