@@ -129,12 +129,12 @@ FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMA
 def _cache_symptoms(x, linears, sizes):
     """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
     attention itself, made on each chunk (one axis or mask or scale mistake fails every path)."""
-    return cached.told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw),
+    return toolkit.told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw),
                                         cached.CACHE_MISTAKES + FULL_MISTAKES))
 
 
 def _full_symptoms(x, linears):
-    return cached.told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
+    return toolkit.told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
         ((lambda: cached.model(x, linears, [np.shape(x)[-2]], mask="inverted")), cached.INVERTED_MASK),
         *[((lambda shift=shift: cached.model(x, linears, [np.shape(x)[-2]], shift=shift)), message)
           for shift, message in ((1, cached.SEES_NEXT), (-1, cached.BLOCKS_ITSELF))]])

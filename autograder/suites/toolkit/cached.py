@@ -156,22 +156,6 @@ BLOCKS_ITSELF = ("each token is blocked from its own key, as if its row of the m
                  "and sees the keys up to that position, its own included")
 
 
-def told_apart(symptoms):
-    """The symptoms, computed now; one whose output another's equals here (a lone new token that sees
-    only itself: the cache never read, or the earlier keys blocked) names them all, none alone."""
-    computed = []
-    for candidate, message in symptoms:
-        try:
-            with np.errstate(all="ignore"):
-                computed.append((np.asarray(candidate(), dtype=np.float64), message))
-        except Exception:  # noqa: BLE001 - a model that cannot run on this input just does not apply
-            continue
-    fits = [list(dict.fromkeys(other for same, other in computed
-                               if same.shape == value.shape and close(same, value))) for value, _ in computed]
-    return [(value, message if len(fit) == 1 else "the outputs fit more than one known mistake: " + "; or ".join(fit))
-            for (value, message), fit in zip(computed, fits)]
-
-
 def explain_shifted_rows(impl, what, said):
     """A forward `what` that raised (`said`), or gave a wrong number of rows, is run again on a layer with room
     to spare, 3 new tokens after 2 cached ones (a KVCache filled here with their keys and values): a mask
