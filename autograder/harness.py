@@ -267,6 +267,16 @@ ERROR_CAUSES = (
     (("only supports boolean masks", "where expected condition to be a boolean tensor"),
      "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask; a "
      "mask built from torch.ones (torch.triu of it, say) holds floats, so keep the mask bool"),
+    (("'torch.return_types.",),
+     "tensor.max(dim=...) (and .min, .sort, .topk) returns a pair, (values, indices), not the values alone: take "
+     "its .values, or use torch.amax (torch.amin), which returns the values only"),
+    (("as a data type",),
+     "NumPy's array makers (np.zeros, np.ones, np.empty, np.full) take the shape as ONE tuple, np.zeros((rows, "
+     "cols)): a second number is read as the dtype (torch.zeros takes the sizes one by one, NumPy does not)"),
+    (("only integer scalar arrays can be converted to a scalar index",),
+     "an array was given where one whole number belongs: np.max(a, b) (np.min too) reads b as the axis, not as a "
+     "second array to compare (the entry-by-entry larger of two arrays is np.maximum(a, b)); and a Python list "
+     "cannot be indexed by an array"),
     (("'NoneType' object has no attribute", "object of type 'NoneType' has no len()",
       "'NoneType' object is not subscriptable"),
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "

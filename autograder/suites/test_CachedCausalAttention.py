@@ -39,10 +39,10 @@ class _WholeInputs(Layer):
     slice whose rows or columns run on to the mask's end: without a cache it runs as CausalAttention does."""
 
     def __call__(self, *args, **kwargs):
+        num_tokens = getattr(args[0], "shape", (0, 0))[1] if args else 0
         try:
-            return super().__call__(*args, **kwargs)
+            out = super().__call__(*args, **kwargs)
         except RemoteError as error:
-            num_tokens = getattr(args[0], "shape", (0, 0))[1] if args else 0
             if isinstance(error, ValueError) and kwargs.get("cache") is None and num_tokens <= self.fits:
                 raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised ValueError "
                                   f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
@@ -57,7 +57,18 @@ class _WholeInputs(Layer):
                                       f"the values: {why}") from None
                 raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised "
                                   f"{error.type_name} masking the scores: {why}") from None
+            if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+                self._explain_rows(num_tokens, kwargs, f"raised {error.type_name}")
             raise
+        if np.ndim(out) == 3 and 0 < num_tokens != np.shape(out)[1]:  # a row per token, or a mask slice off
+            self._explain_rows(num_tokens, kwargs, f"gave {np.shape(out)[1]} rows")
+        return out
+
+    def _explain_rows(self, num_tokens, kwargs, said):
+        """A mask slice whose rows start one off, shown on a layer where it fits (`cached.explain_shifted_rows`)."""
+        with_cache = "with" if kwargs.get("cache") is not None else "without"
+        cached.explain_shifted_rows(self._impl, f"{self.what}: forward of {num_tokens} token"
+                                    f"{'s' * (num_tokens != 1)} {with_cache} a cache", said)
 
 
 def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
@@ -115,32 +126,18 @@ FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMA
                  + toolkit.ROLE_MISTAKES)
 
 
-def _told_apart(symptoms):
-    """The symptoms, computed now; one whose output another's equals here (a lone new token that sees
-    only itself: the cache never read, or the earlier keys blocked) names them all, none alone."""
-    computed = []
-    for candidate, message in symptoms:
-        try:
-            with np.errstate(all="ignore"):
-                computed.append((np.asarray(candidate(), dtype=np.float64), message))
-        except Exception:  # noqa: BLE001 - a model that cannot run on this input just does not apply
-            continue
-    fits = [list(dict.fromkeys(other for same, other in computed
-                               if same.shape == value.shape and toolkit.close(same, value))) for value, _ in computed]
-    return [(value, message if len(fit) == 1 else "the outputs fit more than one known mistake: " + "; or ".join(fit))
-            for (value, message), fit in zip(computed, fits)]
-
-
 def _cache_symptoms(x, linears, sizes):
     """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
     attention itself, made on each chunk (one axis or mask or scale mistake fails every path)."""
-    return _told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw),
+    return toolkit.told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw),
                                         cached.CACHE_MISTAKES + FULL_MISTAKES))
 
 
 def _full_symptoms(x, linears):
-    return _told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
-        ((lambda: cached.model(x, linears, [np.shape(x)[-2]], mask="inverted")), cached.INVERTED_MASK)])
+    return toolkit.told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
+        ((lambda: cached.model(x, linears, [np.shape(x)[-2]], mask="inverted")), cached.INVERTED_MASK),
+        *[((lambda shift=shift: cached.model(x, linears, [np.shape(x)[-2]], shift=shift)), message)
+          for shift, message in ((1, cached.SEES_NEXT), (-1, cached.BLOCKS_ITSELF))]])
 
 
 def _notes_symptoms(example):

@@ -30,6 +30,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     (dict(scale="d_out_linear"), "the scores are divided by d_out; divide by sqrt(head_dim)"),
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     multihead.SCALED_BY_HEADS,
+    (dict(scale="tokens"), toolkit.SCALED_BY_TOKENS),
     (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
                                  "without a transpose, which mixes tokens across heads: view as (batch, T, "
                                  "num_heads, head_dim), then transpose(1, 2)"),
@@ -59,7 +60,8 @@ D_OUT_OR_PRECEDENCE = ("the scores are divided by d_out, which is 2 head_dim her
 def _mistakes(x, linears, num_heads):
     mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else why)
                 for switches, why in MISTAKES] + multihead.fixed_heads(num_heads, linears["out_proj"][0].shape[0])
-    return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), mistakes)
+    # sqrt(T) equals head_dim where T = head_dim ** 2: mistakes whose outputs coincide are named together
+    return toolkit.told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), mistakes))
 
 
 def _notes_symptoms(example):

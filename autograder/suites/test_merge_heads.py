@@ -42,7 +42,26 @@ def _merged(impl, x):
             raise CaseFailure(f"merge_heads raised {error.type_name}: it reshapes to (batch, T, head_dim), one head's "
                               "width, which cannot hold every head's features; the merged tokens are num_heads * "
                               "head_dim wide") from None
+        if error.type_name == "IndexError" and h > b and f"for dimension 0 with size {b}" in str(error):
+            _explain_heads_read_from_batch(impl, x, error)
         raise
+
+
+def _explain_heads_read_from_batch(impl, x, error):
+    """x[i] for head i indexes the batch, which raises where there are more heads than sequences: run again
+    on a batch of exactly num_heads sequences, where it fits, and name it if it took the sequences for heads."""
+    b, h, t, hd = x.shape
+    as_many = x[torch.arange(h) % b]  # (num_heads, num_heads, T, head_dim): the batch as long as the heads
+    try:
+        out = checks.to_array(impl.merge_heads(as_many), "merge_heads")
+    except RemoteError:
+        return
+    if toolkit.close(out, as_many.numpy().transpose(1, 2, 0, 3).reshape(h, t, h * hd)):
+        raise CaseFailure(f"merge_heads raised {error.type_name} on a batch of {b} with {h} heads, and runs on a "
+                          f"batch of {h}, which names the cause: {BATCH_AS_HEADS}") from None
+
+
+BATCH_AS_HEADS = "it goes through x's first axis, the batch, as if it were the heads: x is (batch, num_heads, T, head_dim)"
 
 
 def _mistakes(x):
@@ -69,8 +88,7 @@ def _joined_wrongly(x):
              "they go side by side along the features, T rows as before"),
             (lambda: x.transpose(1, 0, 2, 3).reshape(h * b, t, hd), "the heads are put one after another "
              "along the batch axis; they go side by side along the features"),
-            (lambda: x.transpose(1, 2, 0, 3).reshape(h, t, b * hd), "it goes through x's first axis, the "
-             "batch, as if it were the heads: x is (batch, num_heads, T, head_dim)"),
+            (lambda: x.transpose(1, 2, 0, 3).reshape(h, t, b * hd), BATCH_AS_HEADS),
             (lambda: x.transpose(0, 1, 3, 2).reshape(b, t, h * hd), "it swaps each head's tokens and features "
              "(the last two axes) before the reshape, which mixes tokens and features; the axes to swap are "
              "the heads and the tokens"),
@@ -139,6 +157,7 @@ def test_matches_torch_multihead_attention(impl):
 def test_input_unchanged(impl):
     """leaves x unchanged"""
     x = torch.tensor(rng(1704).normal(size=(2, 3, 4, 2)), dtype=torch.float32)
+    _merged(impl, x.clone())  # a call that raises is named first, where it can be
     checks.expect_inputs_unchanged(impl, "merge_heads", [x], ["x"])
 
 

@@ -147,11 +147,12 @@ def _recorded_symptoms(record, k):
 
 
 # A worked example that raised is explained by a call on the suite's own inputs: a batch, with values narrower
-# than the keys, so that each of `blockwise.simpler_inputs` can show its mistake.
+# than the keys, so that each of `blockwise.simpler_inputs` can show its mistake; then in blocks of one key,
+# which divide the keys (an empty block past the last key, the chapter's 6 keys in blocks of 2, shows there).
 _PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
 test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
-                         probe=lambda impl: [_call(impl, *_PROBE, 2, causal, _label((2, 5, 4), (2, 5, 4), 2, causal))
-                                             for causal in (False, True)])
+                         probe=lambda impl: [_call(impl, *_PROBE, size, causal, _label((2, 5, 4), (2, 5, 4), size, causal))
+                                             for size, causal in ((2, False), (2, True), (1, False))])
 
 
 def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):

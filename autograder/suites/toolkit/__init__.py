@@ -20,8 +20,9 @@
   switches to eval mode. Random weights and inputs.
 - `model`: a NumPy model (`softmax`, `attention`, `heads_side_by_side`) of (multi-head, causal)
   attention in float64, whose keyword switches each reproduce one known mistake, so a wrong
-  output can be named by its symptom (`symptoms`); and the mistakes several steps share in their own
-  arithmetic: a hand-written softmax's, one without keepdims, a result cut to whole numbers.
+  output can be named by its symptom (`symptoms`; `told_apart` names together those that coincide);
+  and the mistakes several steps share in their own arithmetic: a hand-written softmax's, one without
+  keepdims, a result cut to whole numbers.
 - `multihead`: what the two multi-head layers' suites (`MultiHeadAttention`, `CrossAttention`)
   share: their layers' names, records and probes, and the mistakes of their heads.
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
@@ -43,6 +44,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     RESIDUAL_ADDED,
     ROLE_MISTAKES,
     SCALE_MISTAKES,
+    SCALED_BY_TOKENS,
     SOFTMAX_AXIS_MISTAKES,
     SOFTMAX_TWICE_MISTAKES,
     UNTRANSPOSED_MISTAKES,
@@ -55,6 +57,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     keys_axes_mistakes,
     softmax,
     symptoms,
+    told_apart,
     torch_identity_multihead,
     values_axes_mistakes,
 )

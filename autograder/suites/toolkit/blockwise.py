@@ -80,9 +80,9 @@ def _one_sequence(Q, K, V):
 
 def simpler_inputs(Q, K, V, block_size, causal):
     """(inputs, block_size, causal, failure): each simpler call on which a known shape mistake fits, and
-    failure(what went wrong) naming it. A batch of sequences cut to one; values made as wide as the keys; one
-    sequence cut to its first query (in blocks of two keys or more, where a causal mask of the wrong shape
-    does not fit); the same call without causal=True."""
+    failure(what went wrong) naming it. A batch of sequences cut to one; values made as wide as the keys; as
+    many queries as keys; one sequence cut to its first query (in blocks of two keys or more, where a causal
+    mask of the wrong shape does not fit); the same call without causal=True."""
     if np.ndim(Q) > 2:
         yield _one_sequence(Q, K, V), block_size, causal, lambda said: CaseFailure(
             f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): the blocks are cut "
@@ -95,6 +95,11 @@ def simpler_inputs(Q, K, V, block_size, causal):
         yield (Q, K, wide), block_size, causal, lambda said: CaseFailure(
             f"{said}: it works only when the values are as wide as the queries and keys (d_v == d_k): the "
             "running output, like the answer, holds a row of the values' width d_v per query, (..., n_q, d_v)")
+    n = min(np.shape(Q)[-2], np.shape(K)[-2])
+    if np.shape(Q)[-2] != np.shape(K)[-2]:
+        yield tuple(np.asarray(a)[..., :n, :] for a in (Q, K, V)), block_size, causal, lambda said: CaseFailure(
+            f"{said}: it works only where there are as many queries as keys (n_q == n_k): the running output, like "
+            "the answer, holds a row per query, (..., n_q, d_v), however many keys there are")
     one_q, one_k, one_v = _one_sequence(Q, K, V)
     if one_q.shape[0] > 1 and one_k.shape[0] > 1:
         yield (one_q[:1], one_k, one_v), max(block_size, 2), causal, lambda said: CaseFailure(

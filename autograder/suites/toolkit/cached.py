@@ -7,9 +7,12 @@ import re
 
 import numpy as np
 
-from autograder.errors import CaseFailure
-from autograder.suites.toolkit.checks import fmt_shape
+from autograder.errors import CaseFailure, RemoteError
+from autograder.suites.toolkit.cases import rng
+from autograder.suites.toolkit.checks import fmt_shape, to_array
 from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
+from autograder.suites.toolkit.modules import loaded_module, random_projections, tensor
+from autograder.suites.toolkit.properties import close
 
 # The two numbers each of PyTorch's words for a mismatch in the mask or the weights' product quotes.
 _MISMATCH = re.compile(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d)")
@@ -136,14 +139,53 @@ def expect_grown(cache, start, size, call, width=None):
                           "call cache.update once per forward, with the keys and values of the new tokens only")
 
 
+ROWS_ONE_ON = ("the new tokens' rows of the mask start one row too far on, at len(cache) + 1 (at 1 without a cache): "
+               "each token gets the row of the token after it, so it also sees that token, and where the tokens reach "
+               "context_length the slice runs off the mask's end, a row short; new token i sits at position "
+               "len(cache) + i")
+ROWS_ONE_BACK = ("the new tokens' rows of the mask start one row back, at len(cache) - 1: each token gets the row of the "
+                 "token before it, which blocks its own key, and without a cache the slice starts at -1, the mask's "
+                 "last row, and holds no row at all; new token i sits at position len(cache) + i")
+SEES_NEXT = ("each token also sees the token right after it, as if its row of the mask were the next token's (are the "
+             "rows sliced one on, from len(cache) + 1, or is the triangle one diagonal too high?): token i of a call "
+             "sits at position len(cache) + i and sees the keys up to that position only")
+
+BLOCKS_ITSELF = ("each token is blocked from its own key, as if its row of the mask were the previous token's (are the "
+                 "rows sliced one back, from len(cache) - 1, or does the triangle take in the diagonal?): the first "
+                 "token is left no key at all, which makes nan; token i of a call sits at position len(cache) + i "
+                 "and sees the keys up to that position, its own included")
+
+
+def explain_shifted_rows(impl, what, said):
+    """A forward `what` that raised (`said`), or gave a wrong number of rows, is run again on a layer with room
+    to spare, 3 new tokens after 2 cached ones (a KVCache filled here with their keys and values): a mask
+    whose rows start one off fits there, and one row on or back is named."""
+    r = rng(1545)
+    linears = random_projections(r, 3, 4, False)
+    x = r.normal(size=(2, 5, 3))
+    cache = impl.KVCache()
+    try:
+        cache.call("update", *(tensor(x[:, :2] @ linears[name][0].T) for name in ("W_key", "W_value")))
+        layer = loaded_module(impl, "CachedCausalAttention", (3, 4, 8, 0.0, False), linears, explained=False)
+        out = to_array(layer(tensor(x[:, 2:]), cache=cache), what)
+    except (RemoteError, CaseFailure):
+        return
+    for shift, why in ((1, ROWS_ONE_ON), (-1, ROWS_ONE_BACK)):
+        if close(out, model(x, linears, [2, 3], shift=shift)[:, 2:]):
+            raise CaseFailure(f"{what} {said}; on a layer with room to spare (context_length 8), 3 new tokens "
+                              f"after 2 cached ones show why: {why}") from None
+
+
 # --- a NumPy model of cached attention, with known mistakes as switches -----------------------
 
 def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
-          axis=-1, roles="qkv", new_keys_only=False):
+          axis=-1, roles="qkv", new_keys_only=False, shift=0):
     """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
     the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally);
-    new_keys_only: the scores are taken against the new keys alone while the values are all those held (a
-    lone new token's one score spreads over every key; several new tokens after a cache do not fit). The
+    shift: their rows are taken `shift` rows on (mask[start + 1:...] for 1, one row back for -1), as if each
+    token sat `shift` positions later; new_keys_only: the scores are taken against the new keys alone while
+    the values are all those held (a lone new token's one score spreads over every key; several new tokens
+    after a cache do not fit). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
     scale "tokens" (sqrt of the keys held) or "new_tokens" (sqrt of the call's new tokens), mask "inverted" (j <= i blocked: a keep-mask used as the
     blocked one) or "columns" (mask[:t, start:start + t]: the top rows, the new tokens' columns), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
@@ -169,7 +211,7 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
                 raise ValueError("the new tokens' scores do not fit the mask")
             scores = np.broadcast_to(qs @ np.swapaxes(k[:, start:start + 1], -1, -2) / divisor, scores.shape)
         key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
-        query_pos = np.arange(size)[:, None] + (start if offset else 0)
+        query_pos = np.arange(size)[:, None] + (start if offset else 0) + shift
         blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
                    "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos,
                    "columns": _columns_mask(start, size)}[mask]
@@ -209,6 +251,8 @@ CACHE_MISTAKES = [
     (dict(mask="columns"), "the new tokens' mask takes the top rows (queries 0..t-1) and only the new tokens' "
                            "columns, from len(cache): new token i sits at position len(cache) + i, and its row of "
                            "the mask spans every key held, cached ones included, from column 0"),
+    (dict(shift=1), SEES_NEXT),
+    (dict(shift=-1), BLOCKS_ITSELF),
     (dict(new_keys_only=True), "a lone new token's one score is spread over every key held, so it weighs every "
                                "cached token the same (its output is the mean of their values): " + NEW_KEYS_ONLY),
 ]

@@ -257,6 +257,22 @@ def symptoms(compute, mistakes):
     return [((lambda kw=kw: compute(**kw)), message) for kw, message in mistakes]
 
 
+def told_apart(symptoms):
+    """The symptoms, computed now; one whose output another's equals here (a lone new token that sees only itself:
+    the cache never read, or the earlier keys blocked; sqrt(T) where it equals head_dim) names them all, none alone."""
+    computed = []
+    for candidate, message in symptoms:
+        try:
+            with np.errstate(all="ignore"):
+                computed.append((np.asarray(candidate(), dtype=np.float64), message))
+        except Exception:  # noqa: BLE001 - a model that cannot run on this input just does not apply
+            continue
+    fits = [list(dict.fromkeys(other for same, other in computed if checks.named_mistake(value, [(same, other)])))
+            for value, _ in computed]
+    return [(value, message if len(fit) == 1 else "the outputs fit more than one known mistake: " + "; or ".join(fit))
+            for (value, message), fit in zip(computed, fits)]
+
+
 MASK_MISTAKES = [
     (dict(mask="none"), "no causal mask is applied: every token also attends to the tokens after it"),
     (dict(mask="lower"), "the mask blocks the keys BELOW the diagonal (earlier tokens); block those "
