@@ -220,7 +220,7 @@ def test_blocked_entries_exactly_zero(impl):
 
 @case(STEP, "oracle")
 def test_matches_scaled_dot_product_attention(impl):
-    """weights @ V agrees with F.scaled_dot_product_attention (attn_mask = ~mask: its True means attend)"""
+    """weights @ V agrees with F.scaled_dot_product_attention (attn_mask = ~mask), also over fewer keys"""
     r = rng(1403)
     q, k, v = (torch.tensor(r.normal(size=(2, 3, 6, 4)), dtype=torch.float32) for _ in range(3))
     mask = torch.tensor(_random_mask(r, (6, 6)))
@@ -234,6 +234,7 @@ def test_matches_scaled_dot_product_attention(impl):
         raise CaseFailure(f"masked_softmax returns {weights.dtype} weights for {halved.dtype} scores: keep the "
                           "scores' dtype")
     checks.expect_shape(weights, (2, 3, 6, 6), "masked_softmax of (2, 3, 6, 6) scores with a (6, 6) mask")
+    # its attn_mask's True means attend, the opposite of ours
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask)
     known = stored_symptoms({"scores": halved.numpy(), "mask": mask.numpy()}, 0)  # the kernel got a copy
     # the weights first: a wrong value's kind shows on them, and a product with v hides it
@@ -247,6 +248,34 @@ def test_matches_scaled_dot_product_attention(impl):
     got = impl.masked_softmax(scores, torch.zeros(6, 6, dtype=torch.bool))
     checks.expect_close(got, torch.softmax(scores, dim=-1),
                         "masked_softmax with nothing blocked compared with torch.softmax")
+    _check_more_queries_than_keys(impl, r)
+
+
+def _check_more_queries_than_keys(impl, r):
+    """Scores of 7 queries over 5 keys (queries over a shorter memory, as in cross-attention) with a (7, 5)
+    mask: code that cuts the mask as the chapter cuts its buffer, to [:T_k, :T_k] (or [:T, :T] with T the
+    keys' count), drops the last queries' rows and raises; it is named where it is right, on as many
+    queries as keys."""
+    scores = torch.tensor(r.normal(size=(2, 7, 5)), dtype=torch.float32)
+    mask = torch.tensor(_random_mask(r, (7, 5)))
+    what = "(2, 7, 5) scores (7 queries over 5 keys) with a (7, 5) mask"
+    right = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    try:
+        weights = impl.masked_softmax(scores.clone(), mask.clone())
+    except RemoteError as error:
+        try:
+            square = impl.masked_softmax(scores[:, :5].clone(), mask[:5].clone())
+            fits = np.allclose(checks.to_array(square, "masked_softmax"), right[:, :5].numpy(), atol=1e-5)
+        except Exception:  # noqa: BLE001 - only asks whether as many queries as keys work
+            fits = False
+        if fits:
+            raise CaseFailure(f"masked_softmax raised {error.type_name} on {what}, and is right on 5 queries over "
+                              "the same 5 keys: is the mask cut to the keys' count on both axes (as the chapter "
+                              "cuts its (context_length, context_length) buffer)? Rows are queries, columns "
+                              "keys, and they need not be as many") from None
+        raise
+    checks.expect_close(weights, right, f"masked_softmax of {what}",
+                        symptoms=stored_symptoms({"scores": scores.numpy(), "mask": mask.numpy()}, 0))
 
 
 @case(STEP, "property")
