@@ -81,3 +81,30 @@ def test_infinities_are_compared_without_a_warning_on_the_graders_stderr():
         warnings.simplefilter("error")
         message = checks.describe_difference(np.array([np.inf, 1.0, 2.0]), np.array([-np.inf, 1.0, 2.0]), "x")
     assert "off by up to inf, most at index (0,)" in message
+
+
+SHAPES = {
+    "first axis missing": ((6, 4), (2, 6, 4), "its first axis is missing"),
+    "last axis missing": ((2, 6), (2, 6, 4), "its last axis is missing"),
+    "an extra axis of size 1": ((2, 1, 6, 4), (2, 6, 4), "an extra axis of size 1"),
+    "an axis of size 1 missing": ((2, 4), (2, 1, 4), "an axis of size 1 is missing"),
+    "last two swapped": ((2, 4, 6), (2, 6, 4), "its last two axes are swapped"),
+    "other order": ((6, 2, 4), (2, 6, 4), "the right sizes in another order"),
+    "other layout": ((4, 12), (2, 6, 4), "the right number of entries in another shape"),
+}
+
+
+@pytest.mark.parametrize("kind", SHAPES)
+def test_each_relation_of_a_wrong_shape_to_the_right_one_is_named(kind):
+    got, want, phrase = SHAPES[kind]
+    with pytest.raises(CaseFailure) as failure:
+        checks.expect_shape(np.zeros(got), want, "the output")
+    assert str(failure.value).startswith(f"the output has shape {checks.fmt_shape(got)}, expected")
+    assert phrase in str(failure.value)
+    assert [k for k, (g, w, p) in SHAPES.items() if p in (checks.shape_relation(got, want) or "")] == [kind]
+
+
+def test_a_wrong_shape_unrelated_to_the_right_one_says_only_the_shapes():
+    with pytest.raises(CaseFailure) as failure:
+        checks.expect_shape(np.zeros((3, 5)), (2, 6, 4), "the output")
+    assert str(failure.value) == "the output has shape (3, 5), expected (2, 6, 4)"

@@ -49,7 +49,32 @@ def to_float(value, what):
 
 def expect_shape(actual, shape, what):
     if tuple(actual.shape) != tuple(shape):
-        raise CaseFailure(f"{what} has shape {fmt_shape(actual.shape)}, expected {fmt_shape(shape)}")
+        relation = shape_relation(tuple(actual.shape), tuple(shape))
+        raise CaseFailure(f"{what} has shape {fmt_shape(actual.shape)}, expected {fmt_shape(shape)}"
+                          + (f": {relation}" if relation else ""))
+
+
+def shape_relation(got, want):
+    """What a wrong shape has in common with the right one, as the shape-level rung of every ladder
+    (`differences` is the value-level one): an axis missing or added, axes in another order, or the
+    right number of entries laid out otherwise; None where none of these holds."""
+    if not got or not want:
+        return None
+    if got == want[1:]:
+        return "its first axis is missing (one item or row taken, as [0] does, or the axis squeezed or summed away?)"
+    if got == want[:-1]:
+        return "its last axis is missing (summed, averaged or indexed away?)"
+    if len(got) == len(want) + 1 and 1 in got and any(got[:i] + got[i + 1:] == want for i in range(len(got)) if got[i] == 1):
+        return "it has an extra axis of size 1 (an unsqueeze, [None] or keepdims too many?)"
+    if len(want) == len(got) + 1 and any(want[:i] + want[i + 1:] == got for i in range(len(want)) if want[i] == 1):
+        return "an axis of size 1 is missing (squeezed away, or keepdims left out?)"
+    if len(got) == len(want) >= 2 and got[:-2] == want[:-2] and got[-2:] == want[:-3:-1]:
+        return "its last two axes are swapped (a transpose too many or too few?)"
+    if len(got) == len(want) and sorted(got) == sorted(want):
+        return "its axes are the right sizes in another order (a transpose or permute of the wrong axes?)"
+    if int(np.prod(got)) == int(np.prod(want)):
+        return "it has the right number of entries in another shape (a reshape or view into the wrong layout?)"
+    return None
 
 
 def expect_finite(actual, what, hint=""):
