@@ -132,9 +132,6 @@ def _mistakes(x, axis):
               ] * (np.ndim(x) > 1),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
             (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first"),
-            (lambda: np.log(_exp_normalise(x - x.max(axis=axis, keepdims=True), axis)),
-             "returns the log of the softmax (log-softmax): the weights are the normalised exponentials "
-             "themselves"),
             (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
              "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
              "entry the most"),

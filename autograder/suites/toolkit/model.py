@@ -60,13 +60,15 @@ EPSILONS = (1e-1, 1e-2, 1e-3, 1e-4)
 ONE_MATRIX_SUMS = ("the row sums are indexed for one matrix ([:, None]), which on a batch puts the new axis second, "
                    "not last: with as many queries as keys each row is divided by another row's sum, and other "
                    "shapes do not fit; keepdims=True (or [..., None]) keeps it last")
+LOG_SOFTMAX = "returns the log of the softmax (log-softmax): the weights are the normalised exponentials themselves"
 NOT_A_SOFTMAX = ("the softmax exponentiates every score and divides by its row's sum of exponentials, so the "
                  "weights are positive, sum to 1 and keep the scores' order")
 
 
 def hand_written_softmax_mistakes(s, axis=-1):
-    """(candidate, symptom) of a hand-written softmax's slips in the formula, on scores s: exp in base 2,
-    and an epsilon added to the normaliser (to the sum, or to every exponential inside it)."""
+    """(candidate, symptom) of a hand-written softmax's slips in the formula, on scores s: exp in base 2, the
+    log-softmax, other normalisations, and an epsilon added to the normaliser (to the sum, or to every exponential
+    inside it)."""
     @functools.cache  # the eight epsilon candidates share one array of exponentials
     def shifted(base_two=False):
         with np.errstate(invalid="ignore", over="ignore"):
@@ -79,6 +81,7 @@ def hand_written_softmax_mistakes(s, axis=-1):
 
     found = [
         (base_two, BASE_TWO),
+        (lambda: np.log(shifted() / shifted().sum(axis=axis, keepdims=True)), LOG_SOFTMAX),
         (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
         (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
          f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
