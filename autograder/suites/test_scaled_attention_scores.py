@@ -114,7 +114,8 @@ def confirmed(impl, ladder):
     r = rng(1209)
     Q, K = r.normal(size=(3, 7)), r.normal(size=(5, 7))
     return cases.confirmed(ladder, lambda: impl.scaled_attention_scores(Q.copy(), K.copy()),
-                           lambda: [*mistakes(Q, K), (Q @ K.T / np.sqrt(7), FIXED_AXIS)], only=lambda symptom: "d_k" in symptom)
+                           lambda: [*mistakes(Q, K), (Q @ K.T / np.sqrt(K.shape[-1]), FIXED_AXIS)],
+                           only=lambda symptom: "d_k" in symptom)
 
 
 def _check_stored_records(impl, batched):
