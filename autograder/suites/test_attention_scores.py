@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import batches, checks
 from autograder.suites.toolkit.cases import (
     check_stored,
     explain_batch_error,
@@ -83,7 +83,8 @@ def stored_symptoms(record, k):
              "applies the softmax: this step returns the raw scores, and attention_weights normalises them"),
             (lambda: _unit(X) @ np.swapaxes(_unit(X), -1, -2),
              "divides by the tokens' lengths: these are cosine similarities; the scores are the plain dot "
-             "products X Xᵀ")]
+             "products X Xᵀ"),
+            *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result")]  # np.dot(X, Xᵀ), np.inner(X, X)
 
 
 @case(STEP, "stored", weight=3)

@@ -4,11 +4,12 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "context_vectors"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         confirmed=lambda impl, ladder: _confirmed(impl, ladder),
                          probe=lambda impl: _call(impl, _weights(rng(705), (5, 5)), rng(706).normal(size=(5, 3)),
                                                   "5 tokens of width 3"))
 
@@ -70,14 +71,30 @@ def _square_only(w, v):
                       "hold one row per key, so the sum over the keys meets the weights' columns")]
 
 
+COLUMN_SUMS = ("gives key j's value row scaled by its column sum of weights: the sum runs over the keys for each "
+               "query, so row i of the context mixes all value rows by row i of the weights")
+KEYS_CUT = ("sums over the first n_q keys only, as a loop over the keys bounded by len(weights), the number of "
+            "queries, does: the sum runs over every key, one per column of the weights")
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     w, v = record["weights"], record["values"]
+    n_q = np.shape(w)[-2]
     return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
-            (lambda: w.sum(axis=-2)[..., :, None] * v,
-             "gives key j's value row scaled by its column sum of weights: the sum runs over the keys for "
-             "each query, so row i of the context mixes all value rows by row i of the weights")]
+            *[(lambda: w[..., :n_q] @ v[..., :n_q, :], KEYS_CUT)] * (n_q < np.shape(w)[-1]),
+            (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS)]
+
+
+def _confirmed(impl, ladder):
+    """`ladder` with the keys cut at n_q and the column sums confirmed on 3 queries over 7 keys: on a single
+    query (the notes' examples) both give key 0's value row times its weight."""
+    r = rng(707)
+    w, v = _weights(r, (3, 7)), r.normal(size=(7, 2))
+    return cases.confirmed(ladder, lambda: impl.context_vectors(w.copy(), v.copy()),
+                           lambda: stored_symptoms(dict(weights=w, values=v), 0),
+                           only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS))
 
 
 @case(STEP, "stored", weight=3)

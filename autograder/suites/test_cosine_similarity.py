@@ -4,11 +4,12 @@ import numpy as np
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng, rounded
 
 STEP = "cosine_similarity"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         confirmed=lambda impl, ladder: _confirmed(impl, ladder),
                          probe=lambda impl: _named_call(impl, *rng(204).normal(size=(2, 5)), "two random 5-d vectors"))
 
 
@@ -60,10 +61,22 @@ def stored_symptoms(record, k):
               for divisor, name in _wrong_divisors(a, b)],
             (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
              "divides by the squared lengths; take their square roots"),
-            (lambda: _cosine(a - np.mean(a), b - np.mean(b)),
-             "subtracts each vector's mean first: that is Pearson's correlation, not the cosine, which "
-             "compares the vectors as they are (their directions from the origin)"),
+            (lambda: _cosine(a - np.mean(a), b - np.mean(b)), PEARSON),
             *rounded(cosine)]
+
+
+PEARSON = ("subtracts each vector's mean first: that is Pearson's correlation, not the cosine, which compares the "
+           "vectors as they are (their directions from the origin)")
+
+
+def _confirmed(impl, ladder):
+    """`ladder` with Pearson's correlation and a rounded cosine confirmed where no whole number is either: on
+    2-d vectors the correlation is always ±1, and a rounded cosine near ±1 or 0 is a whole number too, as
+    every cosine divided with // (floor division) is."""
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([3.0, 1.0, 2.0])  # cosine 11/14, correlation -1/2
+    return cases.confirmed(ladder, lambda: impl.cosine_similarity(a.copy(), b.copy()),
+                           lambda: stored_symptoms(dict(a=a, b=b), 0),
+                           only=lambda symptom: symptom == PEARSON or symptom.startswith("the result is rounded"))
 
 
 def _cosine(a, b):
@@ -74,7 +87,8 @@ def _cosine(a, b):
 def test_stored_outputs(impl):
     """matches the reference on random vectors, float32, and vectors of very different lengths"""
 
-    check_stored(impl, STEP, apply, "cosine_similarity(a, b)", symptoms=stored_symptoms)
+    check_stored(impl, STEP, apply, "cosine_similarity(a, b)",
+                 symptoms=lambda record, k: _confirmed(impl, stored_symptoms(record, k)))
 
 
 def _named_call(impl, a, b, what):
@@ -83,7 +97,7 @@ def _named_call(impl, a, b, what):
     rounding put just above 1 is nan too, like the square root of a negative sum."""
     value = checks.to_float(impl.cosine_similarity(a, b), what)
     right = _cosine(a, b)
-    symptom = checks.named_mistake(np.asarray(value), stored_symptoms({"a": a, "b": b}, 0))
+    symptom = checks.named_mistake(np.asarray(value), _confirmed(impl, stored_symptoms({"a": a, "b": b}, 0)))
     if symptom is not None and np.isfinite(value) and not abs(value - right) <= 1e-9:
         raise CaseFailure(f"{what}: {symptom}")
     return value

@@ -69,8 +69,14 @@ def diagnose(unscaled, scaled, d_k, rel):
     if _near(unscaled, 1, rel) and _near(scaled, 1 / d_k, rel) and d_k > 1:
         return ("var_unscaled is near 1, not d_k: sum the d_k products of each pair q, k into one dot "
                 "product before taking the variance")
-    # near 0 but not 0: a variance of a single number (every sample summed into one) is exactly 0
-    if 0 < abs(unscaled) < 0.1 and 0 < abs(scaled) < 0.1:
+    # exactly 0: the variance of a single number, every sample's products summed into one (for d_k = 1 a
+    # squeeze that drops the features' axis does that with axis=-1 too: its own message, in test_width_one)
+    if unscaled == 0 and scaled == 0 and d_k > 1:
+        return ("both variances are exactly 0, the variance of a single number: the products of every sample "
+                "were summed into one (np.sum with no axis); sum each pair's d_k products only, one dot product "
+                "per sample (the last axis)")
+    # below 0.1, but not the 7/144 of uniform entries of width 1 (the means of the dot products are ~0.005)
+    if 0 < abs(unscaled) < 0.1 and 0 < abs(scaled) < 0.1 and not _near(unscaled, 7 / 144 * d_k, rel):
         return ("both values are near 0, as the mean of the dot products is: return their variance (np.var), "
                 "about d_k before scaling")
     if _near(unscaled, 2 * d_k, rel) and _near(scaled, 2, rel):
@@ -178,6 +184,9 @@ def test_same_dot_products_scaled(impl):
                 raise CaseFailure(f"{call}: var_scaled = var_unscaled / sqrt(d_k), the variance itself was "
                                   "divided by sqrt(d_k); divide the dot products by it, which divides their "
                                   "variance by d_k")
+            means = diagnose(unscaled, scaled, d_k, 0.1) if abs(unscaled) < 0.1 else None  # means differ so too
+            if means is not None:
+                raise CaseFailure(f"{call}: {means}")
             raise CaseFailure(f"{call}: the two values differ by a factor sqrt(d_k), as standard deviations "
                               "do; return variances (np.var)")
         raise CaseFailure(f"{call}: var_scaled is not var_unscaled / d_k; take both variances from the same "
@@ -194,6 +203,9 @@ def test_seed_controls_the_samples(impl):
         raise CaseFailure("two calls with seed=5 gave different results: make the generator from `seed` "
                           "(np.random.default_rng(seed)) inside the function")
     if first[:2] == other[:2]:
+        symptom = diagnose(*first[:2], 8, 0.1)  # a constant result may have another cause than the seed
+        if symptom is not None:
+            raise CaseFailure(f"seed=5 and seed=6 gave identical results, and {first[2]}: {symptom}")
         raise CaseFailure("seed=5 and seed=6 gave identical results: the function ignores `seed`")
 
 

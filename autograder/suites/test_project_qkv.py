@@ -112,6 +112,19 @@ def _named_on_squares(impl):
                                                   "X is used as it is")])
 
 
+ALL_AXES_REVERSED = ("a product transposed back with .T, right on one matrix, but on a batch .T reverses every axis, "
+                     "so the batch axes end up last; tokens are the rows of X on any number of batch axes, and a "
+                     "product with X first needs no transpose")
+
+
+def _all_axes_reversed(value, right):
+    """Whether `value` is `right` (..., n, d_out) with its batch axes reversed and moved after the last two, as
+    (W.T @ np.swapaxes(X, -1, -2)).T makes it: each item's product transposed, then .T of the whole batch."""
+    order = (right.ndim - 2, right.ndim - 1, *range(right.ndim - 3, -1, -1))
+    return value.shape == tuple(right.shape[i] for i in order) and np.allclose(value, np.transpose(right, order),
+                                                                             atol=1e-5, rtol=1e-4)
+
+
 def _checked_call(impl, record):
     """project_qkv on `record`, with known mistakes that break shapes named before comparing."""
     X, Ws = record["X"], [record[w] for w in WEIGHTS]
@@ -146,6 +159,8 @@ def _checked_call(impl, record):
         if got != want and got == X.shape and np.array_equal(checks.to_array(value, ROLES[k]), X):
             raise CaseFailure(f"{ROLES[k]} is X itself, not projected: {ROLES[k]} = X @ {WEIGHTS[k]}, as the other "
                               f"two are projected by theirs ({label})")
+        if got != want and X.ndim > 2 and _all_axes_reversed(checks.to_array(value, ROLES[k]), X @ W):
+            raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: {ALL_AXES_REVERSED} ({label})")
         if got != want and got == transposed:
             raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: one column per token, that "
                               f"is {ROLES[k]}ᵀ (W·x per token); tokens are rows, so "

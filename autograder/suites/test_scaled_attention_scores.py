@@ -7,7 +7,7 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
-from autograder.suites.toolkit.model import truncation_mistakes
+from autograder.suites.toolkit.model import FIXED_AXIS, truncation_mistakes, wrong_widths
 
 STEP = "scaled_attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
@@ -90,7 +90,7 @@ def _softmax(s):
 
 def mistakes(Q, K):
     """(candidate, symptom) pairs of the known mistakes, for inputs Q and K."""
-    d_k, n_q, n_k = K.shape[-1], Q.shape[-2], K.shape[-2]
+    d_k = K.shape[-1]
     raw = Q @ np.swapaxes(K, -1, -2)
     truncated = truncation_mistakes(raw / np.sqrt(d_k), np.trunc(Q) @ np.swapaxes(np.trunc(K), -1, -2) / np.sqrt(d_k),
                                     "Q and K", "scores", divides=True)
@@ -98,10 +98,7 @@ def mistakes(Q, K):
         (lambda: raw, "scores look unscaled: divide by sqrt(d_k)"),
         (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead"),
         (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),
-        (lambda: raw / np.sqrt(n_k), "divides by the square root of the number of keys; d_k is the width "
-                                      "of each key, K.shape[-1]"),
-        (lambda: raw / np.sqrt(n_q), "divides by the square root of the number of queries; d_k is the "
-                                      "width of each key, K.shape[-1]"),
+        *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),
         (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
@@ -113,10 +110,11 @@ def confirmed(impl, ladder):
     """`ladder`, each diagnosis of the scale (each names d_k) confirmed on queries and keys where no two
     divisors of the ladder coincide (d_k = 7, 3 queries, 5 keys): a scale that only happens to equal 1,
     sqrt(n_q) or sqrt(n_k) on small inputs (sqrt(d_k) // 1, sqrt(d_k + 1)) is no such mistake, and is left
-    to the last rung, a constant factor."""
+    to the last rung, a constant factor. d_k read from a fixed axis is confirmed where it is right, on one matrix."""
     r = rng(1209)
     Q, K = r.normal(size=(3, 7)), r.normal(size=(5, 7))
-    return cases.confirmed(ladder, lambda: impl.scaled_attention_scores(Q.copy(), K.copy()), lambda: mistakes(Q, K),
+    return cases.confirmed(ladder, lambda: impl.scaled_attention_scores(Q.copy(), K.copy()),
+                           lambda: [*mistakes(Q, K), (Q @ K.T / np.sqrt(K.shape[-1]), FIXED_AXIS)],
                            only=lambda symptom: "d_k" in symptom)
 
 

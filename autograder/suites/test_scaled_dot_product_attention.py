@@ -175,12 +175,7 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(raw, mask, -np.inf)), "scores look unscaled: divide by sqrt(d_k)"),
         (lambda: _softmax(fill(raw / d_k, mask, -np.inf)),
          "the scores are divided by d_k: divide by sqrt(d_k)"),
-        (lambda: _softmax(fill(raw / np.sqrt(K.shape[-2]), mask, -np.inf)),
-         "divides by the square root of the number of keys; d_k is the width of each key, K.shape[-1]"),
-        (lambda: _softmax(fill(raw / np.sqrt(Q.shape[-2]), mask, -np.inf)),
-         "divides by the square root of the number of queries; d_k is the width of each key, K.shape[-1]"),
-        (lambda: _softmax(fill(raw / np.sqrt(V.shape[-1]), mask, -np.inf)),
-         "divides by the square root of the values' width, V.shape[-1]; d_k is the width of each key, K.shape[-1]"),
+        *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in model.wrong_widths(Q, K, V)],
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
         # the queries' axis, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
@@ -233,11 +228,13 @@ def mistakes(Q, K, V, mask, k):
 
 def _confirmed(impl, ladder, also=()):
     """`ladder`, its scale's diagnoses (each names d_k) and the symptoms `also` confirmed where no two divisors, or a
-    wrong axis and one sum over the whole array (equal over a single key), coincide (cases.confirmed)."""
+    wrong axis and one sum over the whole array (equal over a single key), coincide (cases.confirmed); d_k read
+    from a fixed axis is confirmed where it is right, on one matrix."""
     r = rng(1312)
     Q, K, V = r.normal(size=(3, 7)), r.normal(size=(5, 7)), r.normal(size=(5, 2))
     return cases.confirmed(ladder, lambda: impl.scaled_dot_product_attention(Q, K, V, None)[1],
-                           lambda: mistakes(Q, K, V, None, 1), only=lambda symptom: "d_k" in symptom or symptom in also)
+                           lambda: [*mistakes(Q, K, V, None, 1), (_model(dict(Q=Q, K=K, V=V))[1], model.FIXED_AXIS)],
+                           only=lambda symptom: "d_k" in symptom or symptom in also)
 
 
 def stored_symptoms(record, k):
@@ -389,7 +386,7 @@ def test_batch_items_independent(impl):
     Q, K, V = r.normal(size=(3, 4, 5)), r.normal(size=(3, 6, 5)), r.normal(size=(3, 6, 2))
     mask = mixed_mask(r, 4, 6)
     context, weights = _call(impl, Q, K, V, mask, "a batch of 3")
-    ladder = mistakes(Q, K, V, mask, 0)
+    ladder = _confirmed(impl, mistakes(Q, K, V, mask, 0))
     if context.shape != (3, 4, 2):  # a mistake that changes the shape (np.dot on a batch) is named, else the shape
         checks.expect_close(context, _model(dict(Q=Q, K=K, V=V, mask=mask))[0],
                             "the context of a (3, 4, 5) batch over 6 keys with d_v 2", symptoms=ladder)

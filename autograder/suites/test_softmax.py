@@ -52,6 +52,23 @@ def apply(impl, record):
     return _call(impl, record["x"], int(record["axis"]), record["label"])
 
 
+NEW_LAST_AXIS = ("the maximum or the sum along `axis` is given a new LAST axis ([..., None], np.expand_dims(s, -1)), "
+                 "which puts it back in line only when `axis` is the last: along another axis it must come back "
+                 "where the summed axis was, as keepdims=True keeps it")
+
+
+def _new_last_axis_mistakes(x, axis):
+    """(candidate, NEW_LAST_AXIS) of a softmax along `axis` whose maximum, sum or both get a new last axis
+    ([..., None]) where keepdims=True is meant: right along the last axis only; on a square matrix along axis 0
+    row i meets column i's maximum or sum, and other shapes raise."""
+    def new_last(which):
+        back = {True: lambda v: v[..., None], False: lambda v: np.expand_dims(v, axis)}
+        e = np.exp(x - back[which != "sum"](x.max(axis=axis)))
+        return e / back[which != "max"](e.sum(axis=axis))
+
+    return [(lambda which=which: new_last(which), NEW_LAST_AXIS) for which in ("sum", "max", "both")]
+
+
 def _call(impl, x, axis, label):
     """softmax(x, axis=axis), or softmax(x) for axis None; a mistake that raises on x but runs on a
     square matrix is named by what it gives there."""
@@ -61,6 +78,15 @@ def _call(impl, x, axis, label):
         if np.ndim(x) < 2:
             raise
         square = rng(406).normal(size=(4, 4))
+        if axis is not None and axis % np.ndim(x) != np.ndim(x) - 1:  # sums given a new last axis fit the last only
+            try:
+                out = checks.to_array(impl.softmax(square, axis=0), "softmax")
+            except (RemoteError, CaseFailure):
+                raise error from None
+            if checks.named_mistake(out, _new_last_axis_mistakes(square, 0)) is not None:
+                raise CaseFailure(f"softmax(x, axis={axis}) raised {error.type_name} on {label}, but runs on a "
+                                  f"square matrix along axis 0, where what it gives shows that {NEW_LAST_AXIS}"
+                                  ) from None
         try:
             out = checks.to_array(impl.softmax(square, axis=-1), "softmax")
         except (RemoteError, CaseFailure):
@@ -106,9 +132,6 @@ def _mistakes(x, axis):
               ] * (np.ndim(x) > 1),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
             (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first"),
-            (lambda: np.log(_exp_normalise(x - x.max(axis=axis, keepdims=True), axis)),
-             "returns the log of the softmax (log-softmax): the weights are the normalised exponentials "
-             "themselves"),
             (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
              "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
              "entry the most"),
@@ -122,6 +145,7 @@ def _mistakes(x, axis):
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),
             *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis),
             *batches.reshaped_sums_mistakes(np.asarray(x, dtype=float), axis),
+            *_new_last_axis_mistakes(np.asarray(x, dtype=float), axis),
             # np.asarray(x, dtype=int): the softmax of the truncated inputs, or the weights cut (all but the ones 0)
             *truncation_mistakes(_shifted_then_normalised(np.asarray(x, dtype=float), axis, axis),
                                  _shifted_then_normalised(np.trunc(np.asarray(x, dtype=float)), axis, axis),

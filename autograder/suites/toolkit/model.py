@@ -60,13 +60,15 @@ EPSILONS = (1e-1, 1e-2, 1e-3, 1e-4)
 ONE_MATRIX_SUMS = ("the row sums are indexed for one matrix ([:, None]), which on a batch puts the new axis second, "
                    "not last: with as many queries as keys each row is divided by another row's sum, and other "
                    "shapes do not fit; keepdims=True (or [..., None]) keeps it last")
+LOG_SOFTMAX = "returns the log of the softmax (log-softmax): the weights are the normalised exponentials themselves"
 NOT_A_SOFTMAX = ("the softmax exponentiates every score and divides by its row's sum of exponentials, so the "
                  "weights are positive, sum to 1 and keep the scores' order")
 
 
 def hand_written_softmax_mistakes(s, axis=-1):
-    """(candidate, symptom) of a hand-written softmax's slips in the formula, on scores s: exp in base 2,
-    and an epsilon added to the normaliser (to the sum, or to every exponential inside it)."""
+    """(candidate, symptom) of a hand-written softmax's slips in the formula, on scores s: exp in base 2, the
+    log-softmax, other normalisations, and an epsilon added to the normaliser (to the sum, or to every exponential
+    inside it)."""
     @functools.cache  # the eight epsilon candidates share one array of exponentials
     def shifted(base_two=False):
         with np.errstate(invalid="ignore", over="ignore"):
@@ -79,6 +81,7 @@ def hand_written_softmax_mistakes(s, axis=-1):
 
     found = [
         (base_two, BASE_TWO),
+        (lambda: np.log(shifted() / shifted().sum(axis=axis, keepdims=True)), LOG_SOFTMAX),
         (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
         (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
          f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
@@ -306,6 +309,25 @@ SCALE_MISTAKES = [
                                  "(** binds first, and / runs left to right); the divisor is sqrt(d_k)"),
     MULTIPLIED_BY_SQRT,
 ]
+
+
+# Q Kᵀ divided by the square root of another width than d_k (scaled_attention_scores, scaled_dot_product_attention).
+# Each symptom names d_k: a suite confirms those on one matrix, where no two widths coincide.
+FIXED_AXIS = ("reads d_k from a fixed axis (shape[1]), not the last: on one matrix axis 1 is d_k, but on a batch it "
+              "is the number of queries or keys, or a batch axis; d_k is the width of each key, K.shape[-1], "
+              "the last axis on any number of batch axes")
+
+
+def wrong_widths(Q, K, V=None):
+    """(width, symptom) of the widths a scale by sqrt(width) takes for d_k, K's last axis: a batch's axis 1 (code
+    that reads d_k as shape[1], right on one matrix: first, since it can equal the number of keys or queries,
+    so a suite confirms FIXED_AXIS where the code is right on one matrix), the numbers of keys and of queries,
+    and the values' width."""
+    why = "; d_k is the width of each key, K.shape[-1]"
+    return [*[(a.shape[1], FIXED_AXIS) for a in (K, Q) if np.ndim(a) > 2 and a.shape[1] not in (1, K.shape[-1])],
+            (K.shape[-2], f"divides by the square root of the number of keys{why}"),
+            (Q.shape[-2], f"divides by the square root of the number of queries{why}"),
+            *([] if V is None else [(V.shape[-1], f"divides by the square root of the values' width, V.shape[-1]{why}")])]
 
 
 # weightsᵀ @ values: SelfAttention's ladder, and every layer built like it.
