@@ -105,7 +105,7 @@ def _call(impl, Q, K, V, mask, label):
         if mask is not None and "truth value of an array" in str(error):
             raise CaseFailure(f"{detail}: does it ask for the truth of `mask` (if mask:)? An array of several "
                               "values has none; test `mask is not None`") from None
-        if Q.ndim > 2 and model.sums_indexed_for_one_matrix(lambda *qkv: impl.scaled_dot_product_attention(*qkv)):
+        if Q.ndim > 2 and batches.sums_indexed_for_one_matrix(lambda *qkv: impl.scaled_dot_product_attention(*qkv)):
             raise CaseFailure(f"{detail}: {model.ONE_MATRIX_SUMS}") from None
         if _square_weights_named(impl, None, lambda s, V: model.without_keepdims_mistakes(s)):
             raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None

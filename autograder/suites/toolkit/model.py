@@ -101,20 +101,6 @@ def hand_written_softmax_mistakes(s, axis=-1):
     return found
 
 
-def sums_indexed_for_one_matrix(attend):
-    """Whether `attend(Q, K, V)` runs on 3 queries over 5 keys and on a (2, 4, 4) batch but raises on a
-    (2, 3, 5) one, as a softmax whose row sums are indexed [:, None] does (ONE_MATRIX_SUMS); K.T fails on
-    either batch, and a product in the wrong order on the single matrix."""
-    r = rng(1313)
-    def runs(lead, n_q, n_k):
-        try:
-            attend(r.normal(size=(*lead, n_q, 3)), r.normal(size=(*lead, n_k, 3)), r.normal(size=(*lead, n_k, 2)))
-        except Exception:  # noqa: BLE001 - only asks which shapes go through
-            return False
-        return True
-    return runs((), 3, 5) and runs((2,), 4, 4) and not runs((2,), 3, 5)
-
-
 def nan_in_every_mixed_row(attend, Q, K, V, full_mask, nan_rows):
     """Whether the weights of `attend(Q, K, V, mask)` (context, weights) are nan in every row with both open and
     blocked keys of `full_mask`, as mask * -inf makes them (0 * -inf = nan); an inverted mask leaves those rows
