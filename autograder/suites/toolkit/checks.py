@@ -23,6 +23,11 @@ def returned_none(what):
     return CaseFailure(f"{what} is None: the code returned nothing (is a `return` missing?)")
 
 
+# A tuple of tensors where one is expected: most often a layer that returns its weights too.
+SEVERAL_RESULTS = ("does the code return more than its one result (the attention weights beside the context, "
+                   "say)? Return that result alone")
+
+
 def to_array(value, what):
     """The student's value as a float64 ndarray, or a CaseFailure saying why it is not one."""
     if value is None:
@@ -32,7 +37,7 @@ def to_array(value, what):
     if isinstance(value, (tuple, list)) and value and any(
         torch.is_tensor(v) for v in value
     ):
-        raise CaseFailure(f"{what} is a {type(value).__name__} of tensors, expected one array")
+        raise CaseFailure(f"{what} is a {type(value).__name__} of tensors, expected one array: {SEVERAL_RESULTS}")
     try:
         array = asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -179,7 +184,9 @@ def expect_tensor(value, what):
     if value is None:
         raise returned_none(what)
     if not torch.is_tensor(value):
-        raise CaseFailure(f"{what} is a {type(value).__name__}, expected a torch.Tensor")
+        several = isinstance(value, (tuple, list)) and any(torch.is_tensor(v) for v in value)
+        raise CaseFailure(f"{what} is a {type(value).__name__}, expected a torch.Tensor"
+                          + (f": {SEVERAL_RESULTS}" if several else ""))
 
 
 def expect_inputs_unchanged(impl, name, args, labels, hints=None, more=()):
