@@ -173,7 +173,7 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     code that can see the reference could write it there, and the report is the student's."""
     text = str(error).strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
-    name = getattr(error, "type_name", type(error).__name__)
+    name = error_name(error)
     # The error's words pick one of these fixed texts even where they are not shown: a kernel
     # that forged them could only choose which fixed text its own step gets. They come before the
     # signature's TypeError: torch's own functions word a wrong call of theirs with "argument" too,
@@ -198,6 +198,11 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
 
 # Exceptions whose own words name their cause, whatever the step: (how NumPy, torch or Python
 # word it, the cause the student reads).
+def error_name(error: BaseException) -> str:
+    """The exception's type name: a RemoteError's is the type the submission raised."""
+    return getattr(error, "type_name", type(error).__name__)
+
+
 def error_cause(said: str) -> str | None:
     """The cause ERROR_CAUSES gives for an exception worded `said`, or None: its own words name it."""
     return next((cause for phrases, cause in ERROR_CAUSES if any(phrase in said for phrase in phrases)), None)

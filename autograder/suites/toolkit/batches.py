@@ -5,6 +5,7 @@ where the code raises: inputs on which the same code runs, and shows the mistake
 import numpy as np
 
 from autograder.errors import CaseFailure
+from autograder.harness import error_name
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import softmax
@@ -15,10 +16,6 @@ NP_DOT = ("np.dot (like np.inner) is no batched product: on a batch it keeps the
 RESHAPED_SUMS = ("the sums are reshaped to a column (.reshape(-1, 1)), which fits one matrix only: that merges all "
                  "other axes into one, so a vector gains an axis and a batch's sums miss their rows; keepdims=True "
                  "keeps the summed axis in its place, so the sums broadcast on any shape")
-
-
-def _error_name(error):
-    return getattr(error, "type_name", type(error).__name__)
 
 
 def np_dot_mistakes(a, b, what):
@@ -43,7 +40,7 @@ def explain_np_dot(name, error, label, one_item, right, what):
     for extra in (1, 2):  # one np.dot, or two (the scores' and the context's)
         if out.shape == (*right.shape[:-1], *(1,) * extra, right.shape[-1]) and np.allclose(
                 out.reshape(right.shape), right, atol=1e-5, rtol=1e-4):
-            raise CaseFailure(f"{name} raised {_error_name(error)} on {label}; on a batch of one item, {what} has "
+            raise CaseFailure(f"{name} raised {error_name(error)} on {label}; on a batch of one item, {what} has "
                               f"shape {checks.fmt_shape(out.shape)}, an axis of size 1 too many, as np.dot gives it: {NP_DOT}") from None
 
 
@@ -67,7 +64,7 @@ def explain_sums_reshaped(name, error, label, run, ladder, where):
     except Exception:  # noqa: BLE001 - only asks what these inputs give
         return
     if checks.named_mistake(out, ladder()) is not None:
-        raise CaseFailure(f"{name} raised {_error_name(error)} on {label}, but runs on {where}, where what it "
+        raise CaseFailure(f"{name} raised {error_name(error)} on {label}, but runs on {where}, where what it "
                           f"gives shows that {RESHAPED_SUMS}") from None
 
 

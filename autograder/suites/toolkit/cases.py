@@ -8,7 +8,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures import notes, stored
-from autograder.harness import case_family
+from autograder.harness import case_family, error_name
 from autograder.suites.toolkit import checks
 
 
@@ -225,7 +225,7 @@ def explain_batch_error(what, error, label, first_item):
         first_item()
     except Exception:  # noqa: BLE001 - only asks whether one item goes through
         return
-    name = getattr(error, "type_name", type(error).__name__)
+    name = error_name(error)
     raise CaseFailure(f"{what} works on one item of the batch but raised {name} on {label}: code written for one "
                       "matrix (.T, which reverses every axis of a batch; an einsum, np.dot or loop for 2-d input) "
                       "does not fit a batch; leave the leading axes alone and work on the last two (@ broadcasts "

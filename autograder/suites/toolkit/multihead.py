@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import error_name
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit.model import (
     BIASES_LEFT_OUT_MISTAKE,
@@ -175,7 +176,7 @@ def check_rejects_indivisible(make, cases):
         except (AssertionError, ValueError):
             continue
         except Exception as error:  # noqa: BLE001
-            name = getattr(error, "type_name", type(error).__name__)
+            name = error_name(error)
             raise CaseFailure(f"{what} raised {name}; raise AssertionError or ValueError "
                               "(e.g. assert d_out % num_heads == 0, \"...\")") from None
         raise CaseFailure(f"{what} did not raise: check in __init__ that d_out is divisible by num_heads "
