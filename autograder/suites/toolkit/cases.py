@@ -190,13 +190,15 @@ def confirmed(ladder, output_on_probe, ladder_on_probe, only=None):
             for candidate, symptom in ladder]
 
 
-def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None, where=None):
+def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None, where=None, finite_hint=None):
     """Every stored record of `step` (or those for which `where(record)` holds): apply(impl,
     record) must match its stored outputs.
 
     `symptoms(record, k)` may return [(candidate, message)] for output k: known mistakes to
     name when the output matches one of them. `where` lets a suite grade one kind of input (one
     sequence, a batch) in a case of its own, so a slip on one kind keeps the other's points.
+    `finite_hint(record)` may name why an output holds nan or inf on that record's inputs ("" if
+    nothing about them explains it), so the hint shows only where its cause can be the reason.
     """
     for record in stored.load(step):
         if where is not None and not where(record):
@@ -215,7 +217,8 @@ def check_stored(impl, step, apply, what, *, atol=1e-5, rtol=1e-4, symptoms=None
         for k, (actual, want) in enumerate(zip(outputs, expected)):
             label = f"{what}{'' if len(expected) == 1 else f' (item {k} of the tuple)'} on {record['label']}"
             checks.expect_close(actual, want, label, atol=tol, rtol=rtol,
-                                symptoms=(lambda record=record, k=k: symptoms(record, k)) if symptoms else ())
+                                symptoms=(lambda record=record, k=k: symptoms(record, k)) if symptoms else (),
+                                finite_hint=finite_hint(record) if finite_hint else "")
 
 
 def explain_batch_error(what, error, label, first_item):
