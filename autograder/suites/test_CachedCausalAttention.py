@@ -343,7 +343,7 @@ def test_last_token_through_cache_is_self_attention(impl):
         fits = list(dict.fromkeys(symptom for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1])
                                   if toolkit.close(last, candidate[:, -1:])))  # the last row alone may fit several
         if fits:
-            message += f" ({fits[0] if len(fits) == 1 else 'it fits more than one known mistake: ' + '; or '.join(fits)})"
+            message += f" ({checks.one_or_all(fits)})"
         raise CaseFailure(message)
 
 

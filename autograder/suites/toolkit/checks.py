@@ -122,6 +122,12 @@ def describe_difference(actual, expected, what, atol=1e-5, rtol=1e-4, relation=T
     return f"{what} is wrong and {UNNAMED}: it is off by up to {float(error.max()):.3g}{where}"
 
 
+def one_or_all(fits):
+    """The message of the known mistakes an output fits: the one, or all of them where several give that output
+    (the same nan, the same blocks skipped), so none is blamed alone."""
+    return fits[0] if len(fits) == 1 else "the output fits more than one known mistake: " + "; or ".join(fits)
+
+
 def named_mistake(actual, symptoms, atol=1e-5, rtol=1e-4):
     """The symptom of the first known mistake whose output `actual` matches, or None."""
     for candidate, symptom in symptoms:

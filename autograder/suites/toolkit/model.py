@@ -246,9 +246,11 @@ def symptoms(compute, mistakes):
     return [((lambda kw=kw: compute(**kw)), message) for kw, message in mistakes]
 
 
-def told_apart(symptoms):
+def told_apart(symptoms, same=None):
     """The symptoms, computed now; one whose output another's equals here (a lone new token that sees only itself:
-    the cache never read, or the earlier keys blocked; sqrt(T) where it equals head_dim) names them all, none alone."""
+    the cache never read, or the earlier keys blocked; sqrt(T) where it equals head_dim) names them all, none alone.
+    `same(a, b)` says when two outputs coincide: by default within the tolerance a student's output is named in."""
+    same = same or (lambda a, b: checks.named_mistake(a, [(b, "")]) is not None)
     computed = []
     for candidate, message in symptoms:
         try:
@@ -256,10 +258,8 @@ def told_apart(symptoms):
                 computed.append((np.asarray(candidate(), dtype=np.float64), message))
         except Exception:  # noqa: BLE001 - a model that cannot run on this input just does not apply
             continue
-    fits = [list(dict.fromkeys(other for same, other in computed if checks.named_mistake(value, [(same, other)])))
-            for value, _ in computed]
-    return [(value, message if len(fit) == 1 else "the outputs fit more than one known mistake: " + "; or ".join(fit))
-            for (value, message), fit in zip(computed, fits)]
+    fits = [list(dict.fromkeys(other for twin, other in computed if same(value, twin))) for value, _ in computed]
+    return [(value, checks.one_or_all(fit or [message])) for (value, message), fit in zip(computed, fits)]
 
 
 MASK_MISTAKES = [
