@@ -346,3 +346,19 @@ def _explain_length_from_x(impl, what, error, linears, x, longer_context):
     except (RemoteError, CaseFailure):
         raise CaseFailure(f"{what} raised {error.type_name}; right where x and the context have as many tokens "
                           f"(2 and 2), it raises where they differ (2 and 3): {LENGTH_FROM_X}") from None
+
+
+def explain_mask_sized_by_x(module, x, context, key_padding_mask, what, error):
+    """A forward that fails only with a mask, where x and the context differ in length: run again with x made
+    as long as the context (its tokens repeated), it runs if the mask is sized by x's length (viewed as
+    (batch, 1, 1, T_q), say), and the CaseFailure names the length taken from the wrong input."""
+    t_q, t_k = x.shape[1], context.shape[1]
+    if t_q == t_k:
+        return
+    try:
+        module(x[:, [i % t_q for i in range(t_k)]], context, key_padding_mask)
+    except RemoteError:
+        return
+    raise CaseFailure(f"{what} raised {error.type_name} only when given a key_padding_mask and only where x and "
+                      f"the context differ in length ({t_q} and {t_k}): {LENGTH_FROM_X}; the mask has "
+                      "one entry per context token, (batch, T_k)") from None
