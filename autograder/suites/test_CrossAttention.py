@@ -108,6 +108,7 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
             module(x, context)
         except RemoteError:
             raise error from None  # it fails without the mask too: not the mask's fault
+        multihead.explain_mask_sized_by_x(module, x, context, key_padding_mask, what, error)
         raise CaseFailure(f"{what} fails only when given a key_padding_mask (batch, T_k) ({error.type_name}); "
                           "the scores are (batch, num_heads, T_q, T_k): reshape the mask to (batch, 1, 1, "
                           "T_k) so it broadcasts over the heads and the queries") from None

@@ -97,6 +97,12 @@ def _mha(impl, d_in, d_out, context_length, num_heads, linears, dropout=0.0, bia
 # So do the values' axes in another order (a view without the transpose, say).
 AXES = {0: "batch", 1: "num_heads", 2: "T", 3: "head_dim"}
 AXES_MISTAKES = toolkit.keys_axes_mistakes(AXES) + toolkit.values_axes_mistakes(tuple(AXES.values()))
+# mask.unsqueeze(1), (T, 1, T): broadcast from the right, its T rows meet the heads' axis, which fits only where
+# num_heads == T, and there head h blocks the keys after h for every query.
+MASK_ON_HEADS = (dict(mask="heads"), "the causal mask is given an axis in the middle (mask.unsqueeze(1), (T, 1, T)): "
+                 "broadcasting lines shapes up from the last axis, so the mask's rows meet the heads' axis of the "
+                 "scores (batch, num_heads, T, T), not the queries'; a (T, T) mask already broadcasts over the "
+                 "batch and the heads")
 
 
 @toolkit.explains_forward(STEP)
@@ -108,7 +114,7 @@ def _explain_forward(impl, what, error):
     linears = _random_layers(r, 3, 4, False)
     x = r.normal(size=(2, 2, 3))
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 2, linears, explained=False)(toolkit.tensor(x)),
-                             lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES,
+                             lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES + [MASK_ON_HEADS],
                              "batch, T, num_heads and head_dim are all 2")
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
                              lambda: toolkit.attention(x, linears, 1), [({}, multihead.BEFORE_MERGE)], "there is one head")

@@ -53,9 +53,29 @@ def _call(impl, weights, values, label):
             raise error from None
         symptom = checks.named_mistake(out, _square_only(w, v))
         if symptom is None:
+            if checks.named_mistake(out, [(w @ v, "right")]) and _right_where_values_as_wide_as_keys(impl):
+                raise CaseFailure(f"context_vectors raised {error.type_name} on {label}, but is right wherever the "
+                                  f"values are as wide as there are keys: {LIKE_THE_WEIGHTS}") from None
             raise
         raise CaseFailure(f"context_vectors raised {error.type_name} on {label}, but runs when the values are "
                           f"square: it {symptom}") from None
+
+
+LIKE_THE_WEIGHTS = ("its result (or the array it adds into) is made like the weights (np.zeros_like(weights)), one "
+                    "column per key; a context vector has one entry per feature of the values, so the result has "
+                    "one row per query and the values' width")
+
+
+def _right_where_values_as_wide_as_keys(impl):
+    """Code right on square weights and values that is also right on 3 queries over 4 keys with values 4 wide
+    (n_k == d, n_q != n_k): its result is shaped by the weights, which only the values' width tells apart."""
+    r = rng(708)
+    w, v = _weights(r, (3, 4)), r.normal(size=(4, 4))
+    try:
+        out = checks.to_array(impl.context_vectors(w, v), "context_vectors(weights, values)")
+    except (RemoteError, CaseFailure):
+        return False
+    return checks.named_mistake(out, [(w @ v, "right")]) is not None
 
 
 ELEMENTWISE = ("multiplies entry by entry (*); each context vector is a weighted sum of the value rows, a matrix "

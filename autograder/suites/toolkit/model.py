@@ -151,7 +151,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
     or None)}. The defaults are the correct model; each switch reproduces a known mistake:
-    mask "none" | "lower" | "diagonal" | "inverted" (the diagonal and below); `fill` for blocked scores; `after`: mask the weights after
+    mask "none" | "lower" | "diagonal" | "inverted" (the diagonal and below) | "heads" (the causal mask's rows
+    on the heads' axis, mask.unsqueeze(1), where num_heads == T); `fill` for blocked scores; `after`: mask the weights after
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
     (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)) | "first_axis"
     (sqrt(keys.shape[0]): the batch size of a batch); the softmax
@@ -200,7 +201,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
-               "inverted": np.tril(ones, 0), "none": 0 * ones}[mask].astype(bool)
+               "inverted": np.tril(ones, 0), "none": 0 * ones, "heads": np.triu(ones, 1)[:, None]}[mask].astype(bool)
     if softmax_twice == "before":
         scores = softmax(scores, axis)
     if after:

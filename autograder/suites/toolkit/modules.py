@@ -169,12 +169,26 @@ class Layer(Handle):
             return a[:1].expand(num_tokens, *a.shape[1:]).clone() if fits else a
 
         try:
-            super().__call__(*map(as_batch_of_t, args), **kwargs)
+            out = super().__call__(*map(as_batch_of_t, args), **kwargs)
         except RemoteError:
             return
+        try:  # in train mode dropout makes the copies differ anyway
+            out = None if self.describe().get("training") else checks.to_array(out, self.what)
+        except CaseFailure:
+            out = None
+        if out is not None and out.ndim >= 1 and not np.allclose(out, out[:1], atol=1e-5, equal_nan=True):
+            # T sequences alike give unlike outputs: an axis of T that belongs to the tokens met the batch axis
+            raise CaseFailure(f"{self.what} raised {error.type_name} on a batch of {batch} sequences of {num_tokens} "
+                              f"tokens; it runs on a batch of {num_tokens} copies of one sequence, but gives the copies "
+                              f"different outputs: {BATCH_LINED_UP}") from None
         raise CaseFailure(f"{self.what} raised {error.type_name} on a batch of {batch} sequences of {num_tokens} "
                           f"tokens, and runs on a batch of {num_tokens}: is the number of tokens read from the "
                           "batch axis? x is (batch, T, d_in), so T is its second axis") from None
+
+
+BATCH_LINED_UP = ("something made for the tokens is lined up with the batch axis: is an axis added to the mask "
+                  "in the middle (mask.unsqueeze(1), (T, 1, T))? Broadcasting lines shapes up from the last axis, so "
+                  "its T rows meet the batch axis; a (T, T) mask already broadcasts over the batch")
 
 
 def linear_info(module, path, what):

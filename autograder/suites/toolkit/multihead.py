@@ -12,6 +12,7 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import error_name
 from autograder.steps import PROJECTIONS
+from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.model import (
     BIASES_LEFT_OUT_MISTAKE,
     HEADS_FACTORS,
@@ -346,3 +347,26 @@ def _explain_length_from_x(impl, what, error, linears, x, longer_context):
     except (RemoteError, CaseFailure):
         raise CaseFailure(f"{what} raised {error.type_name}; right where x and the context have as many tokens "
                           f"(2 and 2), it raises where they differ (2 and 3): {LENGTH_FROM_X}") from None
+
+
+def explain_mask_sized_by_x(module, x, context, key_padding_mask, what, error):
+    """A forward that fails only with a mask, where x and the context differ in length: run again with x made
+    as long as the context (its tokens repeated), it is right there, each sequence getting what its open
+    context tokens alone give, if the mask is sized by x's length (viewed as (batch, 1, 1, T_q), say), and the
+    CaseFailure names the length taken from the wrong input. A mask laid on another axis runs there too, but
+    blocks the wrong entries, and is left to the caller's message."""
+    t_q, t_k = x.shape[1], context.shape[1]
+    if t_q == t_k:
+        return
+    x_long = x[:, [i % t_q for i in range(t_k)]]
+    try:
+        out = checks.to_array(module(x_long, context, key_padding_mask), what)
+        for b, blocked in enumerate(np.asarray(key_padding_mask, dtype=bool)):
+            alone = checks.to_array(module(x_long[b:b + 1], context[b:b + 1, ~blocked]), what)
+            if not np.allclose(out[b:b + 1], alone, atol=1e-5, rtol=1e-4):
+                return
+    except (RemoteError, CaseFailure):
+        return
+    raise CaseFailure(f"{what} raised {error.type_name} only when given a key_padding_mask and only where x and "
+                      f"the context differ in length ({t_q} and {t_k}): {LENGTH_FROM_X}; the mask has "
+                      "one entry per context token, (batch, T_k)") from None
