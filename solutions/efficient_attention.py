@@ -92,7 +92,7 @@ class CachedCausalAttention(nn.Module):
 
         Without a cache, x holds every token. With a KVCache, x holds only the t new tokens:
         their keys and values are appended to the cache, and they attend to all cached tokens.
-        Raises ValueError when the tokens would not fit in context_length.
+        Raises ValueError, leaving the cache as it was, when the tokens would not fit in context_length.
         """
         num_new = x.shape[1]
         start = 0 if cache is None else len(cache)   # position of x's first token

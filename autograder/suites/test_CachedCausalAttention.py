@@ -360,7 +360,7 @@ def _expect_value_error(call, what):
 
 @case(STEP, "property")
 def test_refuses_to_grow_past_context_length(impl):
-    """raises ValueError when the cached and new tokens would exceed context_length, and not before"""
+    """raises ValueError when cached and new tokens would exceed context_length (not before), the cache unchanged"""
     r = rng(1536)
     linears = toolkit.random_projections(r, 3, 2, False)
     module = _module(impl, 3, 2, 5, linears)
@@ -374,6 +374,9 @@ def test_refuses_to_grow_past_context_length(impl):
     cache = impl.KVCache()
     module(x[:, :4], cache=cache)
     _expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more")
+    if len(cache) != 4:  # the refused tokens' keys went in: every later call would attend to them
+        raise CaseFailure(f"{what}: a refused forward left {len(cache)} tokens in the cache that held 4; check the "
+                          "length before cache.update, so that a refused call changes nothing")
 
 
 @case(STEP, "property", weight=0.5)
