@@ -57,6 +57,8 @@ def stored_symptoms(record, k):
     truncated = [(value, f"converts {what}, which drops the fractional part")
                  for value, what in in_integers if value != 0]
     return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
+            *[(candidate, f"returns {name}, not the sum of the products a_i b_i: {why}")
+              for candidate, name, why in _other_quantities(a, b)],
             (lambda: np.sum(a) * np.sum(b), "multiplies the sum of a by the sum of b, which pairs every entry "
                                             "of a with every entry of b; the dot product pairs entry i with "
                                             "entry i only"),
@@ -67,6 +69,16 @@ def stored_symptoms(record, k):
                             "into one number"),
             (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum"),
             *shorter, *truncated]
+
+
+def _other_quantities(a, b):
+    """(candidate, its name, why it is no dot product) of other quantities of two vectors returned for it."""
+    return [(lambda: np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b|, the product of the two lengths",
+             "that is the largest a·b can be, reached only when a and b point the same way"),
+            (lambda: np.sqrt(np.sum(a * b)), "the square root of the sum of products",
+             "a root turns a·a into the length |a|; a·b itself has none"),
+            (lambda: np.sum((a - b) ** 2), "|a - b|², the squared distance between a and b",
+             "that measures how far apart they are")]
 
 
 def _number(value, what, a, b):
@@ -115,8 +127,10 @@ def test_returns_a_number_and_is_symmetric(impl):
         raise CaseFailure("dot_product(a, b) and dot_product(b, a) differ; the dot product is symmetric")
     flipped = checks.to_float(impl.dot_product(a, -b), "dot_product(a, -b)")
     if abs(flipped + ab) > 1e-9 * max(1.0, abs(ab)):
+        symptom = checks.named_mistake(np.asarray(ab), stored_symptoms(dict(a=a, b=b), 0))  # the cause, if known
         raise CaseFailure("dot_product(a, -b) is not -dot_product(a, b): flipping the sign of b flips every "
-                          "product a_i b_i, so it must flip their sum")
+                          "product a_i b_i, so it must flip their sum"
+                          + (f"; dot_product(a, b) {symptom}" if symptom else ""))
 
 
 @case(STEP, "property")
