@@ -4,11 +4,12 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, named_on_a_square, notes_cases, rng, rounded
 
 STEP = "cosine_similarity_matrix"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+test_notes = notes_cases(STEP, replayed=lambda record, k: _mistakes(record["X"]),
+                         confirmed=lambda impl, ladder: _confirmed(impl, ladder),
                          probe=lambda impl: _call(impl, rng(304).normal(size=(4, 3)), "4 rows"))
 
 
@@ -48,6 +49,17 @@ def stored_symptoms(record, k):
     return [(candidate, message) for candidate, message in found
             if not any(other != message and checks.named_mistake(_value(candidate), [(twin, other)])
                        for twin, other in found)]
+
+
+def _confirmed(impl, ladder):
+    """`ladder` with each mistake kept only where the same code makes it on a random square X too: on the
+    notes' small tables and a single row, mistakes coincide (a zeroed diagonal is the angle arccos(1) = 0,
+    column lengths are row lengths), which the probe tells apart; a square one, since some mistakes run
+    only there. A diagnosis worded for a single row has no twin there, and is kept as it is."""
+    X = rng(305).normal(size=(5, 5))
+    on_probe = {symptom for _, symptom in _mistakes(X)}
+    return cases.confirmed(ladder, lambda: impl.cosine_similarity_matrix(X.copy()),
+                           lambda: stored_symptoms({"X": X}, 0), only=lambda symptom: symptom in on_probe)
 
 
 def _value(candidate):
@@ -92,7 +104,21 @@ def _mistakes(X):
         (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
          "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
          "the rows as they are (their directions from the origin)"),
+        *[(lambda zeroed=zeroed: zeroed, f"puts 0 in place of {part}: {why}")
+          for zeroed, part, why in _zeroed_parts(unit @ unit.T)],
         *rounded(unit @ unit.T)]
+
+
+def _zeroed_parts(cosines):
+    """(the cosines with a part set to 0, the part, why it belongs to the table) of the known mistakes that
+    leave part of the table out."""
+    twice = "the cosine of rows j and i is that of rows i and j, but the table holds every pair both ways"
+    return [(np.triu(cosines), "the lower triangle (np.triu keeps one half)", twice),
+            (np.tril(cosines), "the upper triangle (np.tril keeps one half)", twice),
+            (cosines - np.diag(np.diag(cosines)), "the diagonal",
+             "entry (i, i) compares row i with itself, whose cosine is 1"),
+            (np.maximum(cosines, 0), "every negative cosine (a clip at 0)",
+             "rows that point apart have cosines below 0, down to -1 for opposite rows")]
 
 
 def _wrong_lengths(X):
@@ -111,7 +137,8 @@ def _unit_rows(X):
 def test_stored_outputs(impl):
     """matches the reference on random matrices, float32, and rows of very different lengths"""
 
-    check_stored(impl, STEP, apply, "cosine_similarity_matrix(X)", symptoms=stored_symptoms)
+    check_stored(impl, STEP, apply, "cosine_similarity_matrix(X)",
+                 symptoms=lambda record, k: _confirmed(impl, _mistakes(record["X"])))
 
 
 @case(STEP, "property")
