@@ -69,6 +69,9 @@ def diagnose(unscaled, scaled, d_k, rel):
     if _near(unscaled, 1, rel) and _near(scaled, 1 / d_k, rel) and d_k > 1:
         return ("var_unscaled is near 1, not d_k: sum the d_k products of each pair q, k into one dot "
                 "product before taking the variance")
+    if _near(unscaled, 1 / d_k, rel) and _near(scaled, 1 / d_k ** 2, rel) and d_k > 1:
+        return ("var_unscaled is near 1/d_k: each sample's products were averaged (np.mean), which divides every "
+                "dot product by d_k; a dot product is their sum")
     # exactly 0: the variance of a single number, every sample's products summed into one (for d_k = 1 a
     # squeeze that drops the features' axis does that with axis=-1 too: its own message, in test_width_one)
     if unscaled == 0 and scaled == 0 and d_k > 1:
