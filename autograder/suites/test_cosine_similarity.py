@@ -34,6 +34,8 @@ ANGLE = "returns the angle (arccos of the cosine); the step returns the cosine i
 def _wrong_divisors(a, b):
     """(divisor, its name) of the known mistakes in the cosine's denominator."""
     return [(np.linalg.norm(a) ** 2, "|a|²"),
+            (np.linalg.norm(a), "|a| alone (that makes the length of b's projection on a)"),
+            (np.linalg.norm(b), "|b| alone (that makes the length of a's projection on b)"),
             (np.dot(a, a) * np.sqrt(np.dot(b, b)), "|a|²·|b| (** binds before *, so a·a * (b·b) ** 0.5 takes "
                                                    "the root of b·b only)"),
             (np.sum(np.abs(a)) * np.sum(np.abs(b)), "the sums of absolute entries (ord=1 lengths; a length is the "
@@ -65,7 +67,9 @@ def stored_symptoms(record, k):
              "divides by the squared lengths; take their square roots"),
             (lambda: _cosine(a - np.mean(a), b - np.mean(b)), PEARSON),
             *rounded(cosine),
-            (lambda: np.floor(cosine), FLOORED)]
+            (lambda: np.floor(cosine), FLOORED),
+            (lambda: np.maximum(cosine, 0), "puts 0 in place of every negative cosine (a clip at 0): vectors that "
+                                            "point apart have cosines below 0, down to -1 for opposite ones")]
 
 
 FLOORED = ("divides with // (floor division), which rounds the quotient down to a whole number, so almost every "
