@@ -98,9 +98,11 @@ def _mistakes(X):
         (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)), COLUMNS),
         (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
          "divides each row by its own squared length only; use |x_i|·|x_j|"),
-        *[(lambda scale=scale: (X / scale) @ (X / scale).T,
-           f"divides by {name}; each row is divided by its own length, along the features (axis=-1, keepdims=True)")
+        *[(lambda scale=scale: (X / scale) @ (X / scale).T, f"divides by {name}; {OWN_LENGTH}")
           for scale, name in _wrong_lengths(X)],
+        *[(lambda divisor=divisor: (X @ X.T) / divisor, f"divides X Xᵀ by {name}; {OWN_LENGTH}")
+          for divisor, name in _wrong_divisors(lengths)],
+        (lambda: 1 - unit @ unit.T, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
         (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
          "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
          "the rows as they are (their directions from the origin)"),
@@ -121,11 +123,23 @@ def _zeroed_parts(cosines):
              "rows that point apart have cosines below 0, down to -1 for opposite rows")]
 
 
+OWN_LENGTH = "each row is divided by its own length, along the features (axis=-1, keepdims=True)"
+
+
+def _wrong_divisors(lengths):
+    """(what X Xᵀ is divided by, its name) of the known mistakes in the denominator of the cosines, given the
+    rows' lengths."""
+    return [(lengths ** 2, "norms * norms, entry by entry, so column j is divided by |x_j|², where the pair of "
+                           "rows i and j needs |x_i|·|x_j|")]
+
+
 def _wrong_lengths(X):
     """(what X is divided by, its name) of the known mistakes in the rows' lengths."""
     return [(np.linalg.norm(X, axis=0), "the lengths of the columns (axis=0)"),
             (np.linalg.norm(X), "the length of the whole matrix (np.linalg.norm(X) with no axis)"),
             (np.abs(X).sum(axis=-1, keepdims=True), "each row's sum of absolute entries (an ord=1 length)"),
+            (X.sum(axis=-1, keepdims=True), "each row's plain sum of entries (a length sums the squared entries, then "
+                                            "takes the square root)"),
             (np.abs(X).max(axis=-1, keepdims=True), "each row's largest absolute entry")]
 
 
