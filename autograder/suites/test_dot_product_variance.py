@@ -46,6 +46,29 @@ def _pair(impl, d_k, **kwargs):
     return unscaled, checks.to_float(out[1], f"var_scaled of {call}"), call
 
 
+HALF_POWER = "not by sqrt(d_k): d_k ** 1/2 is (d_k ** 1) / 2, since ** binds before /; a root is d_k ** 0.5"
+# (what var_scaled / var_unscaled is, its name, why) where sqrt(d_k) is spelt d_k ** 1/2
+HALF_POWERS = [(lambda d: 4 / d ** 2, "4/d_k", f"the dot products were divided by d_k / 2, {HALF_POWER}"),
+               (lambda d: 1 / (4 * d ** 2), "1/(4·d_k)",
+                f"the dot products were divided by d_k and then by 2 (x / d_k ** 1/2 is x / d_k / 2), {HALF_POWER}")]
+
+
+def _half_power(impl):
+    """The symptom of sqrt(d_k) spelt d_k ** 1/2, where dot_product_variance(9) and (32) both show it, or None:
+    with d_k = 2 the divisor d_k / 2 is 1, which looks like no scaling at all."""
+    ratios = []
+    for d_k in (9, 32):
+        try:
+            unscaled, scaled, _ = _pair(impl, d_k, num_samples=2_000, seed=4)
+        except Exception:  # noqa: BLE001 - only asks whether the scale follows the pattern
+            return None
+        ratios.append((d_k, scaled / unscaled if unscaled else float("nan")))
+    for factor, near, because in HALF_POWERS:
+        if all(abs(ratio - factor(d_k)) < 1e-4 * factor(d_k) for d_k, ratio in ratios):
+            return f"var_scaled is near {near}: {because}"
+    return None
+
+
 def _near(value, target, rel):
     return abs(value - target) <= rel * abs(target)
 
@@ -126,7 +149,9 @@ def test_stored_outputs(impl):
                  "var_scaled equals var_unscaled: the dot products were not divided by sqrt(d_k)"),
                 (lambda: unscaled / math.sqrt(d),
                  "var_scaled is near sqrt(d_k): the variance was divided by sqrt(d_k); scale the dot products "
-                 "by 1/sqrt(d_k)")]
+                 "by 1/sqrt(d_k)"),
+                *[(lambda factor=factor: unscaled * factor(d), f"var_scaled is near {near}: {because}")
+                  for factor, near, because in HALF_POWERS]]
 
     def checked_apply(impl, record):
         out = apply(impl, record)
@@ -159,8 +184,9 @@ def test_matches_theory(impl):
         if not _near(unscaled, d_k, rel):
             raise CaseFailure(f"{call} gives var_unscaled = {unscaled:.4g}; for standard-normal q and k of "
                               "width d_k the variance of q·k is about d_k")
+        half_power = _half_power(impl)
         raise CaseFailure(f"{call} gives var_scaled = {scaled:.4g}; the variance of q·k / sqrt(d_k) is "
-                          "about 1")
+                          "about 1" + ("" if half_power is None else f", and {half_power}"))
 
 
 @case(STEP, "property")
@@ -171,6 +197,9 @@ def test_same_dot_products_scaled(impl):
         if abs(scaled * d_k - unscaled) <= 1e-4 * abs(unscaled):  # float32 rounding allowed
             continue
         ratio = scaled * d_k / unscaled if unscaled else float("nan")
+        half_power = _half_power(impl)
+        if half_power is not None:
+            raise CaseFailure(f"{call}: {half_power}")
         if abs(ratio - 1 / d_k) < 1e-4 / d_k:
             raise CaseFailure(f"{call}: var_scaled = var_unscaled / d_k², the dot products were divided by "
                               "d_k; divide by sqrt(d_k)")

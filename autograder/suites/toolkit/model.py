@@ -85,6 +85,8 @@ def hand_written_softmax_mistakes(s, axis=-1):
         (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
         (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
          f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
+        (lambda: shifted() / np.linalg.norm(shifted(), axis=axis, keepdims=True),
+         f"divides the exponentials by their row's length (an L2 normalisation), not by their sum: {NOT_A_SOFTMAX}"),
         (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
          f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
     ]
