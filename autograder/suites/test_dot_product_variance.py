@@ -69,6 +69,16 @@ def _half_power(impl):
     return None
 
 
+SAME_SAMPLES = ("var_unscaled is 0 but for rounding: every sample is the same pair q, k, as when the generator is "
+                "made again from `seed` for each sample (np.random.default_rng(seed) inside the loop); make it once "
+                "and draw every sample from it")
+
+
+def _same_samples(unscaled, d_k):
+    """A variance of rounding noise alone: equal dot products in every sample (exactly 0 is one number)."""
+    return 0 < abs(unscaled) < 1e-20 * d_k
+
+
 def _near(value, target, rel):
     return abs(value - target) <= rel * abs(target)
 
@@ -95,6 +105,8 @@ def diagnose(unscaled, scaled, d_k, rel):
     if _near(unscaled, 1 / d_k, rel) and _near(scaled, 1 / d_k ** 2, rel) and d_k > 1:
         return ("var_unscaled is near 1/d_k: each sample's products were averaged (np.mean), which divides every "
                 "dot product by d_k; a dot product is their sum")
+    if _same_samples(unscaled, d_k):
+        return SAME_SAMPLES
     # exactly 0: the variance of a single number, every sample's products summed into one (for d_k = 1 a
     # squeeze that drops the features' axis does that with axis=-1 too: its own message, in test_width_one)
     if unscaled == 0 and scaled == 0 and d_k > 1:
@@ -196,6 +208,8 @@ def test_same_dot_products_scaled(impl):
         unscaled, scaled, call = _pair(impl, d_k, num_samples=5_000, seed=3)
         if abs(scaled * d_k - unscaled) <= 1e-4 * abs(unscaled):  # float32 rounding allowed
             continue
+        if _same_samples(unscaled, d_k):  # their ratio is one of rounding noise
+            raise CaseFailure(f"{call}: {SAME_SAMPLES}")
         ratio = scaled * d_k / unscaled if unscaled else float("nan")
         half_power = _half_power(impl)
         if half_power is not None:
