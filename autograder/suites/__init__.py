@@ -18,8 +18,9 @@ at least half (`SLIP_MIN_KEPT`). A case's weight is chosen for that:
   they weigh little and the stored outputs carry the step.
 - **Output cases are split by kind of input** where a slip tells the kinds apart: one sequence
   and a batch, a mask of the weights' full shape and one that must broadcast, d_in == d_out and
-  d_in != d_out, layers with and without a bias, one new token and a prompt through a cache (`check_stored`'s `where`). A wrong
-  central computation fails every kind; a slip that fails on one kind keeps the others' weight.
+  d_in != d_out, layers with and without a bias, one new token and a prompt through a cache, a softmax
+  along the last axis and along another (`check_stored`'s `where`). A wrong central computation
+  fails every kind; a slip that fails on one kind keeps the others' weight.
   Where two slips fail complementary kinds (`SelfAttention`: keys.T fails a batch,
   transpose(1, 2) one sequence), the two kinds weigh the same, so each keeps half.
 - **Each property case checks one rule** (dropout off in eval mode, the mask sliced to T, inputs

@@ -10,8 +10,17 @@ from autograder.suites.toolkit.cases import check_stored, explain_batch_error, n
 STEP = "context_vectors"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
                          confirmed=lambda impl, ladder: _confirmed(impl, ladder),
-                         probe=lambda impl: _call(impl, _weights(rng(705), (5, 5)), rng(706).normal(size=(5, 3)),
-                                                  "5 tokens of width 3"))
+                         probe=lambda impl: _probe(impl))
+
+
+def _probe(impl):
+    """The step on 5 tokens of width 3, through `_call` (a mistake that raises there named), its value then
+    named by the ladder: a mistake that raises on the notes' single query may run on a square matrix of
+    weights (the weights transposed)."""
+    w, v = _weights(rng(705), (5, 5)), rng(706).normal(size=(5, 3))
+    out = _call(impl, w, v, "5 tokens of width 3")
+    checks.expect_close(out, w @ v, "context_vectors on 5 tokens of width 3",
+                        symptoms=lambda: _confirmed(impl, stored_symptoms(dict(weights=w, values=v), 0)))
 
 
 def _weights(r, shape):

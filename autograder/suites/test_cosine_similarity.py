@@ -34,12 +34,16 @@ ANGLE = "returns the angle (arccos of the cosine); the step returns the cosine i
 def _wrong_divisors(a, b):
     """(divisor, its name) of the known mistakes in the cosine's denominator."""
     return [(np.linalg.norm(a) ** 2, "|a|²"),
+            (np.linalg.norm(a), "|a| alone (that makes the length of b's projection on a)"),
+            (np.linalg.norm(b), "|b| alone (that makes the length of a's projection on b)"),
             (np.dot(a, a) * np.sqrt(np.dot(b, b)), "|a|²·|b| (** binds before *, so a·a * (b·b) ** 0.5 takes "
                                                    "the root of b·b only)"),
             (np.sum(np.abs(a)) * np.sum(np.abs(b)), "the sums of absolute entries (ord=1 lengths; a length is the "
                                                     "square root of the sum of squared entries)"),
             (len(a) * np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b| times the number of entries"),
-            (np.linalg.norm(a * b), "the length of the products a_i b_i")]
+            (np.linalg.norm(a * b), "the length of the products a_i b_i"),
+            (np.linalg.norm(np.stack([a, b])), "one length of a and b stacked together, sqrt(|a|² + |b|²) (as "
+                                               "np.linalg.norm([a, b]) gives),")]
 
 
 def stored_symptoms(record, k):
@@ -62,7 +66,14 @@ def stored_symptoms(record, k):
             (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
              "divides by the squared lengths; take their square roots"),
             (lambda: _cosine(a - np.mean(a), b - np.mean(b)), PEARSON),
-            *rounded(cosine)]
+            *rounded(cosine),
+            (lambda: np.floor(cosine), FLOORED),
+            (lambda: np.maximum(cosine, 0), "puts 0 in place of every negative cosine (a clip at 0): vectors that "
+                                            "point apart have cosines below 0, down to -1 for opposite ones")]
+
+
+FLOORED = ("divides with // (floor division), which rounds the quotient down to a whole number, so almost every "
+           "cosine becomes 0 or -1: / keeps the fraction")
 
 
 PEARSON = ("subtracts each vector's mean first: that is Pearson's correlation, not the cosine, which compares the "
@@ -76,7 +87,7 @@ def _confirmed(impl, ladder):
     a, b = np.array([1.0, 2.0, 3.0]), np.array([3.0, 1.0, 2.0])  # cosine 11/14, correlation -1/2
     return cases.confirmed(ladder, lambda: impl.cosine_similarity(a.copy(), b.copy()),
                            lambda: stored_symptoms(dict(a=a, b=b), 0),
-                           only=lambda symptom: symptom == PEARSON or symptom.startswith("the result is rounded"))
+                           only=lambda symptom: symptom in (PEARSON, FLOORED) or symptom.startswith("the result is rounded"))
 
 
 def _cosine(a, b):

@@ -4,11 +4,12 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, named_on_a_square, notes_cases, rng, rounded
 
 STEP = "cosine_similarity_matrix"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+test_notes = notes_cases(STEP, replayed=lambda record, k: _mistakes(record["X"]),
+                         confirmed=lambda impl, ladder: _confirmed(impl, ladder),
                          probe=lambda impl: _call(impl, rng(304).normal(size=(4, 3)), "4 rows"))
 
 
@@ -50,6 +51,17 @@ def stored_symptoms(record, k):
                        for twin, other in found)]
 
 
+def _confirmed(impl, ladder):
+    """`ladder` with each mistake kept only where the same code makes it on a random square X too: on the
+    notes' small tables and a single row, mistakes coincide (a zeroed diagonal is the angle arccos(1) = 0,
+    column lengths are row lengths), which the probe tells apart; a square one, since some mistakes run
+    only there. A diagnosis worded for a single row has no twin there, and is kept as it is."""
+    X = rng(305).normal(size=(5, 5))
+    on_probe = {symptom for _, symptom in _mistakes(X)}
+    return cases.confirmed(ladder, lambda: impl.cosine_similarity_matrix(X.copy()),
+                           lambda: stored_symptoms({"X": X}, 0), only=lambda symptom: symptom in on_probe)
+
+
 def _value(candidate):
     with np.errstate(all="ignore"):
         try:
@@ -86,13 +98,39 @@ def _mistakes(X):
         (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)), COLUMNS),
         (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
          "divides each row by its own squared length only; use |x_i|·|x_j|"),
-        *[(lambda scale=scale: (X / scale) @ (X / scale).T,
-           f"divides by {name}; each row is divided by its own length, along the features (axis=-1, keepdims=True)")
+        *[(lambda scale=scale: (X / scale) @ (X / scale).T, f"divides by {name}; {OWN_LENGTH}")
           for scale, name in _wrong_lengths(X)],
+        *[(lambda divisor=divisor: (X @ X.T) / divisor, f"divides X Xᵀ by {name}; {OWN_LENGTH}")
+          for divisor, name in _wrong_divisors(lengths)],
+        (lambda: 1 - unit @ unit.T, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
         (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
          "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
          "the rows as they are (their directions from the origin)"),
+        *[(lambda zeroed=zeroed: zeroed, f"puts 0 in place of {part}: {why}")
+          for zeroed, part, why in _zeroed_parts(unit @ unit.T)],
         *rounded(unit @ unit.T)]
+
+
+def _zeroed_parts(cosines):
+    """(the cosines with a part set to 0, the part, why it belongs to the table) of the known mistakes that
+    leave part of the table out."""
+    twice = "the cosine of rows j and i is that of rows i and j, but the table holds every pair both ways"
+    return [(np.triu(cosines), "the lower triangle (np.triu keeps one half)", twice),
+            (np.tril(cosines), "the upper triangle (np.tril keeps one half)", twice),
+            (cosines - np.diag(np.diag(cosines)), "the diagonal",
+             "entry (i, i) compares row i with itself, whose cosine is 1"),
+            (np.maximum(cosines, 0), "every negative cosine (a clip at 0)",
+             "rows that point apart have cosines below 0, down to -1 for opposite rows")]
+
+
+OWN_LENGTH = "each row is divided by its own length, along the features (axis=-1, keepdims=True)"
+
+
+def _wrong_divisors(lengths):
+    """(what X Xᵀ is divided by, its name) of the known mistakes in the denominator of the cosines, given the
+    rows' lengths."""
+    return [(lengths ** 2, "norms * norms, entry by entry, so column j is divided by |x_j|², where the pair of "
+                           "rows i and j needs |x_i|·|x_j|")]
 
 
 def _wrong_lengths(X):
@@ -100,6 +138,8 @@ def _wrong_lengths(X):
     return [(np.linalg.norm(X, axis=0), "the lengths of the columns (axis=0)"),
             (np.linalg.norm(X), "the length of the whole matrix (np.linalg.norm(X) with no axis)"),
             (np.abs(X).sum(axis=-1, keepdims=True), "each row's sum of absolute entries (an ord=1 length)"),
+            (X.sum(axis=-1, keepdims=True), "each row's plain sum of entries (a length sums the squared entries, then "
+                                            "takes the square root)"),
             (np.abs(X).max(axis=-1, keepdims=True), "each row's largest absolute entry")]
 
 
@@ -111,7 +151,8 @@ def _unit_rows(X):
 def test_stored_outputs(impl):
     """matches the reference on random matrices, float32, and rows of very different lengths"""
 
-    check_stored(impl, STEP, apply, "cosine_similarity_matrix(X)", symptoms=stored_symptoms)
+    check_stored(impl, STEP, apply, "cosine_similarity_matrix(X)",
+                 symptoms=lambda record, k: _confirmed(impl, _mistakes(record["X"])))
 
 
 @case(STEP, "property")

@@ -4,11 +4,12 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 
 STEP = "dot_product"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+                         confirmed=lambda impl, ladder: _confirmed(impl, ladder))
 
 
 def stored_inputs():
@@ -50,29 +51,56 @@ def stored_symptoms(record, k):
     shorter = [(lambda: np.sum(a[:-1] * b[:-1]), "leaves out the last pair of entries (a loop over "
                                                   "range(len(a) - 1) stops one short)"),
                (lambda: np.sum(a[1:] * b[1:]), "leaves out the first pair of entries (a loop that starts at 1; "
-                                                "indices start at 0)")] if len(a) > 1 else []
-    # A 0 from integers is no evidence: a loop that leaves the only pair out gives 0 as well.
+                                                "indices start at 0)"),
+               *[(lambda: a[-1] * b[-1], LAST_ONLY)] * (len(a) > 1)]  # one pair: the last product is right
     in_integers = [(np.sum(np.asarray(a).astype(int) * np.asarray(b).astype(int)), "the entries to integers first"),
                    (int(np.sum(np.asarray(a) * np.asarray(b))), "the sum to an integer (int())")]
-    truncated = [(value, f"converts {what}, which drops the fractional part")
-                 for value, what in in_integers if value != 0]
+    truncated = [(value, f"converts {what}, which drops the fractional part") for value, what in in_integers]
     return [(lambda: np.sum(a * a), "looks like a·a, not a·b"),
+            *[(candidate, f"returns {name}, not the sum of the products a_i b_i: {why}")
+              for candidate, name, why in _other_quantities(a, b)],
             (lambda: np.sum(a) * np.sum(b), "multiplies the sum of a by the sum of b, which pairs every entry "
                                             "of a with every entry of b; the dot product pairs entry i with "
                                             "entry i only"),
             (lambda: np.sum(np.abs(a * b)), "adds the absolute values of the products: a negative product "
                                             "must lower the sum"),
             (lambda: np.sum(a + b), "adds the vectors instead of multiplying them elementwise"),
-            (lambda: a * b, "returns the products of the entries, one per pair: the dot product adds them up "
-                            "into one number"),
+            (lambda: a * b, PRODUCTS),
             (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum"),
             *shorter, *truncated]
 
 
-def _number(value, what, a, b):
+LAST_ONLY = ("keeps only the last product a_i b_i: a loop that assigns each product (=) replaces the total at "
+             "every step instead of adding to it (+=)")
+PRODUCTS = "returns the products of the entries, one per pair: the dot product adds them up into one number"
+# On short or small vectors these coincide with other mistakes (the last product is the sum without the first of
+# two; the products of one pair are its running sum, np.cumsum; a loop that leaves the only pair out gives 0, as
+# integers of entries below 1 do), so each is kept only where the same code shows it on longer vectors too.
+_COINCIDING = (LAST_ONLY, PRODUCTS)
+
+
+def _confirmed(impl, ladder):
+    """`ladder` with the mistakes that coincide on short vectors confirmed on two vectors of 4 entries."""
+    a, b = np.array([0.5, -1.5, 2.0, 1.25]), np.array([1.5, 0.5, -2.5, 3.5])
+    return cases.confirmed(ladder, lambda: impl.dot_product(a.copy(), b.copy()),
+                           lambda: stored_symptoms(dict(a=a, b=b), 0),
+                           only=lambda symptom: symptom in _COINCIDING or symptom.startswith(("leaves out the", "converts")))
+
+
+def _other_quantities(a, b):
+    """(candidate, its name, why it is no dot product) of other quantities of two vectors returned for it."""
+    return [(lambda: np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b|, the product of the two lengths",
+             "that is the largest a·b can be, reached only when a and b point the same way"),
+            (lambda: np.sqrt(np.sum(a * b)), "the square root of the sum of products",
+             "a root turns a·a into the length |a|; a·b itself has none"),
+            (lambda: np.sum((a - b) ** 2), "|a - b|², the squared distance between a and b",
+             "that measures how far apart they are")]
+
+
+def _number(impl, value, what, a, b):
     """`value` as one float; a value of another size is named by the ladder first (products never summed)."""
     array = checks.to_array(value, what)
-    symptom = None if array.size == 1 else checks.named_mistake(array, stored_symptoms(dict(a=a, b=b), 0))
+    symptom = None if array.size == 1 else checks.named_mistake(array, _confirmed(impl, stored_symptoms(dict(a=a, b=b), 0)))
     if symptom is not None:
         raise CaseFailure(f"{what}: {symptom}")
     return checks.to_float(array, what)
@@ -82,7 +110,8 @@ def _number(value, what, a, b):
 def test_stored_outputs(impl):
     """matches the reference on random vectors (lengths 1 to 1000, float32, large entries)"""
 
-    check_stored(impl, STEP, apply, "dot_product(a, b)", symptoms=stored_symptoms)
+    check_stored(impl, STEP, apply, "dot_product(a, b)",
+                 symptoms=lambda record, k: _confirmed(impl, stored_symptoms(record, k)))
 
 
 @case(STEP, "oracle")
@@ -91,9 +120,9 @@ def test_matches_numpy_dot(impl):
     r = rng(102)
     for n in (2, 5, 50):
         a, b = r.normal(size=n), r.normal(size=n)
-        checks.expect_close(_number(impl.dot_product(a, b), "dot_product(a, b)", a, b),
+        checks.expect_close(_number(impl, impl.dot_product(a, b), "dot_product(a, b)", a, b),
                             float(np.dot(a, b)), f"dot_product of two {n}-d vectors",
-                            symptoms=stored_symptoms(dict(a=a, b=b), 0))
+                            symptoms=_confirmed(impl, stored_symptoms(dict(a=a, b=b), 0)))
 
 
 @case(STEP, "property")
@@ -101,7 +130,7 @@ def test_returns_a_number_and_is_symmetric(impl):
     """returns one number, also for Python lists; a·b equals b·a, and a·(-b) is -(a·b)"""
     r = rng(103)
     a, b = r.normal(size=7), r.normal(size=7)
-    ab = _number(impl.dot_product(a, b), "dot_product(a, b)", a, b)
+    ab = _number(impl, impl.dot_product(a, b), "dot_product(a, b)", a, b)
     try:
         impl.dot_product(list(a), list(b))  # the value is checked on arrays; lists only have to go through
     except RemoteError as error:
@@ -115,8 +144,10 @@ def test_returns_a_number_and_is_symmetric(impl):
         raise CaseFailure("dot_product(a, b) and dot_product(b, a) differ; the dot product is symmetric")
     flipped = checks.to_float(impl.dot_product(a, -b), "dot_product(a, -b)")
     if abs(flipped + ab) > 1e-9 * max(1.0, abs(ab)):
+        symptom = checks.named_mistake(np.asarray(ab), _confirmed(impl, stored_symptoms(dict(a=a, b=b), 0)))
         raise CaseFailure("dot_product(a, -b) is not -dot_product(a, b): flipping the sign of b flips every "
-                          "product a_i b_i, so it must flip their sum")
+                          "product a_i b_i, so it must flip their sum"
+                          + (f"; dot_product(a, b) {symptom}" if symptom else ""))
 
 
 @case(STEP, "property")

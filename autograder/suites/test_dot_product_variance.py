@@ -46,6 +46,39 @@ def _pair(impl, d_k, **kwargs):
     return unscaled, checks.to_float(out[1], f"var_scaled of {call}"), call
 
 
+HALF_POWER = "not by sqrt(d_k): d_k ** 1/2 is (d_k ** 1) / 2, since ** binds before /; a root is d_k ** 0.5"
+# (what var_scaled / var_unscaled is, its name, why) where sqrt(d_k) is spelt d_k ** 1/2
+HALF_POWERS = [(lambda d: 4 / d ** 2, "4/d_k", f"the dot products were divided by d_k / 2, {HALF_POWER}"),
+               (lambda d: 1 / (4 * d ** 2), "1/(4·d_k)",
+                f"the dot products were divided by d_k and then by 2 (x / d_k ** 1/2 is x / d_k / 2), {HALF_POWER}")]
+
+
+def _half_power(impl):
+    """The symptom of sqrt(d_k) spelt d_k ** 1/2, where dot_product_variance(9) and (32) both show it, or None:
+    with d_k = 2 the divisor d_k / 2 is 1, which looks like no scaling at all."""
+    ratios = []
+    for d_k in (9, 32):
+        try:
+            unscaled, scaled, _ = _pair(impl, d_k, num_samples=2_000, seed=4)
+        except Exception:  # noqa: BLE001 - only asks whether the scale follows the pattern
+            return None
+        ratios.append((d_k, scaled / unscaled if unscaled else float("nan")))
+    for factor, near, because in HALF_POWERS:
+        if all(abs(ratio - factor(d_k)) < 1e-4 * factor(d_k) for d_k, ratio in ratios):
+            return f"var_scaled is near {near}: {because}"
+    return None
+
+
+SAME_SAMPLES = ("var_unscaled is 0 but for rounding: every sample is the same pair q, k, as when the generator is "
+                "made again from `seed` for each sample (np.random.default_rng(seed) inside the loop); make it once "
+                "and draw every sample from it")
+
+
+def _same_samples(unscaled, d_k):
+    """A variance of rounding noise alone: equal dot products in every sample (exactly 0 is one number)."""
+    return 0 < abs(unscaled) < 1e-20 * d_k
+
+
 def _near(value, target, rel):
     return abs(value - target) <= rel * abs(target)
 
@@ -69,6 +102,11 @@ def diagnose(unscaled, scaled, d_k, rel):
     if _near(unscaled, 1, rel) and _near(scaled, 1 / d_k, rel) and d_k > 1:
         return ("var_unscaled is near 1, not d_k: sum the d_k products of each pair q, k into one dot "
                 "product before taking the variance")
+    if _near(unscaled, 1 / d_k, rel) and _near(scaled, 1 / d_k ** 2, rel) and d_k > 1:
+        return ("var_unscaled is near 1/d_k: each sample's products were averaged (np.mean), which divides every "
+                "dot product by d_k; a dot product is their sum")
+    if _same_samples(unscaled, d_k):
+        return SAME_SAMPLES
     # exactly 0: the variance of a single number, every sample's products summed into one (for d_k = 1 a
     # squeeze that drops the features' axis does that with axis=-1 too: its own message, in test_width_one)
     if unscaled == 0 and scaled == 0 and d_k > 1:
@@ -123,7 +161,9 @@ def test_stored_outputs(impl):
                  "var_scaled equals var_unscaled: the dot products were not divided by sqrt(d_k)"),
                 (lambda: unscaled / math.sqrt(d),
                  "var_scaled is near sqrt(d_k): the variance was divided by sqrt(d_k); scale the dot products "
-                 "by 1/sqrt(d_k)")]
+                 "by 1/sqrt(d_k)"),
+                *[(lambda factor=factor: unscaled * factor(d), f"var_scaled is near {near}: {because}")
+                  for factor, near, because in HALF_POWERS]]
 
     def checked_apply(impl, record):
         out = apply(impl, record)
@@ -156,8 +196,9 @@ def test_matches_theory(impl):
         if not _near(unscaled, d_k, rel):
             raise CaseFailure(f"{call} gives var_unscaled = {unscaled:.4g}; for standard-normal q and k of "
                               "width d_k the variance of q·k is about d_k")
+        half_power = _half_power(impl)
         raise CaseFailure(f"{call} gives var_scaled = {scaled:.4g}; the variance of q·k / sqrt(d_k) is "
-                          "about 1")
+                          "about 1" + ("" if half_power is None else f", and {half_power}"))
 
 
 @case(STEP, "property")
@@ -167,7 +208,12 @@ def test_same_dot_products_scaled(impl):
         unscaled, scaled, call = _pair(impl, d_k, num_samples=5_000, seed=3)
         if abs(scaled * d_k - unscaled) <= 1e-4 * abs(unscaled):  # float32 rounding allowed
             continue
+        if _same_samples(unscaled, d_k):  # their ratio is one of rounding noise
+            raise CaseFailure(f"{call}: {SAME_SAMPLES}")
         ratio = scaled * d_k / unscaled if unscaled else float("nan")
+        half_power = _half_power(impl)
+        if half_power is not None:
+            raise CaseFailure(f"{call}: {half_power}")
         if abs(ratio - 1 / d_k) < 1e-4 / d_k:
             raise CaseFailure(f"{call}: var_scaled = var_unscaled / d_k², the dot products were divided by "
                               "d_k; divide by sqrt(d_k)")

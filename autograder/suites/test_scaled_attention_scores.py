@@ -7,7 +7,7 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
-from autograder.suites.toolkit.model import FIXED_AXIS, truncation_mistakes, wrong_widths
+from autograder.suites.toolkit.model import FIXED_AXIS, TWICE_D_K, truncation_mistakes, wrong_widths
 
 STEP = "scaled_attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
@@ -97,6 +97,7 @@ def mistakes(Q, K):
     return [*truncated,
         (lambda: raw, "scores look unscaled: divide by sqrt(d_k)"),
         (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead"),
+        (lambda: raw / d_k / 2, TWICE_D_K),
         (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),
         *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "

@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import batches, cases, checks, model
+from autograder.suites.toolkit import batches, cases, checks, model, shifts
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, mixed_mask, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
@@ -152,8 +152,8 @@ def _call(impl, Q, K, V, mask, label):
                                   "inverted; True means blocked (this query may NOT attend to that key) "
                                   f"({label})")
         if large:
-            raise CaseFailure(f"the weights contain nan for large scores: exp overflows; subtract each row's "
-                              f"maximum score before exponentiating ({label})")
+            raise CaseFailure(f"the weights contain nan for large scores: {shifts.why_nan(_raw(Q, K) / np.sqrt(K.shape[-1]), rows)}; subtract each "
+                              f"row's maximum score before exponentiating ({label})")
     return context, weights
 
 

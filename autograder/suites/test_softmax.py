@@ -175,11 +175,24 @@ def _explained(impl, check):
         raise CaseFailure(f"{failure}; softmax([1.0, 2.0, 4.0]) shows why: it {symptom}") from None
 
 
-@case(STEP, "stored", weight=6)
-def test_stored_outputs(impl):
-    """matches the reference on vectors, matrices, batches, any axis, float32 and large inputs"""
+def _along_last(record):
+    return int(record["axis"]) % np.ndim(record["x"]) == np.ndim(record["x"]) - 1
 
-    check_stored(impl, STEP, apply, "softmax", symptoms=stored_symptoms,)
+
+# Split by axis: attention takes the softmax along the last axis, where a sum or maximum along a fixed
+# last axis is right; a slip that breaks only `axis` keeps the last axis's share, a wrong formula fails both.
+@case(STEP, "stored", weight=4)
+def test_stored_outputs(impl):
+    """matches the reference along the last axis: vectors, matrices, float32 and large inputs"""
+
+    check_stored(impl, STEP, apply, "softmax", symptoms=stored_symptoms, where=_along_last)
+
+
+@case(STEP, "stored", weight=2)
+def test_stored_outputs_other_axes(impl):
+    """matches the reference along another axis than the last: a matrix along axis 0, a batch along axis 1"""
+
+    check_stored(impl, STEP, apply, "softmax", symptoms=stored_symptoms, where=lambda record: not _along_last(record))
 
 
 @case(STEP, "property", weight=1)

@@ -13,6 +13,8 @@
 - `batches`: code written for one matrix that a batch breaks (np.dot, which is no batched product; a
   softmax's sums reshaped to a column): its ladders' candidates, and probes on a smaller batch where
   such code runs, which name it when it raises.
+- `shifts`: why a softmax of large scores came out nan (no shift, or the whole array's maximum
+  subtracted), from the scores and the rows that are nan.
 - `modules`: building a student's module through its handle: `construct` calls
   `impl.ClassName(*args)` and checks that a module came back; `load_linear` copies known weights
   into the `nn.Linear` at an attribute path by name, so the order in which a submission creates

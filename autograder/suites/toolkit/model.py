@@ -85,6 +85,8 @@ def hand_written_softmax_mistakes(s, axis=-1):
         (lambda: 1 / (1 + np.exp(-s)), f"applies the sigmoid to each score on its own: {NOT_A_SOFTMAX}"),
         (lambda: s / np.linalg.norm(s, axis=axis, keepdims=True),
          f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
+        (lambda: shifted() / np.linalg.norm(shifted(), axis=axis, keepdims=True),
+         f"divides the exponentials by their row's length (an L2 normalisation), not by their sum: {NOT_A_SOFTMAX}"),
         (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
          f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
     ]
@@ -287,13 +289,14 @@ SCALED_BY_BATCH = (dict(scale="first_axis"), "the scores are divided by the squa
 # `* d_k ** 0.5` (or `/ d_k ** -0.5`): every layer's ladder has it, with d_k the width of one head's keys.
 MULTIPLIED_BY_SQRT = (dict(scale="times_sqrt"), "the scores are multiplied by the square root of the keys' width "
                                                 "(d_k, or head_dim in each head) instead of divided by it")
+TWICE_D_K = ("the scores are divided by 2 d_k: `/ d_k ** 1 / 2` divides by d_k, then by 2 (** binds first, and / "
+             "runs left to right); the divisor is sqrt(d_k)")
 SCALE_MISTAKES = [
     (dict(scale="none"), NOT_SCALED),
     (dict(scale="d_in"), SCALED_BY_D_IN),
     (dict(scale="d_out_linear"), "the scores are divided by d_k instead of sqrt(d_k)"),
     (dict(scale="tokens"), SCALED_BY_TOKENS),
-    (dict(scale="twice_linear"), "the scores are divided by 2 d_k: `/ d_k ** 1 / 2` divides by d_k, then by 2 "
-                                 "(** binds first, and / runs left to right); the divisor is sqrt(d_k)"),
+    (dict(scale="twice_linear"), TWICE_D_K),
     MULTIPLIED_BY_SQRT,
 ]
 
