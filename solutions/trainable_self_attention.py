@@ -57,6 +57,8 @@ class SelfAttention(nn.Module):
 
     Attributes (the grader looks for these names):
         W_query, W_key, W_value: nn.Linear(d_in, d_out, bias=qkv_bias) each.
+    forward uses torch operations only, so gradients reach all three layers, and computes in the
+    dtype of its layers and input (float64 after module.double()).
     """
 
     def __init__(self, d_in, d_out, qkv_bias=False):
