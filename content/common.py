@@ -10,6 +10,8 @@
 #   checked_call(name, f, *args, hint=)  what the visible checks use to call your code: f(*args),
 #                                        saying `hint` first if it raises, and failing if it
 #                                        changed one of its inputs in place
+#   expect_gradients(out, module, names) fails unless a backward pass from a module's output
+#                                        reaches each of its layers `names`
 import os
 from contextlib import contextmanager
 
@@ -114,3 +116,20 @@ def checked_call(name, function, *args, hint="", **kwargs):
             raise AssertionError(f"{name} changed its argument {position} in place: no graded function may "
                                  "modify its inputs (work on a copy; avoid -=, /=, masked_fill_ and friends)")
     return result
+
+
+def expect_gradients(out, module, *names):
+    """A backward pass from `out`, a forward's output, must reach the weight of each layer in `names`.
+
+    The output is weighted unevenly before it is summed, so that no coincidence of a check's inputs
+    (value rows with equal sums, say, against weights whose rows sum to 1) leaves a layer that is
+    wired right with a zero gradient.
+    """
+    keep = ("keep forward in torch (no .numpy(), .detach() or torch.no_grad()) so that training can update "
+            "every layer")
+    assert out.requires_grad, f"no gradient can flow back: {keep}"
+    uneven = out.new_tensor(np.arange(1.0, out.numel() + 1.0)).view_as(out)
+    (out * uneven).sum().backward()
+    for name in names:
+        grad = getattr(module, name).weight.grad
+        assert grad is not None and bool(grad.abs().sum() > 0), f"no gradient reached {name}: {keep}"
