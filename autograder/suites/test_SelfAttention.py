@@ -16,9 +16,9 @@ from autograder.fixtures.notes_trainable import self_attention_layers
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import cases, checks
+from autograder.suites.toolkit import batches, cases, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import SCALED_BY_TOKENS, hand_written_softmax_mistakes
+from autograder.suites.toolkit.model import FIXED_AXIS, SCALED_BY_TOKENS, hand_written_softmax_mistakes
 
 STEP = "SelfAttention"
 
@@ -271,8 +271,10 @@ def confirmed(impl, ladder, ndim=2):
     swapped, is no such mistake, and is left to the next rung."""
     r = rng(1509)
     weights, x = _random_weights(r, 7, 5, False), r.normal(size=(10, 3, 7)[3 - ndim:]).astype(np.float32)
-    return cases.confirmed(ladder, lambda: _self_attention(impl, 7, 5, False, weights)(toolkit.tensor(x)),
-                           lambda: mistakes(x, weights))
+    layer = _self_attention(impl, 7, 5, False, weights)
+    ladder = cases.confirmed(ladder, lambda: layer(toolkit.tensor(x)), lambda: mistakes(x, weights))
+    return ladder if ndim != 3 else batches.told_apart_on_one_item(ladder, SCALED_BY_TOKENS, lambda: toolkit.close(
+        layer(toolkit.tensor(x[0])), toolkit.attention(np.float64(x[0]), weights, mask="none")), FIXED_AXIS)
 
 
 # a worked example that raises is explained by the same code on the first stored record (one sequence)

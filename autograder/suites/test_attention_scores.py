@@ -84,7 +84,14 @@ def stored_symptoms(record, k):
             (lambda: _unit(X) @ np.swapaxes(_unit(X), -1, -2),
              "divides by the tokens' lengths: these are cosine similarities; the scores are the plain dot "
              "products X Xᵀ"),
-            *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result")]  # np.dot(X, Xᵀ), np.inner(X, X)
+            *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
+            *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2)]
+
+
+PAIRS_ALONG_FIRST_AXIS = ("pairs entries along the first axis by broadcasting (X[:, None] * X[None, :], summed over "
+                          "the features), which is written for one (n, d) matrix: on a batch the first axis holds "
+                          "the batch items, so items are paired with items, not tokens with tokens; the tokens are "
+                          "the second axis from the end (-2) however many batch axes come before it")
 
 
 @case(STEP, "stored", weight=3)

@@ -41,6 +41,14 @@ def _softmax_rows(s):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+COLUMNS = "normalises columns; each row (one query) must sum to 1"
+TRANSPOSED = ("returns the row softmax transposed, so each column sums to 1: row i of the weights belongs to query i, "
+              "as row i of the scores does")
+# The transpose of the row softmax of symmetric scores (X Xᵀ, as in the notes) is their column softmax.
+COLUMNS_OR_TRANSPOSED = ("normalises columns, or transposes the row softmax (on symmetric scores the two agree); "
+                         "each row (one query) must sum to 1")
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
@@ -50,7 +58,10 @@ def stored_symptoms(record, k):
     matrices = np.exp(s - s.max(axis=(-2, -1), keepdims=True))
     at_once = "normalises the whole score matrix at once; each row (one query) must sum to 1 on its own"
     r = np.exp(-(s - s.min(axis=-1, keepdims=True)))
-    return [(lambda: e / e.sum(axis=-2, keepdims=True), "normalises columns; each row (one query) must sum to 1"),
+    symmetric = s.shape[-1] == s.shape[-2] and np.allclose(s, np.swapaxes(s, -1, -2))
+    return [(lambda: e / e.sum(axis=-2, keepdims=True), COLUMNS_OR_TRANSPOSED if symmetric else COLUMNS),
+            (lambda: np.swapaxes(_softmax_rows(s), -1, -2), TRANSPOSED),
+            (lambda: _softmax_rows(s).T, TRANSPOSED),
             (lambda: s / s.sum(axis=-1, keepdims=True),
              "divides the scores by their row sums without exponentiating: softmax takes exp first, so "
              "every weight is positive"),

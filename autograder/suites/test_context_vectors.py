@@ -52,8 +52,15 @@ def _call(impl, weights, values, label):
     except RemoteError as error:
         if np.ndim(weights) > 2:
             first = (0,) * (np.ndim(weights) - 2)
-            explain_batch_error("context_vectors", error, label, lambda: impl.context_vectors(weights[first],
-                                                                                              values[first]))
+            try:
+                explain_batch_error("context_vectors", error, label, lambda: impl.context_vectors(weights[first],
+                                                                                                  values[first]))
+            except CaseFailure:  # a loop for one matrix; its accumulator may be wrong as well
+                if not _made_like_the_values(impl):
+                    raise
+                raise CaseFailure(f"context_vectors raised {error.type_name} on {label}, works on one item, and on "
+                                  f"3 queries over 7 keys {LIKE_THE_VALUES} (and a loop for one matrix fits no "
+                                  "batch)") from None
         r = rng(704)
         w, v = _weights(r, (4, 4)), r.normal(size=(4, 4))
         try:
@@ -73,6 +80,31 @@ def _call(impl, weights, values, label):
 LIKE_THE_WEIGHTS = ("its result (or the array it adds into) is made like the weights (np.zeros_like(weights)), one "
                     "column per key; a context vector has one entry per feature of the values, so the result has "
                     "one row per query and the values' width")
+
+
+LIKE_THE_VALUES = ("its result is made like the values (np.zeros_like(values)), one row per key: a context vector "
+                   "belongs to each query, so the result has one row per query (rows past the queries stay 0)")
+
+
+def _like_the_values(w, v):
+    """(candidate, symptom) of a result made like the values whose first n_q rows are filled, where n_q < n_k."""
+    n_q, n_k = np.shape(w)[-2:]
+    if np.ndim(w) != 2 or n_q >= n_k:
+        return []
+    made = np.zeros(np.shape(v))
+    made[:n_q] = w @ v
+    return [(made, LIKE_THE_VALUES)]
+
+
+def _made_like_the_values(impl):
+    """Whether the code on one matrix of 3 queries over 7 keys gives a result made like the values."""
+    r = rng(707)
+    w, v = _weights(r, (3, 7)), r.normal(size=(7, 2))
+    try:
+        out = checks.to_array(impl.context_vectors(w, v), "context_vectors(weights, values)")
+    except (RemoteError, CaseFailure):
+        return False
+    return checks.named_mistake(out, _like_the_values(w, v)) is not None
 
 
 def _right_where_values_as_wide_as_keys(impl):
@@ -113,7 +145,7 @@ def stored_symptoms(record, k):
     n_q = np.shape(w)[-2]
     return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
             *[(lambda: w[..., :n_q] @ v[..., :n_q, :], KEYS_CUT)] * (n_q < np.shape(w)[-1]),
-            (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS)]
+            (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v)]
 
 
 def _confirmed(impl, ladder):

@@ -102,6 +102,9 @@ def _mistakes(X):
           for scale, name in _wrong_lengths(X)],
         *[(lambda divisor=divisor: (X @ X.T) / divisor, f"divides X Xᵀ by {name}; {OWN_LENGTH}")
           for divisor, name in _wrong_divisors(lengths)],
+        (lambda: np.abs(unit @ unit.T), "takes the absolute value of the cosines, so every negative one turns "
+                                        "positive: rows that point apart have cosines below 0, down to -1 for "
+                                        "opposite rows, and the sign is what tells them from rows that point alike"),
         (lambda: 1 - unit @ unit.T, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
         (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
          "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
@@ -120,7 +123,8 @@ def _zeroed_parts(cosines):
             (cosines - np.diag(np.diag(cosines)), "the diagonal",
              "entry (i, i) compares row i with itself, whose cosine is 1"),
             (np.maximum(cosines, 0), "every negative cosine (a clip at 0)",
-             "rows that point apart have cosines below 0, down to -1 for opposite rows")]
+             "rows that point apart have cosines below 0, down to -1 for opposite rows"),
+            ]
 
 
 OWN_LENGTH = "each row is divided by its own length, along the features (axis=-1, keepdims=True)"

@@ -66,17 +66,20 @@ def stored_symptoms(record, k):
                                             "must lower the sum"),
             (lambda: np.sum(a + b), "adds the vectors instead of multiplying them elementwise"),
             (lambda: a * b, PRODUCTS),
+            (lambda: np.cumsum(a * b), RUNNING),
             (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum"),
             *shorter, *truncated]
 
 
 LAST_ONLY = ("keeps only the last product a_i b_i: a loop that assigns each product (=) replaces the total at "
              "every step instead of adding to it (+=)")
+RUNNING = ("returns the running totals of the products (np.cumsum keeps every partial sum, one per entry), not "
+           "one number: the dot product is the single sum of all the products")
 PRODUCTS = "returns the products of the entries, one per pair: the dot product adds them up into one number"
 # On short or small vectors these coincide with other mistakes (the last product is the sum without the first of
-# two; the products of one pair are its running sum, np.cumsum; a loop that leaves the only pair out gives 0, as
+# two; the products of one pair are its running sum; a loop that leaves the only pair out gives 0, as
 # integers of entries below 1 do), so each is kept only where the same code shows it on longer vectors too.
-_COINCIDING = (LAST_ONLY, PRODUCTS)
+_COINCIDING = (LAST_ONLY, PRODUCTS, RUNNING)
 
 
 def _confirmed(impl, ladder):

@@ -7,7 +7,13 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
-from autograder.suites.toolkit.model import FIXED_AXIS, TWICE_D_K, truncation_mistakes, wrong_widths
+from autograder.suites.toolkit.model import (
+    FIXED_AXIS,
+    SCALED_BY_BATCH,
+    TWICE_D_K,
+    truncation_mistakes,
+    wrong_widths,
+)
 
 STEP = "scaled_attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
@@ -100,6 +106,7 @@ def mistakes(Q, K):
         (lambda: raw / d_k / 2, TWICE_D_K),
         (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),
         *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
+        *[(lambda: raw / np.sqrt(K.shape[0]), FIRST_AXIS)] * (K.ndim > 2 and K.shape[0] not in (1, d_k, *K.shape[1:])),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),
         (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
@@ -107,15 +114,21 @@ def mistakes(Q, K):
     ]
 
 
+# d_k read as K.shape[0]: the number of keys on one matrix (named as such), the batch size on a batch.
+FIRST_AXIS = SCALED_BY_BATCH[1]
+
+
 def confirmed(impl, ladder):
     """`ladder`, each diagnosis of the scale (each names d_k) confirmed on queries and keys where no two
     divisors of the ladder coincide (d_k = 7, 3 queries, 5 keys): a scale that only happens to equal 1,
     sqrt(n_q) or sqrt(n_k) on small inputs (sqrt(d_k) // 1, sqrt(d_k + 1)) is no such mistake, and is left
-    to the last rung, a constant factor. d_k read from a fixed axis is confirmed where it is right, on one matrix."""
+    to the last rung, a constant factor. d_k read from a fixed axis is confirmed where it is right, on one matrix,
+    and from the first axis where that is the number of keys."""
     r = rng(1209)
     Q, K = r.normal(size=(3, 7)), r.normal(size=(5, 7))
     return cases.confirmed(ladder, lambda: impl.scaled_attention_scores(Q.copy(), K.copy()),
-                           lambda: [*mistakes(Q, K), (Q @ K.T / np.sqrt(K.shape[-1]), FIXED_AXIS)],
+                           lambda: [*mistakes(Q, K), (Q @ K.T / np.sqrt(K.shape[-1]), FIXED_AXIS),
+                                    (Q @ K.T / np.sqrt(K.shape[0]), FIRST_AXIS)],
                            only=lambda symptom: "d_k" in symptom)
 
 

@@ -95,3 +95,31 @@ def sums_indexed_for_one_matrix(attend):
             return False
         return True
     return runs((), 3, 5) and runs((2,), 4, 4) and not runs((2,), 3, 5)
+
+
+def told_apart_on_one_item(ladder, symptom, right_alone, symptom_if_right):
+    """`ladder` [(candidate, symptom)] of a batch with each candidate of `symptom` kept only where `right_alone()`
+    (the same code, run on one item of the batch alone, is right) is False, and named `symptom_if_right` where it
+    is True: a divisor read from a fixed axis gives on a batch what a wrong divisor gives on any input, and only
+    one item alone tells them apart. `right_alone` runs once, when a candidate is first tried; if it raises, the
+    code is not right alone."""
+    memo = {}
+
+    def alone():
+        if "right" not in memo:
+            try:
+                memo["right"] = bool(right_alone())
+            except Exception:  # noqa: BLE001 - code that fails on one item is not right there
+                memo["right"] = False
+        return memo["right"]
+
+    def kept(candidate, where):
+        if alone() != where:
+            raise LookupError(symptom)
+        return candidate() if callable(candidate) else candidate
+
+    split = []
+    for candidate, named in ladder:
+        split += [(candidate, named)] if named != symptom else [
+            (lambda c=candidate: kept(c, False), named), (lambda c=candidate: kept(c, True), symptom_if_right)]
+    return split
