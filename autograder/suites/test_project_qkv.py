@@ -100,9 +100,12 @@ def _named_on_squares(impl):
     r = rng(1105)
     X, Ws = r.normal(size=(4, 4)), [r.normal(size=(4, 4)) for _ in range(3)]
     try:
-        Q = checks.to_array(impl.project_qkv(X.copy(), *(W.copy() for W in Ws))[0], "Q")
+        out = impl.project_qkv(X.copy(), *(W.copy() for W in Ws))
+        Q = checks.to_array(out[0], "Q")
     except Exception:  # noqa: BLE001 - only asks whether square inputs go through
         return None
+    if _chained(out, X, Ws):
+        return CHAINED
     return checks.named_mistake(Q, [(Ws[0] @ X, "computes W_q @ X: tokens are the rows of X, so each row "
                                                 "is projected as X @ W_q"),
                                     (X * Ws[0], "multiplies X and W_q entry by entry (*): a projection is a "
@@ -110,6 +113,22 @@ def _named_on_squares(impl):
                                     (X.T @ Ws[0], "computes X.T @ W_q, the tokens transposed: X holds one token "
                                                   "per row, (n, d_in), and W_q (d_in, d_out) projects each row, so "
                                                   "X is used as it is")])
+
+
+CHAINED = ("projects K or V from another projection (Q @ W_k, K @ W_v), not from X: each of Q, K and V projects the "
+           "tokens X by its own weights, so the shapes fit only where d_in == d_out")
+
+
+def _chained(out, X, Ws):
+    """Whether Q of `out` is X @ W_q and K or V is a projection of another projection (K = Q @ W_k, V = K @ W_v)."""
+    W_q, W_k, W_v = Ws
+    try:
+        Q, K, V = (checks.to_array(item, role) for item, role in zip(out, ROLES))
+    except Exception:  # noqa: BLE001 - not three arrays: another mistake
+        return False
+    right_q = checks.named_mistake(Q, [(X @ W_q, "right")]) is not None
+    return right_q and (checks.named_mistake(K, [(X @ W_q @ W_k, CHAINED)]) is not None or checks.named_mistake(
+        V, [(X @ W_q @ W_k @ W_v, CHAINED), (X @ W_q @ W_v, CHAINED), (X @ W_k @ W_v, CHAINED)]) is not None)
 
 
 ALL_AXES_REVERSED = ("a product transposed back with .T, right on one matrix, but on a batch .T reverses every axis, "
