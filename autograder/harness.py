@@ -196,13 +196,13 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     return f"`{step}` raised {name}, and the grader cannot name the cause{detail}"
 
 
-# Exceptions whose own words name their cause, whatever the step: (how NumPy, torch or Python
-# word it, the cause the student reads).
 def error_name(error: BaseException) -> str:
     """The exception's type name: a RemoteError's is the type the submission raised."""
     return getattr(error, "type_name", type(error).__name__)
 
 
+# Exceptions whose own words name their cause, whatever the step: (how NumPy, torch or Python
+# word it, the cause the student reads).
 def error_cause(said: str) -> str | None:
     """The cause ERROR_CAUSES gives for an exception worded `said`, or None: its own words name it."""
     return next((cause for phrases, cause in ERROR_CAUSES if any(phrase in said for phrase in phrases)), None)

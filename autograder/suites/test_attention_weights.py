@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import checks, shifts
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
 
@@ -31,7 +31,7 @@ def apply(impl, record):
 def overflow_hint(record):
     """Why weights turn nan on `record`'s scores, where exp of the largest overflows (inf / inf) or every exp of
     a row underflows to 0 (0 / 0); nothing on smaller scores, where the same nan has another cause."""
-    if np.abs(record["scores"]).max() < np.log(np.finfo(np.float64).max):
+    if np.abs(record["scores"]).max() < shifts.OVERFLOW:
         return ""
     return "exp overflows on scores this large: subtract each row's maximum before exponentiating"
 

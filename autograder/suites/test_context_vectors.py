@@ -96,27 +96,32 @@ def _like_the_values(w, v):
     return [(made, LIKE_THE_VALUES)]
 
 
-def _made_like_the_values(impl):
-    """Whether the code on one matrix of 3 queries over 7 keys gives a result made like the values."""
-    r = rng(707)
-    w, v = _weights(r, (3, 7)), r.normal(size=(7, 2))
+def _drawn(seed, queries, keys, width):
+    """Weights (queries, keys) and values (keys, width) of one matrix, drawn from `seed`: a probe's inputs."""
+    r = rng(seed)
+    return _weights(r, (queries, keys)), r.normal(size=(keys, width))
+
+
+def _gives_one_of(impl, seed, queries, keys, width, candidates):
+    """Whether the code on `_drawn(seed, queries, keys, width)` gives one of `candidates(w, v)` [(candidate,
+    symptom)]; False where it fails there."""
+    w, v = _drawn(seed, queries, keys, width)
     try:
         out = checks.to_array(impl.context_vectors(w, v), "context_vectors(weights, values)")
     except (RemoteError, CaseFailure):
         return False
-    return checks.named_mistake(out, _like_the_values(w, v)) is not None
+    return checks.named_mistake(out, candidates(w, v)) is not None
+
+
+def _made_like_the_values(impl):
+    """Whether the code on one matrix of 3 queries over 7 keys gives a result made like the values."""
+    return _gives_one_of(impl, 707, 3, 7, 2, _like_the_values)
 
 
 def _right_where_values_as_wide_as_keys(impl):
     """Code right on square weights and values that is also right on 3 queries over 4 keys with values 4 wide
     (n_k == d, n_q != n_k): its result is shaped by the weights, which only the values' width tells apart."""
-    r = rng(708)
-    w, v = _weights(r, (3, 4)), r.normal(size=(4, 4))
-    try:
-        out = checks.to_array(impl.context_vectors(w, v), "context_vectors(weights, values)")
-    except (RemoteError, CaseFailure):
-        return False
-    return checks.named_mistake(out, [(w @ v, "right")]) is not None
+    return _gives_one_of(impl, 708, 3, 4, 4, lambda w, v: [(w @ v, "right")])
 
 
 ELEMENTWISE = ("multiplies entry by entry (*); each context vector is a weighted sum of the value rows, a matrix "
@@ -151,8 +156,7 @@ def stored_symptoms(record, k):
 def _confirmed(impl, ladder):
     """`ladder` with the keys cut at n_q and the column sums confirmed on 3 queries over 7 keys: on a single
     query (the notes' examples) both give key 0's value row times its weight."""
-    r = rng(707)
-    w, v = _weights(r, (3, 7)), r.normal(size=(7, 2))
+    w, v = _drawn(707, 3, 7, 2)
     return cases.confirmed(ladder, lambda: impl.context_vectors(w.copy(), v.copy()),
                            lambda: stored_symptoms(dict(weights=w, values=v), 0),
                            only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS))

@@ -2,6 +2,8 @@
 product; a softmax's sums reshaped to a column), as candidates of a step's ladder, and the probes that name them
 where the code raises: inputs on which the same code runs, and shows the mistake in what it gives."""
 
+import functools
+
 import numpy as np
 
 from autograder.errors import CaseFailure
@@ -103,15 +105,12 @@ def told_apart_on_one_item(ladder, symptom, right_alone, symptom_if_right):
     is True: a divisor read from a fixed axis gives on a batch what a wrong divisor gives on any input, and only
     one item alone tells them apart. `right_alone` runs once, when a candidate is first tried; if it raises, the
     code is not right alone."""
-    memo = {}
-
+    @functools.cache
     def alone():
-        if "right" not in memo:
-            try:
-                memo["right"] = bool(right_alone())
-            except Exception:  # noqa: BLE001 - code that fails on one item is not right there
-                memo["right"] = False
-        return memo["right"]
+        try:
+            return bool(right_alone())
+        except Exception:  # noqa: BLE001 - code that fails on one item is not right there
+            return False
 
     def kept(candidate, where):
         if alone() != where:

@@ -2,8 +2,9 @@
 
 import numpy as np
 
-# exp(x) of a float64 is 0 below about -745
+# exp(x) of a float64 is 0 below about -745, and inf above about 709.8
 UNDERFLOW = -745.0
+OVERFLOW = float(np.log(np.finfo(np.float64).max))
 
 
 def why_nan(scores, nan_rows):
