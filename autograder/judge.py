@@ -49,6 +49,7 @@ from autograder.limits import (
 from autograder.reference import reference_source
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
+from autograder.stubs import still_a_stub, untouched_steps
 
 TRAINS = re.compile(r"\boptim\b")
 
@@ -162,6 +163,7 @@ class JudgedExecute(Execute):
         self.step_results = {}
         self._unrecorded: dict[str, StepResult] = {}  # dependencies the notebook does not grade
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
+        self._untouched = untouched_steps(nb.cells)  # no lending kernel is started ahead for these
         self._warm = warm.warm_parent()
         if self._warm is not None and trains(nb):
             try:
@@ -297,7 +299,7 @@ class JudgedExecute(Execute):
             result = self.judge(step, index)
         self.step_results[step] = result
         if (self._lending is not None and result.fraction < 1
-                and any(step in STEPS[later].depends_on for later in self._pending)
+                and any(step in STEPS[later].depends_on for later in self._pending if later not in self._untouched)
                 and self._room_for_lending()):
             self._lending.open()  # a later step will borrow its reference
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
@@ -315,6 +317,8 @@ class JudgedExecute(Execute):
             self._restart_and_replay(index)
             channel = self._open_channel()
         lent = self.lent_references(step, channel, index)
+        if lent and still_a_stub(Implementation(self._channel), step):
+            lent = []  # it raises before it could call anything lent (`stubs.py`)
         if lent:
             return self._judge_lending(step, lent, index)
         if self._lending is not None:

@@ -128,6 +128,11 @@ class _Remote:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._impl._call(self.__name__, None, args, kwargs)
 
+    def describe(self, path: str = "") -> dict[str, Any]:
+        """What the object of this name (or its attribute at `path`) is: see Handle.describe;
+        for a function also `code` {names, ops}, what it reads and does."""
+        return self._impl._request({"op": "describe", "target": self.__name__, "path": path})
+
     def __repr__(self) -> str:
         return f"<graded name {self.__name__}>"
 

@@ -269,6 +269,11 @@ class Agent:
                 pass
         if isinstance(obj, (int, float, bool, str)) or obj is None:
             info["value"] = obj
+        if type(obj).__name__ == "function" and hasattr(obj, "__code__"):  # is it still the stub?
+            import dis
+
+            info["code"] = {"names": list(obj.__code__.co_names)[:64],
+                            "ops": sorted({op.opname for op in dis.get_instructions(obj.__code__)})}
         return info
 
     def op_set_linear(self, request):
