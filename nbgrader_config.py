@@ -19,6 +19,7 @@ c.CourseDirectory.db_url = f"sqlite:///{_HERE / 'gradebook.db'}"
 # and every graded cell's verdict and points are computed outside it (autograder/judge.py).
 c.Autograde.autograde_preprocessors = [
     "autograder.judge.JudgedExecute",
+    "autograder.sealed_outputs.SealOutputs",  # no output that may carry a hidden input is kept
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

@@ -46,7 +46,8 @@ from autograder.limits import (
     MAX_NOTEBOOK_OUTPUT_BYTES,
     SUBMISSION_TIMEOUT,
 )
-from autograder.reference import reference_source
+from autograder.reference import reference_source, with_dependencies
+from autograder.sealed_outputs import SEALED_KEY
 from autograder.seam import Implementation
 from autograder.steps import STEPS, graded_step, nbgrader_metadata
 from autograder.stubs import still_a_stub, untouched_steps
@@ -164,6 +165,7 @@ class JudgedExecute(Execute):
         self._unrecorded: dict[str, StepResult] = {}  # dependencies the notebook does not grade
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
         self._untouched = untouched_steps(nb.cells)  # no lending kernel is started ahead for these
+        self._inputs_sent = False  # whether the notebook's kernel has been sent a case's inputs
         self._warm = warm.warm_parent()
         if self._warm is not None and trains(nb):
             try:
@@ -226,6 +228,7 @@ class JudgedExecute(Execute):
         """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""
         self._close_channel()
         run_sync(self.km.restart_kernel)(now=True)
+        self._inputs_sent = False
         channel = self._new_channel()
         try:
             channel.wait_until_ready(self.startup_timeout, alive=run_sync(self.km.is_alive))
@@ -290,6 +293,8 @@ class JudgedExecute(Execute):
                     self._lending.follow(index + 1)  # it runs the cell while this kernel does
                 else:
                     self._lending.discard()  # no step to come can be lent anything
+            if self._inputs_sent and cell.cell_type == "code":
+                cell.metadata[SEALED_KEY] = True  # what it shows may carry them (`sealed_outputs.py`)
             return super().preprocess_cell(cell, resources, index)
         if step in self._pending:
             self._pending.remove(step)
@@ -327,6 +332,7 @@ class JudgedExecute(Execute):
             except (KernelStuck, RuntimeError, OSError):
                 self._lending.discard()
         channel = self._channel  # a check of an ungraded dependency may have replaced the kernel
+        self._inputs_sent = True
         result = run_step(step, Implementation(channel), budget=self._left())
         if result.kernel_lost:
             self._restart_and_replay(index)
@@ -392,6 +398,7 @@ class JudgedExecute(Execute):
             if name in self._pending:
                 continue
             if name not in self.step_results and name not in self._unrecorded:
+                self._inputs_sent = True
                 checked = run_step(name, Implementation(channel), budget=self._left())
                 self._unrecorded[name] = checked
                 if checked.kernel_lost:
@@ -401,18 +408,6 @@ class JudgedExecute(Execute):
             if verdict.fraction < 1.0 or verdict.kernel_lost:
                 lent.append(name)
         return lent
-
-
-def with_dependencies(names: list[str]) -> list[str]:
-    """`names` and every graded name their reference calls, in STEPS' order: the reference of
-    `attention_weights` calls the reference's `softmax`, even where only the former is lent."""
-    needed, todo = set(), list(names)
-    while todo:
-        name = todo.pop()
-        if name not in needed:
-            needed.add(name)
-            todo += STEPS[name].depends_on
-    return [name for name in STEPS if name in needed]
 
 
 @dataclass

@@ -13,6 +13,7 @@ is recorded, and never stays where the student's later code runs.
 import inspect
 
 import solutions
+from autograder.steps import STEPS
 
 # What the reference's code needs in scope; the only other names its sources use are each other.
 _PRELUDE = "import numpy as np\nimport torch\nfrom torch import nn\n"
@@ -29,6 +30,18 @@ def reference_source(names):
         return ""
     blocks = [inspect.getsource(getattr(solutions, name)) for name in names]
     return _PRELUDE + "\n\n".join(blocks)
+
+
+def with_dependencies(names: list[str]) -> list[str]:
+    """`names` and every graded name their reference calls, in STEPS' order: the reference of
+    `attention_weights` calls the reference's `softmax`, even where only the former is lent."""
+    needed, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += STEPS[name].depends_on
+    return [name for name in STEPS if name in needed]
 
 
 def reference_implementation():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from autograder.fixtures import stored
+from autograder.sealed_outputs import NOTE
 from autograder.steps import ASSIGNMENTS, STEPS, steps_of
 from coursekit import catalogue, grading, matrix
 
@@ -94,6 +95,19 @@ def test_feedback_explains_failures_without_revealing_hidden_tests(graded, cours
                 if abs(value) > 1e-3 and abs(value - round(value)) > 1e-3:
                     for shown in (f"{value:.4f}", f"{value:.4g}"):
                         assert shown not in report, (step, value)
+
+
+def test_what_a_cell_shows_once_hidden_inputs_reached_its_kernel_reaches_no_student(course, catalogue_results):
+    """`record-inputs` keeps every input the grader sends its softmax and prints them all in a
+    later cell: the autograded notebook and the feedback keep one line in its place."""
+    assignment, student = "01_simplified_self_attention", "record-inputs"
+    assert catalogue_results(assignment)[student].graded
+    grading.feedback(course, assignment, [student])
+    autograded = (course / "autograded" / student / assignment / f"{assignment}.ipynb").read_text()
+    feedback = htmllib.unescape(_feedback_html(course, student, assignment))
+    for text in (autograded, feedback):
+        assert re.search(r"RECORDED \d", text) is None, "the recorded inputs were kept"
+        assert NOTE.split(":")[0] in text
 
 
 def test_grades_and_step_scores_export(graded, course):

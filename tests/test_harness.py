@@ -296,7 +296,7 @@ def test_feedback_sanitiser_cuts_tracebacks_of_grade_cells_only():
 def test_a_lent_reference_brings_the_references_it_calls():
     """Only attention_weights is lent (the notebook's softmax had full marks), but the reference
     attention_weights calls softmax: the reference's own, defined beside it and not lent."""
-    from autograder.judge import with_dependencies
+    from autograder.reference import with_dependencies
 
     names = with_dependencies(["attention_weights"])
     assert names == ["softmax", "attention_weights"]
