@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -167,11 +168,19 @@ class StepResult:
                           kernel_lost=self.kernel_lost)
 
 
+# The numbers a report never repeats from an exception's own text: any with a fraction or an
+# exponent, and whole numbers of four digits or more. The submission writes that text, and could
+# write there the hidden inputs it was sent (issue "Sealed submissions", item 5); the shapes,
+# axes and sizes that NumPy's and torch's messages name stay readable.
+EXCEPTION_VALUE = re.compile(r"\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d{4,}")
+
+
 def _describe_error(step: str, error: BaseException, show_details: bool = True) -> str:
     """What the student reads for an exception of the code under test. Without `show_details`
     (a step run with a dependency's reference in the kernel) the exception's own text is left out:
-    code that can see the reference could write it there, and the report is the student's."""
-    text = str(error).strip().splitlines() if show_details else []
+    code that can see the reference could write it there, and the report is the student's. With
+    it, the text is shown without the values it holds (EXCEPTION_VALUE)."""
+    text = EXCEPTION_VALUE.sub("…", str(error)).strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
     name = error_name(error)
     # The error's words pick one of these fixed texts even where they are not shown: a kernel
@@ -188,7 +197,7 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     if cause is not None:
         return f"`{step}` raised {name}: {cause}"
     if isinstance(error, TypeError) and "argument" in said:
-        said = f" ({said[:160]})" if show_details else ""
+        said = f" ({EXCEPTION_VALUE.sub('…', said)[:160]})" if show_details else ""
         return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
     if any(phrase in said for phrase in SHAPE_MISMATCH):
         return (f"`{step}` raised {name}, a shape mismatch: two arrays it combines do not fit (compare each "

@@ -170,6 +170,24 @@ def test_a_wrong_signature_is_named_as_such():
     assert any("could not be called as the assignment specifies" in r.message for r in result.results)
 
 
+def test_an_exceptions_own_text_never_repeats_the_values_it_was_given():
+    """A submission chooses its exceptions' text: one that writes there what it was sent would
+    put the hidden inputs in its report. Their values are left out; the small whole numbers of
+    a shape mismatch (NumPy's words) stay."""
+    def telling(x, axis=-1):
+        raise ValueError(f"given {np.asarray(x).tolist()} and {12345} and {1e-9}")
+
+    def mismatched(x, axis=-1):
+        return np.ones((2, 3)) @ np.ones((4, 5))
+
+    told = run_step("softmax", implementation({"softmax": telling}))
+    for result in told.results:
+        assert "given [" in result.message and not any(char.isdigit() for char in result.message.split("given")[1]), result.message
+    shapes = run_step("softmax", implementation({"softmax": mismatched}))
+    assert all("(n?,k),(k,m?)->(n?,m?)" in r.message and "size 4 is different from 3" in r.message
+               for r in shapes.results), format_report(shapes, 3)
+
+
 def test_an_exception_is_named_a_shape_mismatch_or_said_to_have_no_name():
     """A raised exception is never shown bare: a shape mismatch (NumPy's or torch's words) is
     named as one, and any other says plainly that the grader cannot name its cause."""
