@@ -45,15 +45,14 @@ def untouched_steps(cells: Iterable[Any]) -> set[str]:
     (which `nbgrader autograde` restores from the gradebook before the judge runs)."""
     untouched = set()
     for cell in cells:
-        meta = nbgrader_metadata(cell)
-        grade_id = str(meta.get("grade_id", ""))
-        step = grade_id.removesuffix(SOLUTION_SUFFIX)
-        if meta.get("solution") and step != grade_id and step in STEPS:
-            try:
-                if compute_checksum(cell) == meta.get("checksum"):
-                    untouched.add(step)
-            except (AttributeError, KeyError, TypeError, ValueError):
-                continue  # a cell too damaged to checksum is no stub we can vouch for
+        try:
+            meta = nbgrader_metadata(cell)
+            grade_id = str(meta.get("grade_id", ""))
+            step = grade_id.removesuffix(SOLUTION_SUFFIX)
+            if meta.get("solution") and step != grade_id and step in STEPS and compute_checksum(cell) == meta.get("checksum"):
+                untouched.add(step)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            continue  # a cell too damaged to read is no stub we can vouch for
     return untouched
 
 

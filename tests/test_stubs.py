@@ -93,6 +93,8 @@ def test_a_solution_cell_is_untouched_only_while_it_is_as_released():
     edited = copy.deepcopy(nb)
     next(c for c in edited.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax_solution").source += "\n"
     assert untouched_steps(edited.cells) == solutions - {"softmax"}
+    damaged = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": "not a mapping"})
+    assert untouched_steps([damaged, *nb.cells]) == solutions
 
 
 # --- through the judge ------------------------------------------------------------------------
