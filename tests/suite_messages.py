@@ -1,6 +1,6 @@
 """The messages the hidden suites can give, read from their source with `ast`: the named diagnoses
-of their ladders and the fixed text of every `CaseFailure`, as templates (characters, with ANY where
-an f-string puts a value). tests/test_catalogue.py requires each to be some catalogue mistake's
+of their ladders and the fixed text of every `CaseFailure`, also where a function returns it to the
+CaseFailure, as templates (characters, with ANY where an f-string puts a value). tests/test_catalogue.py requires each to be some catalogue mistake's
 symptom, so the catalogue's grading shows that the message fires on the mistake it names."""
 
 import ast
@@ -55,16 +55,82 @@ def named_diagnoses():
 
 def fixed_messages():
     """(file, line, template) of every `CaseFailure(...)` whose message has fixed text (a letter
-    outside its placeholders); messages made only of values passed in, such as `f"{what}: {symptom}"`,
+    outside its placeholders), and of every string a suite's function returns into such a message
+    (`returned_messages`); messages made only of values passed in, such as `f"{what}: {symptom}"`,
     are the ladders' diagnoses, which `named_diagnoses` finds where they are written."""
     found = []
     for path, tree, constants in _suite_trees():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "CaseFailure" and node.args:
-                text = template(node.args[0], constants)
-                if text and any(c is not ANY and c.isalpha() for c in text):
+            if _is_case_failure(node):
+                for text in _alternatives(node.args[0], constants):
                     found.append((path, node.lineno, text))
-    return found
+    return found + returned_messages()
+
+
+def _is_case_failure(node):
+    return isinstance(node, ast.Call) and getattr(node.func, "id", "") == "CaseFailure" and bool(node.args)
+
+
+def _alternatives(node, constants):
+    """The templates with fixed text that `node` may be: itself, or either branch of `a if c else b`."""
+    if isinstance(node, ast.IfExp):
+        return _alternatives(node.body, constants) + _alternatives(node.orelse, constants)
+    text = template(node, constants)
+    return [text] if text and any(c is not ANY and c.isalpha() for c in text) else []
+
+
+def _own_nodes(function):
+    """The nodes of a function's body, not of the functions defined inside it (each is its own)."""
+    todo = list(function.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(child for child in ast.iter_child_nodes(node)
+                     if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _called(expr, function):
+    """The names of the functions whose results `expr`, in `function`, passes on: those called in
+    it, and those called to make a local variable it reads (`message = helper(...)`)."""
+    names = {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
+    sources = [expr] + [node.value for node in _own_nodes(function)
+                        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None
+                        and any(isinstance(target, ast.Name) and target.id in names
+                                for target in getattr(node, "targets", [getattr(node, "target", None)]))]
+    return {getattr(call.func, "id", getattr(call.func, "attr", None))
+            for source in sources for call in ast.walk(source) if isinstance(call, ast.Call)}
+
+
+def returned_messages():
+    """(file, line, template) of every string template returned (`return "..."`, `return f"..."`)
+    by a function whose result reaches a CaseFailure: called in its argument, or assigned to a
+    variable the argument reads, or returned in turn by such a function. A name called in a suite
+    is its own file's function, else the toolkit's (`checks.one_or_all`, `from .x import f`)."""
+    trees = list(_suite_trees())
+    functions = [(path, node, constants) for path, tree, constants in trees
+                 for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def resolve(path, name):
+        named = [f for f in functions if f[1].name == name]
+        return [f for f in named if f[0] == path] or [f for f in named if f[0].parts[0] == "toolkit"]
+
+    todo = [(path, name) for path, function, _ in functions for node in _own_nodes(function)
+            if _is_case_failure(node) for name in _called(node.args[0], function)]
+    # a module constant that a CaseFailure of its file raises too is that message, wherever it is returned
+    raised = {(path, node.id) for path, function, _ in functions for call in _own_nodes(function)
+              if _is_case_failure(call) for node in ast.walk(call.args[0]) if isinstance(node, ast.Name)}
+    found, seen = [], set()
+    while todo:
+        for path, function, constants in resolve(*todo.pop()):
+            if id(function) in seen:
+                continue
+            seen.add(id(function))
+            for node in _own_nodes(function):
+                if isinstance(node, ast.Return) and node.value is not None and (
+                        path, getattr(node.value, "id", None)) not in raised:
+                    found += [(path, node.lineno, text) for text in _alternatives(node.value, constants)]
+                    todo += [(path, name) for name in _called(node.value, function)]
+    return sorted(found, key=lambda m: (str(m[0]), m[1]))
 
 
 def shown(text):
