@@ -105,6 +105,9 @@ def diagnose(unscaled, scaled, d_k, rel):
     if _near(unscaled, 1 / d_k, rel) and _near(scaled, 1 / d_k ** 2, rel) and d_k > 1:
         return ("var_unscaled is near 1/d_k: each sample's products were averaged (np.mean), which divides every "
                 "dot product by d_k; a dot product is their sum")
+    if _near(unscaled, d_k / 9, rel) and _near(scaled, 1 / 9, rel):
+        return ("var_unscaled is near d_k/9, as for entries uniform on [-1, 1] (each of variance 1/3): draw q and "
+                "k with standard-normal entries (rng.standard_normal)")
     if _same_samples(unscaled, d_k):
         return SAME_SAMPLES
     # exactly 0: the variance of a single number, every sample's products summed into one (for d_k = 1 a
@@ -140,6 +143,12 @@ def _shown_again(impl, symptom, d_k, rel):
 def explain(impl, unscaled, scaled, d_k, rel):
     """diagnose's symptom, or the one of a mistake that only a second call shows: the dot products
     summed over the samples, whose variance follows num_samples instead of d_k."""
+    if _near(1 / d_k, d_k / 9, rel):  # d_k = 3: averaged products and uniform entries give the same variances
+        try:
+            d_k = 2 * d_k
+            unscaled, scaled, _ = _pair(impl, d_k, num_samples=10_000, seed=7)
+        except Exception:  # noqa: BLE001 - only asks which of the two it is
+            return None
     symptom = diagnose(unscaled, scaled, d_k, rel)
     if symptom is not None:
         return symptom if _shown_again(impl, symptom, d_k, rel) else None
