@@ -39,6 +39,7 @@ from autograder.kernel.client import limited_context
 from autograder.kernel.lending import LendingKernel, SideKernel, may_lend_later
 from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
 from autograder.limits import (
+    CASE_TIMEOUT,
     CELL_TIMEOUT,
     ENDLESS_CELL_RETRY,
     INTERRUPT_GRACE,
@@ -322,8 +323,11 @@ class JudgedExecute(Execute):
             self._restart_and_replay(index)
             channel = self._open_channel()
         lent = self.lent_references(step, channel, index)
-        if lent and still_a_stub(Implementation(self._channel), step):
-            lent = []  # it raises before it could call anything lent (`stubs.py`)
+        if lent:
+            asked = Implementation(self._channel)
+            asked.deadline = time.monotonic() + max(min(CASE_TIMEOUT, self._left()), 0.01)
+            if still_a_stub(asked, step):
+                lent = []  # it raises before it could call anything lent (`stubs.py`)
         if lent:
             return self._judge_lending(step, lent, index)
         if self._lending is not None:

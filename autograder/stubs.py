@@ -25,6 +25,7 @@ from typing import Any
 
 from nbgrader.utils import compute_checksum
 
+from autograder.errors import CaseTimeout
 from autograder.steps import STEPS, nbgrader_metadata
 
 SOLUTION_SUFFIX = "_solution"  # a step's solution cell is `<step>_solution` (coursekit/build.py)
@@ -72,12 +73,13 @@ def only_raises(description: Any) -> bool:
 def still_a_stub(impl: Any, step: str) -> bool:
     """Whether `step` in the code under test (`seam.Implementation`) raises before it could call
     anything: a function that only raises, or a class whose `__init__` only raises. Anything
-    unexpected (not defined, no answer, not data) says no: the step is then lent as before."""
+    unexpected (not defined, no answer in `impl.deadline`, not data) says no: the step is then
+    lent as before, and a kernel stuck here is replaced when the judge next needs it."""
     try:
         graded = getattr(impl, step)
         whole = graded.describe()
         if only_raises(whole):
             return True
         return isinstance(whole, dict) and whole.get("type") == "type" and only_raises(graded.describe("__init__"))
-    except Exception:  # noqa: BLE001 - whatever went wrong, lend as before
+    except (Exception, CaseTimeout):  # noqa: BLE001 - whatever went wrong (a hang too), lend as before
         return False

@@ -135,3 +135,20 @@ def test_a_step_written_in_a_cell_of_its_own_is_still_lent_its_dependency(tmp_pa
     assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
     assert len(starts) == 1
     assert processes_left() == []
+
+
+@needs_sandbox
+def test_the_stub_check_ends_with_the_notebooks_own_time(tmp_path):
+    """Asking whether a step is still the stub is a request like any other: a kernel whose answer
+    never comes holds it only as long as the notebook has left (4 s here), not a case's 10 s."""
+    import time
+
+    from autograder.kernel import warm
+
+    warm.warm_parent()  # started before the clock: it is not the notebook's time
+    start = time.monotonic()
+    judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), program("hang_stub_check"), ("grade", "attention_weights")]),
+        submission_timeout=4)
+    assert time.monotonic() - start < 9.5, "the stub check was cut to what was left of 4 s"
+    assert processes_left() == []
