@@ -180,7 +180,8 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     (a step run with a dependency's reference in the kernel) the exception's own text is left out:
     code that can see the reference could write it there, and the report is the student's. With
     it, the text is shown without the values it holds (EXCEPTION_VALUE)."""
-    text = EXCEPTION_VALUE.sub("…", str(error)).strip().splitlines() if show_details else []
+    shown = EXCEPTION_VALUE.sub("…", str(error))
+    text = shown.strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
     name = error_name(error)
     # The error's words pick one of these fixed texts even where they are not shown: a kernel
@@ -197,7 +198,7 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     if cause is not None:
         return f"`{step}` raised {name}: {cause}"
     if isinstance(error, TypeError) and "argument" in said:
-        said = f" ({EXCEPTION_VALUE.sub('…', said)[:160]})" if show_details else ""
+        said = f" ({shown[:160]})" if show_details else ""
         return f"`{step}` could not be called as the assignment specifies{said}; keep the signature exactly as given"
     if any(phrase in said for phrase in SHAPE_MISMATCH):
         return (f"`{step}` raised {name}, a shape mismatch: two arrays it combines do not fit (compare each "

@@ -1,7 +1,8 @@
 """The messages the hidden suites can give, read from their source with `ast`: the named diagnoses
 of their ladders and the fixed text of every `CaseFailure`, also where a function returns it to the
-CaseFailure, as templates (characters, with ANY where an f-string puts a value). tests/test_catalogue.py requires each to be some catalogue mistake's
-symptom, so the catalogue's grading shows that the message fires on the mistake it names."""
+CaseFailure, as templates (characters, with ANY where an f-string puts a value).
+tests/test_catalogue.py requires each to be some catalogue mistake's symptom, so the catalogue's
+grading shows that the message fires on the mistake it names."""
 
 import ast
 from pathlib import Path
