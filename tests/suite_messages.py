@@ -56,15 +56,18 @@ def named_diagnoses():
 
 def fixed_messages():
     """(file, line, template) of every `CaseFailure(...)` whose message has fixed text (a letter
-    outside its placeholders), and of every string a suite's function returns into such a message
-    (`returned_messages`); messages made only of values passed in, such as `f"{what}: {symptom}"`,
-    are the ladders' diagnoses, which `named_diagnoses` finds where they are written."""
+    outside its placeholders), also where a local variable assigned a string literal carries it
+    (`message = "..."`, then `CaseFailure(message)` or `CaseFailure(message + "...")`), and of every
+    string a suite's function returns into such a message (`returned_messages`); messages made only
+    of values passed in, such as `f"{what}: {symptom}"`, are the ladders' diagnoses, which
+    `named_diagnoses` finds where they are written."""
     found = []
     for path, tree, constants in _suite_trees():
-        for node in ast.walk(tree):
-            if _is_case_failure(node):
-                for text in _alternatives(node.args[0], constants):
-                    found.append((path, node.lineno, text))
+        for scope in [tree, *(node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+            local = _literal_locals(scope, constants) if scope is not tree else {}
+            for node in _own_nodes(scope):
+                if _is_case_failure(node):
+                    found += [(path, node.lineno, text) for text in _alternatives(node.args[0], constants, local)]
     return found + returned_messages()
 
 
@@ -72,17 +75,49 @@ def _is_case_failure(node):
     return isinstance(node, ast.Call) and getattr(node.func, "id", "") == "CaseFailure" and bool(node.args)
 
 
-def _alternatives(node, constants):
-    """The templates with fixed text that `node` may be: itself, or either branch of `a if c else b`."""
+def _literal_locals(function, constants):
+    """{name: [template]} of the local variables of `function` assigned a string literal (formatted or
+    concatenated too), each assignment one alternative; a variable assigned anything else is left out,
+    as a value passed in (a label, a symptom) is no fixed text of the message."""
+    assigned = {}
+    for node in _own_nodes(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            text = template(node.value, constants) if _is_literal(node.value) else None
+            assigned.setdefault(node.targets[0].id, []).append(text)
+    return {name: texts for name, texts in assigned.items() if None not in texts}
+
+
+def _is_literal(node):
+    """A string literal: a constant, an f-string, or a `+` of such (a name in it is no literal)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_literal(node.left) and _is_literal(node.right)
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def _alternatives(node, constants, local=None):
+    """The templates with fixed text that `node` may be: itself, either branch of `a if c else b`, or
+    what a local variable of `local` (`_literal_locals`) it reads, or adds to, was assigned."""
     if isinstance(node, ast.IfExp):
-        return _alternatives(node.body, constants) + _alternatives(node.orelse, constants)
-    text = template(node, constants)
-    return [text] if text and any(c is not ANY and c.isalpha() for c in text) else []
+        return _alternatives(node.body, constants, local) + _alternatives(node.orelse, constants, local)
+    texts = _with_locals(node, constants, local or {})
+    return [text for text in texts if text and any(c is not ANY and c.isalpha() for c in text)]
+
+
+def _with_locals(node, constants, local):
+    """The templates of `node`, a local variable standing for each string it was assigned."""
+    if isinstance(node, ast.Name) and node.id in local:
+        return local[node.id]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
+            isinstance(side, ast.Name) and side.id in local for side in ast.walk(node)):
+        return [left + right for left in _with_locals(node.left, constants, local) or [[ANY]]
+                for right in _with_locals(node.right, constants, local) or [[ANY]]]
+    return [text] if (text := template(node, constants)) else []
 
 
 def _own_nodes(function):
-    """The nodes of a function's body, not of the functions defined inside it (each is its own)."""
-    todo = list(function.body)
+    """The nodes of a function's (or a module's) body, not of the functions defined inside it (each is
+    its own), also where one is defined at the top of the body."""
+    todo = [node for node in function.body if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     while todo:
         node = todo.pop()
         yield node

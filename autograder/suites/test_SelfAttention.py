@@ -158,8 +158,8 @@ def mistakes(x, weights):
         (dict(scale="d_in"), "the scores are divided by sqrt(d_in), the input width; d_k is the width of "
                              "the keys, keys.shape[-1]"),
         (dict(scale="tokens"), SCALED_BY_TOKENS),
-        (dict(axis=-2), "the softmax runs over the wrong axis: each query's row of weights must sum to 1 "
-                        "(dim=-1)"),
+        *[toolkit.model.SOFTMAX_OVER_BATCH_QUERIES] * (x.ndim == 3),  # named first where it is dim=1
+        toolkit.model.SOFTMAX_OVER_QUERIES,
         toolkit.WEIGHTS_TRANSPOSED,
         *toolkit.UNTRANSPOSED_MISTAKES,
         (dict(mask="causal"), "a causal mask is applied: SelfAttention masks nothing, every token attends to "

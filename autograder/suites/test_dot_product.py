@@ -52,7 +52,8 @@ def stored_symptoms(record, k):
                                                   "range(len(a) - 1) stops one short)"),
                (lambda: np.sum(a[1:] * b[1:]), "leaves out the first pair of entries (a loop that starts at 1; "
                                                 "indices start at 0)"),
-               *[(lambda: a[-1] * b[-1], LAST_ONLY)] * (len(a) > 1)]  # one pair: the last product is right
+               *[(lambda: a[-1] * b[-1], LAST_ONLY)] * (len(a) > 1),  # one pair: the last product is right
+               *[(lambda: a[0] * b[0], FIRST_ONLY)] * (len(a) > 1)]  # and so is the first
     in_integers = [(np.sum(np.asarray(a).astype(int) * np.asarray(b).astype(int)), "the entries to integers first"),
                    (int(np.sum(np.asarray(a) * np.asarray(b))), "the sum to an integer (int())")]
     truncated = [(value, f"converts {what}, which drops the fractional part") for value, what in in_integers]
@@ -73,13 +74,16 @@ def stored_symptoms(record, k):
 
 LAST_ONLY = ("keeps only the last product a_i b_i: a loop that assigns each product (=) replaces the total at "
              "every step instead of adding to it (+=)")
+FIRST_ONLY = ("keeps only the first product, a[0] * b[0]: the products of the other positions are never added "
+              "(a `return` inside the loop ends it after its first pass; return the total after the loop)")
 RUNNING = ("returns the running totals of the products (np.cumsum keeps every partial sum, one per entry), not "
            "one number: the dot product is the single sum of all the products")
 PRODUCTS = "returns the products of the entries, one per pair: the dot product adds them up into one number"
 # On short or small vectors these coincide with other mistakes (the last product is the sum without the first of
-# two; the products of one pair are its running sum; a loop that leaves the only pair out gives 0, as
-# integers of entries below 1 do), so each is kept only where the same code shows it on longer vectors too.
-_COINCIDING = (LAST_ONLY, PRODUCTS, RUNNING)
+# two, the first product the sum without the last; the products of one pair are its running sum; a loop that
+# leaves the only pair out gives 0, as integers of entries below 1 do), so each is kept only where the same code
+# shows it on longer vectors too.
+_COINCIDING = (LAST_ONLY, FIRST_ONLY, PRODUCTS, RUNNING)
 
 
 def _confirmed(impl, ladder):

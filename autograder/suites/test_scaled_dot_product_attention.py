@@ -13,6 +13,8 @@ _softmax, _unnormalised, _causal = model.softmax, model.exponentials, cases.caus
 BLOCKED_TOL = 1e-12
 FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores)) before the softmax"
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
+QUERIES_AXIS = ("the softmax runs over the wrong axis, the queries' (axis=-2, axis=0 of one matrix), so each key's "
+                "column sums to 1 instead of each query's row: softmax over the last axis, the keys")
 V_TRANSPOSED = ("the context multiplies the weights by V transposed (V.T): V holds one value per row, (n_k, d_v), "
                 "and the weights' columns, one per key, meet those rows")
 GLOBAL_SUM = ("divides by one sum over the whole array (np.sum with no axis), not by each row's own: each row "
@@ -178,9 +180,10 @@ def mistakes(Q, K, V, mask, k):
         *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in model.wrong_widths(Q, K, V)],
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
-        # the queries' axis, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
+        # the queries' axis, named, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
+        *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), -2, shift), QUERIES_AXIS) for shift in (None, -1)],
         *[(lambda axis=axis, shift=shift: _softmax(fill(scaled, mask, -np.inf), axis, shift), WRONG_AXIS)
-          for axis in (-2, *range(np.ndim(scaled) - 2)) for shift in (None, -1)],
+          for axis in range(np.ndim(scaled) - 2) for shift in (None, -1)],
         (lambda: _unnormalised(fill(scaled, mask, -np.inf)),
          "the weights are the exponentials, never divided by their row's sum: softmax normalises each row"),
         (lambda: _softmax(fill(raw, mask, -np.inf)) / np.sqrt(d_k),
@@ -405,7 +408,8 @@ def test_edge_cases(impl):
     Q, K, V = r.normal(size=(3, 4)), r.normal(size=(1, 4)), r.normal(size=(1, 2))
     context, weights = _call(impl, Q, K, V, None, "3 queries over a single key")
     checks.expect_close(weights, np.ones((3, 1)), "the weights over a single key (it gets all the weight)",
-                        symptoms=_confirmed(impl, mistakes(Q, K, V, None, 1), also=(WRONG_AXIS, GLOBAL_SUM)))
+                        symptoms=_confirmed(impl, mistakes(Q, K, V, None, 1),
+                                            also=(QUERIES_AXIS, WRONG_AXIS, GLOBAL_SUM)))
     checks.expect_close(context, np.repeat(V, 3, axis=0), "the context over a single key (its value)",
                         symptoms=mistakes(Q, K, V, None, 0))
     Q, K, V = r.normal(size=(5, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 3))

@@ -336,6 +336,14 @@ SOFTMAX_AXIS_MISTAKES = [
                     "the keys, dim=-1"),
 ]
 
+# The softmax over the queries' axis, -2, in SelfAttention, which names the axis a batch makes of dim=1: on one
+# sequence (T, T) dim=1 is the keys and right, so a batch is where that code goes wrong.
+SOFTMAX_OVER_BATCH_QUERIES = (dict(axis=-2), "the softmax runs over the queries' axis of the batch (B, T, T), dim=1 "
+                              "(or dim=-2), so each key's column of weights sums to 1 instead of each query's row; "
+                              "dim=1 is the keys only on one sequence (T, T): use dim=-1, the keys on any number of "
+                              "leading axes")
+SOFTMAX_OVER_QUERIES = (dict(axis=-2), "the softmax runs over the queries' axis (dim=-2, dim=0 of one sequence), so "
+                        "each key's column of weights sums to 1 instead of each query's row: use dim=-1, the keys")
 # x @ W.weight.T: the layers' weights used by hand, right, but without their biases (every layer with qkv_bias).
 BIASES_LEFT_OUT = ("the layers' biases are left out (x @ W.weight.T has none); call the layers, self.W_query(x), "
                    "which add them when qkv_bias=True")

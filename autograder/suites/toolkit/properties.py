@@ -195,13 +195,16 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
         raise CaseFailure(f"{name} in train mode with dropout={p} gives the same output twice: dropout "
                           f"is not applied ({not_applied})")
     renormalised = (f"{name} in train mode: dropout zeroes attention weights after the softmax, but the rows "
-                    "are then divided by their sums again; leave them as dropout returns them (its 1/(1-p) keeps "
-                    "each weight right on average, and rows need not sum to 1 in training)")
+                    "are then divided by their sums again")
+    # each of the two messages says what it saw, so a mistake's report shows which one fired
+    leave_them = ("; leave them as dropout returns them (its 1/(1-p) keeps each weight right on average, and rows "
+                  "need not sum to 1 in training)")
     for run in runs:
         weights, doubled = blocks(run, f"{name}(x) in train mode")
         whole = np.isfinite(weights).all(axis=-1)  # rows that are numbers
         if not whole.all() and whole.any() and _renormalised(weights[whole], clean[whole], weights[whole] == 0):
-            raise CaseFailure(renormalised + " (a row whose every weight was dropped became 0 / 0 = nan)")
+            raise CaseFailure(renormalised + " (a row whose every weight was dropped became 0 / 0 = nan)"
+                              + leave_them)
         checks.expect_finite(checks.to_array(run, f"{name}(x) in train mode"), f"{name}(x) in train mode",
                              "dropout on the masked scores turns -inf into nan (-inf * 0); apply dropout to "
                              "the attention weights after the softmax")
@@ -217,7 +220,7 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
                 raise CaseFailure(f"{name} in train mode: the kept attention weights are not rescaled by "
                                   f"1/(1-p); use nn.Dropout, which does that")
             if _renormalised(weights, clean, dropped):
-                raise CaseFailure(renormalised)
+                raise CaseFailure(renormalised + ", so the weights each row keeps sum to 1 again" + leave_them)
             if close(weights.sum(axis=-1), np.ones(weights.shape[:-1])):
                 # rows still sum to 1 although entries changed: the softmax ran after the dropout
                 raise CaseFailure(f"{name} in train mode: the attention weights still sum to 1 but are not the "
