@@ -28,6 +28,7 @@ the grader's packages are not importable there. Standard library only, until the
 
 import ctypes
 import gc
+import importlib
 import json
 import os
 import shutil
@@ -195,7 +196,19 @@ def warm_up():
     import torch  # noqa: F401
     import torch.nn.functional  # noqa: F401
 
+    for name in KERNEL_START_IMPORTS:
+        importlib.import_module(name)
     _freeze()
+
+
+# What ipykernel imports while a kernel starts (its shell's debugger, inspector, history and
+# extensions, its resource probe, its event loop): imported here once, not by every kernel, it
+# takes about 40 ms (a third) off each kernel's start. None of them starts a thread.
+KERNEL_START_IMPORTS = (
+    "IPython.core.completerlib", "IPython.core.debugger", "IPython.core.oinspect",
+    "IPython.extensions.storemagic", "IPython.utils.wildcard", "faulthandler", "pdb", "psutil",
+    "resource", "sqlite3", "tornado.platform.asyncio",
+)
 
 
 def _freeze():
