@@ -197,7 +197,10 @@ def warm_up():
     import torch.nn.functional  # noqa: F401
 
     for name in KERNEL_START_IMPORTS:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # another ipykernel or IPython may not have it: each kernel imports what it needs
     _freeze()
 
 
