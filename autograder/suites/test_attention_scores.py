@@ -84,8 +84,18 @@ def stored_symptoms(record, k):
             (lambda: _unit(X) @ np.swapaxes(_unit(X), -1, -2),
              "divides by the tokens' lengths: these are cosine similarities; the scores are the plain dot "
              "products X Xᵀ"),
+            (lambda: X @ np.swapaxes(X, -1, -2) / np.sqrt(X.shape[-1]), SCALED_AHEAD),
+            (lambda: np.sum(X * X, axis=-1), EACH_WITH_ITSELF),
             *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
             *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2)]
+
+
+# Two readings of "every token's dot product with every token": the next assignment's scale taken early, and
+# each token with itself only (a sum over the features, one score per token).
+SCALED_AHEAD = ("divides X Xᵀ by sqrt(d), the scale of scaled attention (assignment 02, for learned queries and "
+                "keys): these scores are the plain dot products X Xᵀ, unscaled")
+EACH_WITH_ITSELF = ("gives each token's dot product with itself only (the diagonal of X Xᵀ, as np.sum(X * X, axis=-1) "
+                    "makes it): the scores pair every token with every token, an (n, n) matrix")
 
 
 PAIRS_ALONG_FIRST_AXIS = ("pairs entries along the first axis by broadcasting (X[:, None] * X[None, :], summed over "

@@ -49,6 +49,24 @@ COLUMNS_OR_TRANSPOSED = ("normalises columns, or transposes the row softmax (on 
                          "each row (one query) must sum to 1")
 
 
+NO_KEEPDIMS = ("reduces each row (its maximum, or the sum it divides by) without keepdims=True: the n row results then "
+               "broadcast along the last axis, so entry (i, j) meets row j's, not row i's; keep the reduced axis")
+
+
+def _without_keepdims(s):
+    """The row softmax with its max or sum taken without keepdims: it runs only where the rows are as long as
+    there are rows, and there lines row j's result up with column j."""
+    def shift_unkept():
+        e = np.exp(s - s.max(axis=-1))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def sum_unkept():
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1)
+
+    return [(shift_unkept, NO_KEEPDIMS), (sum_unkept, NO_KEEPDIMS)]
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
@@ -71,6 +89,7 @@ def stored_symptoms(record, k):
             (lambda: r / r.sum(axis=-1, keepdims=True),
              "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
              "higher score must get more"),
+            *_without_keepdims(s),
             (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
             *hand_written_softmax_mistakes(s)]

@@ -150,7 +150,17 @@ def stored_symptoms(record, k):
     n_q = np.shape(w)[-2]
     return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
             *[(lambda: w[..., :n_q] @ v[..., :n_q, :], KEYS_CUT)] * (n_q < np.shape(w)[-1]),
-            (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v)]
+            (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v),
+            (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN)]
+
+
+SOFTMAX_AGAIN = ("applies the softmax to the weights again: they are the softmax of the scores already, each row "
+                 "summing to 1, so weights @ values takes them as they are")
+
+
+def _softmax_rows(w):
+    e = np.exp(w - np.max(w, axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _confirmed(impl, ladder):

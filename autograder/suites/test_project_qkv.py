@@ -180,12 +180,33 @@ def _checked_call(impl, record):
                               f"two are projected by theirs ({label})")
         if got != want and X.ndim > 2 and _all_axes_reversed(checks.to_array(value, ROLES[k]), X @ W):
             raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: {ALL_AXES_REVERSED} ({label})")
-        if got != want and got == transposed:
+        # Qᵀ's shape is no proof of Qᵀ: a third of a fused projection cut across its rows can have it too
+        if got != want and got == transposed and _looks_like(value, np.swapaxes(X @ W, -1, -2)):
             raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: one column per token, that "
                               f"is {ROLES[k]}ᵀ (W·x per token); tokens are rows, so "
                               f"{ROLES[k]} = X @ {WEIGHTS[k]} ({label})")
+        if got != want and any(_looks_like(value, third) for third in _fused_thirds_cut_across_rows(X, Ws, k)):
+            raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: {FUSED_CUT_ACROSS_ROWS} ({label})")
         checks.expect_shape(checks.to_array(value, ROLES[k]), want, f"{ROLES[k]} on {label}")
     return out
+
+
+def _looks_like(value, candidate):
+    """Whether an item equals `candidate` (an array, or a function that computes it) as a rung of the ladder would."""
+    return checks.named_mistake(checks.to_array(value, "the item"), [(candidate, "it")]) is not None
+
+
+FUSED_CUT_ACROSS_ROWS = ("a third of the fused projection X @ [W_q W_k W_v] cut across its rows (the tokens, or a "
+                         "batch's first axis): Q, K and V are its blocks of columns, so split the last axis "
+                         "(np.split(..., 3, axis=-1))")
+
+
+def _fused_thirds_cut_across_rows(X, Ws, k):
+    """Item k of X @ [W_q W_k W_v] split in three along axis 0 or the tokens' axis (-2), where the fused
+    projection's columns are Q, K and V side by side: the row-wise cut a fused projection is mistaken for.
+    A shape (n/3, 3 d_out) can equal Qᵀ's (d_out, n), so the transposed shape alone does not tell them apart."""
+    fused = X @ np.concatenate(Ws, axis=-1)
+    return [lambda axis=axis: np.split(fused, 3, axis=axis)[k] for axis in {0, X.ndim - 2}]
 
 
 @case(STEP, "stored", weight=3)

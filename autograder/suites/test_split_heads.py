@@ -80,24 +80,36 @@ def _mistakes(x, h):
                f"its axes come out in the order ({', '.join(AXES[i] for i in order)}); split_heads returns "
                f"({', '.join(AXES)})")
               for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)],
+            # torch.cat of the chunks along the batch or the tokens: the slices right, no head axis
+            *[(lambda dim=dim: np.concatenate(np.split(x, h, axis=-1), axis=dim), CONCATENATED) for dim in (0, 1)],
             *_wrong_number_of_heads(x, h)]
+
+
+CONCATENATED = ("joins the heads' feature slices along an existing axis (torch.cat), so they run on after one another "
+                "there; torch.stack(slices, dim=1) puts them on a new head axis, (batch, num_heads, T, head_dim)")
+
+
+# view(batch, T, head_dim, num_heads).transpose(1, 2) makes head i of features [i*h, (i+1)*h), as torch.split(h) does
+SIZES_SWAPPED = "a view to (batch, T, head_dim, num_heads), the two sizes swapped"
 
 
 def _wrong_number_of_heads(x, h):
     """A fixed 2 heads (the chapter's), and slices h features wide (torch.split's argument is a slice's
-    size, torch.chunk's a number of slices), which makes d // h heads: the same output where d == 2h."""
+    size, torch.chunk's a number of slices; or a view with head_dim and num_heads swapped), which makes
+    d // h heads: the same output where d == 2h."""
     b, t, d = x.shape
     two = "makes 2 heads instead of num_heads"
     by_size = ("torch.split takes a slice's size, torch.chunk a number of slices: cut the features into "
                "num_heads slices")
     found = []
     if h != 2 and d % 2 == 0:
-        message = (f"{two}: a fixed 2 (the chapter's number), or slices num_heads wide ({by_size})"
-                   if d == 2 * h else f"{two} (the chapter's number), whatever num_heads is")
+        message = (f"{two}: a fixed 2 (the chapter's number), or slices num_heads wide ({SIZES_SWAPPED}, or "
+                   f"torch.split: {by_size})" if d == 2 * h else f"{two} (the chapter's number), whatever num_heads is")
         found.append(((lambda: x.reshape(b, t, 2, d // 2).transpose(0, 2, 1, 3)), message))
     if d != 2 * h and d // h != h:
         found.append(((lambda: x.reshape(b, t, d // h, h).transpose(0, 2, 1, 3)),
-                      f"cuts the features into slices num_heads wide, which makes D // num_heads heads ({by_size})"))
+                      f"cuts the features into slices num_heads wide, which makes D // num_heads heads ({SIZES_SWAPPED}, or "
+                      f"torch.split: {by_size})"))
     return found
 
 
