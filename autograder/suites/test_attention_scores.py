@@ -86,6 +86,7 @@ def stored_symptoms(record, k):
              "products X Xᵀ"),
             (lambda: X @ np.swapaxes(X, -1, -2) / np.sqrt(X.shape[-1]), SCALED_AHEAD),
             (lambda: np.sum(X * X, axis=-1), EACH_WITH_ITSELF),
+            (lambda: X @ np.swapaxes(X, -1, -2) * (1 - np.eye(X.shape[-2])), ZERO_DIAGONAL),
             *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
             *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2)]
 
@@ -96,6 +97,9 @@ SCALED_AHEAD = ("divides X Xᵀ by sqrt(d), the scale of scaled attention (assig
                 "keys): these scores are the plain dot products X Xᵀ, unscaled")
 EACH_WITH_ITSELF = ("gives each token's dot product with itself only (the diagonal of X Xᵀ, as np.sum(X * X, axis=-1) "
                     "makes it): the scores pair every token with every token, an (n, n) matrix")
+
+ZERO_DIAGONAL = ("sets each token's score with itself to 0 (a zero diagonal): X Xᵀ scores every token with every "
+                 "token, itself included, and its diagonal holds each token's squared length")
 
 
 PAIRS_ALONG_FIRST_AXIS = ("pairs entries along the first axis by broadcasting (X[:, None] * X[None, :], summed over "

@@ -53,6 +53,10 @@ NO_KEEPDIMS = ("reduces each row (its maximum, or the sum it divides by) without
                "broadcast along the last axis, so entry (i, j) meets row j's, not row i's; keep the reduced axis")
 
 
+SOFTMAX_TWICE = ("applies the softmax twice: the second takes the weights (each row summing to 1 already) as scores "
+                 "and pulls every row towards uniform; take the softmax of the scores once")
+
+
 def _without_keepdims(s):
     """The row softmax with its max or sum taken without keepdims: it runs only where the rows are as long as
     there are rows, and there lines row j's result up with column j."""
@@ -90,6 +94,7 @@ def stored_symptoms(record, k):
              "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
              "higher score must get more"),
             *_without_keepdims(s),
+            (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE),
             (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
             *hand_written_softmax_mistakes(s)]

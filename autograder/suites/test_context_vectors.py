@@ -151,7 +151,11 @@ def stored_symptoms(record, k):
     return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
             *[(lambda: w[..., :n_q] @ v[..., :n_q, :], KEYS_CUT)] * (n_q < np.shape(w)[-1]),
             (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v),
-            (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN)]
+            (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN), (lambda: w @ v / np.shape(w)[-1], BY_THE_KEYS)]
+
+
+BY_THE_KEYS = ("divides the weighted sum by the number of keys (a mean of the weighted value rows, np.mean for "
+               "np.sum): the weights sum to 1 already, so the context vector is the weighted sum itself")
 
 
 SOFTMAX_AGAIN = ("applies the softmax to the weights again: they are the softmax of the scores already, each row "
@@ -165,18 +169,20 @@ def _softmax_rows(w):
 
 def _confirmed(impl, ladder):
     """`ladder` with the keys cut at n_q and the column sums confirmed on 3 queries over 7 keys: on a single
-    query (the notes' examples) both give key 0's value row times its weight."""
+    query (the notes' examples) both give key 0's value row times its weight. A division by the number of keys
+    is confirmed there too, where it is neither the number of queries nor the values' width."""
     w, v = _drawn(707, 3, 7, 2)
     return cases.confirmed(ladder, lambda: impl.context_vectors(w.copy(), v.copy()),
                            lambda: stored_symptoms(dict(weights=w, values=v), 0),
-                           only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS))
+                           only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS, BY_THE_KEYS))
 
 
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference on single tokens, batches, float32 and non-square weights"""
 
-    check_stored(impl, STEP, apply, "context_vectors(weights, values)", symptoms=stored_symptoms)
+    check_stored(impl, STEP, apply, "context_vectors(weights, values)",
+                 symptoms=lambda record, k: _confirmed(impl, stored_symptoms(record, k)))
 
 
 @case(STEP, "property")
@@ -186,7 +192,7 @@ def test_one_hot_weights_select_values(impl):
     pick = np.eye(4)[[2, 0, 3, 1]]
     checks.expect_close(_call(impl, pick, values, "one-hot weights"), values[[2, 0, 3, 1]],
                         "context_vectors with one-hot weights",
-                        symptoms=stored_symptoms({"weights": pick, "values": values}, 0))
+                        symptoms=lambda: _confirmed(impl, stored_symptoms({"weights": pick, "values": values}, 0)))
 
 
 @case(STEP, "property")

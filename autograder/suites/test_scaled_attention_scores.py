@@ -106,6 +106,7 @@ def mistakes(Q, K):
         (lambda: raw / d_k / 2, TWICE_D_K),
         (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),
         (lambda: raw / (d_k / 2), HALF_D_K),
+        (lambda: raw / d_k ** 0.25, SQRT_TWICE),
         *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
         *[(lambda: raw / np.sqrt(K.shape[0]), FIRST_AXIS)] * (K.ndim > 2 and K.shape[0] not in (1, d_k, *K.shape[1:])),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
@@ -117,6 +118,10 @@ def mistakes(Q, K):
 
 HALF_D_K = ("the scores are divided by d_k / 2: `d_k ** 1/2` is (d_k ** 1) / 2, as ** binds before /; the divisor "
             "is sqrt(d_k), d_k ** 0.5")
+
+
+SQRT_TWICE = ("the scores are divided by the square root of sqrt(d_k), d_k ** 0.25: the square root is taken twice "
+              "(np.sqrt(np.sqrt(d_k)), or np.sqrt of a scale that is already sqrt(d_k)); divide by sqrt(d_k) once")
 
 
 # d_k read as K.shape[0]: the number of keys on one matrix (named as such), the batch size on a batch.

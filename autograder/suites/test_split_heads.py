@@ -78,11 +78,20 @@ def _mistakes(x, h):
             # the right values with the axes in another order: each order named by its axes
             *[((lambda order=order: right.transpose(order)),
                f"its axes come out in the order ({', '.join(AXES[i] for i in order)}); split_heads returns "
-               f"({', '.join(AXES)})")
+               f"({', '.join(AXES)})" + (f" (or {TRANSPOSED_FIRST}, the same where T equals head_dim)"
+                                         if order == (0, 1, 3, 2) and t == hd else ""))
               for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)],
+            # where T equals head_dim, x transposed before the reshape is (batch, num_heads, head_dim, T), named above
+            *[(lambda: np.swapaxes(x, 1, 2).reshape(b, h, t, hd), f"{TRANSPOSED_FIRST}: {RESHAPE_FIRST}")] * (t != hd),
             # torch.cat of the chunks along the batch or the tokens: the slices right, no head axis
             *[(lambda dim=dim: np.concatenate(np.split(x, h, axis=-1), axis=dim), CONCATENATED) for dim in (0, 1)],
             *_wrong_number_of_heads(x, h)]
+
+
+TRANSPOSED_FIRST = "transposes x to (batch, D, T) before the reshape"
+RESHAPE_FIRST = ("a reshape regroups entries in memory order, so it cuts each token's features into heads only while "
+                 "the features are the last axis: reshape to (batch, T, num_heads, head_dim) first, then transpose "
+                 "dims 1 and 2")
 
 
 CONCATENATED = ("joins the heads' feature slices along an existing axis (torch.cat), so they run on after one another "
