@@ -151,11 +151,14 @@ def stored_symptoms(record, k):
     return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
             *[(lambda: w[..., :n_q] @ v[..., :n_q, :], KEYS_CUT)] * (n_q < np.shape(w)[-1]),
             (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v),
-            (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN), (lambda: w @ v / np.shape(w)[-1], BY_THE_KEYS)]
+            (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN), (lambda: w @ v / np.shape(w)[-1], BY_THE_KEYS),
+            (lambda: w @ v / np.shape(w)[-2], BY_THE_QUERIES)]
 
 
 BY_THE_KEYS = ("divides the weighted sum by the number of keys (a mean of the weighted value rows, np.mean for "
                "np.sum): the weights sum to 1 already, so the context vector is the weighted sum itself")
+BY_THE_QUERIES = ("divides the weighted sum by the number of queries (weights.shape[-2], the rows): each context vector "
+                  "is its own query's weighted sum of the values, and nothing in it depends on how many queries there are")
 
 
 SOFTMAX_AGAIN = ("applies the softmax to the weights again: they are the softmax of the scores already, each row "
@@ -170,11 +173,11 @@ def _softmax_rows(w):
 def _confirmed(impl, ladder):
     """`ladder` with the keys cut at n_q and the column sums confirmed on 3 queries over 7 keys: on a single
     query (the notes' examples) both give key 0's value row times its weight. A division by the number of keys
-    is confirmed there too, where it is neither the number of queries nor the values' width."""
+    or of queries is confirmed there too, where the two differ (and differ from the values' width)."""
     w, v = _drawn(707, 3, 7, 2)
     return cases.confirmed(ladder, lambda: impl.context_vectors(w.copy(), v.copy()),
                            lambda: stored_symptoms(dict(weights=w, values=v), 0),
-                           only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS, BY_THE_KEYS))
+                           only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS, BY_THE_KEYS, BY_THE_QUERIES))
 
 
 @case(STEP, "stored", weight=3)
