@@ -15,6 +15,11 @@ class CaseTimeout(BaseException):
     """The case ran out of time. A BaseException, so no `except Exception` can swallow it."""
 
 
+class DiagnosisTimeout(CaseTimeout):
+    """The case ran out of time while the grader ran the code again to name the cause of a wrong
+    value it had already seen (`toolkit.checks.diagnosing`): the case is lost for the wrong value."""
+
+
 class KernelStuck(CaseTimeout):
     """The kernel did not answer even after an interrupt: it must be restarted."""
 

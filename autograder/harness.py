@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
+from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck, RemoteError
 from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, STEP_BUDGET
 from autograder.steps import STEPS, suite_module
 
@@ -348,6 +348,9 @@ def run_case(case_: Case, impl: Implementation, timeout: float | None = None, sh
         message = str(failure)
     except KernelStuck:
         raise
+    except DiagnosisTimeout:  # the code's own call finished: slow and wrong is wrong, not endless
+        message = (f"`{case_.step}` gave a wrong value, and the grader ran out of this case's {timeout:g} s "
+                   "while it ran your code again to name the cause (it is slow as well as wrong)")
     except CaseTimeout:
         message = (f"`{case_.step}` did not finish within {timeout:g} s "
                    "(an endless loop, or far more work than the task needs?)")

@@ -150,6 +150,24 @@ def test_an_endless_function_fails_its_cases_on_time(short_case_timeouts):
     assert time.perf_counter() - start < 2.0 + 0.4 * (len(result.results) - 1) + 3  # the first in full, the rest short
 
 
+def test_slow_wrong_code_loses_the_case_for_its_value_when_the_diagnosis_runs_out_of_time(short_case_timeouts):
+    """Only the first product, and slow where the diagnosis calls it again: the first-product rung is
+    confirmed on a probe of 4 entries, and there the code outlasts the case's time. The report says
+    the value was wrong, never that the code did not finish: its own calls did."""
+    short_case_timeouts("dot_product", 1.0)
+
+    def dot_product(a, b):
+        if len(a) == 4:
+            time.sleep(5)
+        return float(np.asarray(a, dtype=float)[0] * np.asarray(b, dtype=float)[0])
+
+    (stored,) = [r for r in run_step("dot_product", implementation({"dot_product": dot_product})).results
+                 if r.case.kind == "stored"]
+    assert not stored.passed
+    assert stored.message == ("`dot_product` gave a wrong value, and the grader ran out of this case's 1 s while "
+                              "it ran your code again to name the cause (it is slow as well as wrong)")
+
+
 def test_a_stub_is_reported_once_as_not_implemented():
     def softmax(x, axis=-1):
         raise NotImplementedError()

@@ -143,6 +143,11 @@ def _shown_again(impl, symptom, d_k, rel):
 def explain(impl, unscaled, scaled, d_k, rel):
     """diagnose's symptom, or the one of a mistake that only a second call shows: the dot products
     summed over the samples, whose variance follows num_samples instead of d_k."""
+    with checks.diagnosing():
+        return _explained(impl, unscaled, scaled, d_k, rel)
+
+
+def _explained(impl, unscaled, scaled, d_k, rel):
     if _near(1 / d_k, d_k / 9, rel):  # d_k = 3: averaged products and uniform entries give the same variances
         try:
             d_k = 2 * d_k

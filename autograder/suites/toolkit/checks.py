@@ -4,10 +4,12 @@ Every helper raises `CaseFailure` with a message that names the symptom (a shape
 a known mistake) and never prints an expected value of a hidden case.
 """
 
+import contextlib
+
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck
 from autograder.suites.toolkit import differences
 
 asarray = np.asarray
@@ -102,6 +104,20 @@ def _matches(actual, candidate, atol, rtol):
 UNNAMED = "the grader cannot name the cause"
 
 
+@contextlib.contextmanager
+def diagnosing():
+    """Around the diagnosis of a value already seen to be wrong, which may run the code under test
+    again (a probe, a second draw) in what is left of the case's time. If that runs out, the case is
+    lost for the wrong value (DiagnosisTimeout), not as code that did not finish: its own call did.
+    A kernel that did not stop when interrupted (KernelStuck) still ends the step."""
+    try:
+        yield
+    except (KernelStuck, DiagnosisTimeout):
+        raise
+    except CaseTimeout:
+        raise DiagnosisTimeout() from None
+
+
 def describe_difference(actual, expected, what, atol=1e-5, rtol=1e-4, relation=True):
     """The message for a wrong value no known mistake of the step explains: the kind of mistake its
     relation to the right value shows (`differences`; not when `relation` is False: `expected` is
@@ -134,7 +150,7 @@ def named_mistake(actual, symptoms, atol=1e-5, rtol=1e-4):
         try:
             # A model of a mistake may overflow (that is often the mistake): no warning on the
             # grader's stderr, where an instructor reads what went wrong.
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), diagnosing():
                 value = candidate() if callable(candidate) else candidate
         except Exception:  # a diagnosis that cannot be computed just does not apply
             continue
@@ -157,7 +173,8 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
             actual, expected, atol, rtol):
         return actual
     if callable(symptoms):  # a ladder given as a function is built for a wrong value only: it can cost more
-        symptoms = symptoms()  # than the check itself, and most answers are right
+        with diagnosing():  # than the check itself, and most answers are right
+            symptoms = symptoms()
     symptom = named_mistake(actual, symptoms, atol, rtol)
     if symptom is not None:
         raise CaseFailure(f"{what}: {symptom}")
