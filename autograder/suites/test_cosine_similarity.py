@@ -42,6 +42,7 @@ def _wrong_divisors(a, b):
                                                     "square root of the sum of squared entries)"),
             (len(a) * np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b| times the number of entries"),
             (np.linalg.norm(a * b), "the length of the products a_i b_i"),
+            (len(a), "the number of entries (len(a)), which makes a mean of the products,"),
             (np.linalg.norm(np.stack([a, b])), "one length of a and b stacked together, sqrt(|a|² + |b|²) (as "
                                                "np.linalg.norm([a, b]) gives),")]
 
@@ -60,7 +61,8 @@ def stored_symptoms(record, k):
              "squared entries"),
             (lambda: np.arccos(cosine), ANGLE),
             (lambda: np.degrees(np.arccos(cosine)), ANGLE),
-            (lambda: 1 - cosine, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
+            (lambda: 1 - cosine, DISTANCE),
+            (lambda: np.cos(np.dot(a, b)), COS_OF_DOT),
             *[(lambda divisor=divisor: np.dot(a, b) / divisor, f"divides by {name} instead of |a|·|b|")
               for divisor, name in _wrong_divisors(a, b)],
             (lambda: np.dot(a, b) / (np.sum(a * a) * np.sum(b * b)),
@@ -76,6 +78,11 @@ FLOORED = ("divides with // (floor division), which rounds the quotient down to 
            "cosine becomes 0 or -1: / keeps the fraction")
 
 
+DISTANCE = "returns 1 - cosine, the cosine distance; the step returns the cosine itself"
+COS_OF_DOT = ("applies np.cos to the dot product a·b: the cosine similarity is the cosine of the angle between a "
+              "and b, which is a·b divided by |a|·|b|, not the cosine function of a·b")
+
+
 PEARSON = ("subtracts each vector's mean first: that is Pearson's correlation, not the cosine, which compares the "
            "vectors as they are (their directions from the origin)")
 
@@ -83,11 +90,12 @@ PEARSON = ("subtracts each vector's mean first: that is Pearson's correlation, n
 def _confirmed(impl, ladder):
     """`ladder` with Pearson's correlation and a rounded cosine confirmed where no whole number is either: on
     2-d vectors the correlation is always ±1, and a rounded cosine near ±1 or 0 is a whole number too, as
-    every cosine divided with // (floor division) is."""
+    every cosine divided with // (floor division) is. The cosine distance and np.cos of a·b are confirmed
+    too: on orthogonal vectors (a·b = 0) both are 1."""
     a, b = np.array([1.0, 2.0, 3.0]), np.array([3.0, 1.0, 2.0])  # cosine 11/14, correlation -1/2
     return cases.confirmed(ladder, lambda: impl.cosine_similarity(a.copy(), b.copy()),
                            lambda: stored_symptoms(dict(a=a, b=b), 0),
-                           only=lambda symptom: symptom in (PEARSON, FLOORED) or symptom.startswith("the result is rounded"))
+                           only=lambda symptom: symptom in (PEARSON, FLOORED, DISTANCE, COS_OF_DOT) or symptom.startswith("the result is rounded"))
 
 
 def _cosine(a, b):

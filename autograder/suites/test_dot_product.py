@@ -69,6 +69,10 @@ def stored_symptoms(record, k):
             (lambda: a * b, PRODUCTS),
             (lambda: np.cumsum(a * b), RUNNING),
             (lambda: np.sum(a * b) / len(a), "divides by the length: that is a mean, not a sum"),
+            (lambda: np.sum(a * b) + 1, "starts the total at 1 instead of 0, so it comes out 1 too large: a sum "
+                                        "starts from 0 (a product from 1)"),
+            *[(lambda: np.sum(a * b[::-1]), "pairs a with b reversed (b[::-1], as np.convolve does): the dot product "
+                                            "pairs entry i of a with entry i of b")] * (len(a) > 1),
             *shorter, *truncated]
 
 
@@ -81,8 +85,8 @@ RUNNING = ("returns the running totals of the products (np.cumsum keeps every pa
 PRODUCTS = "returns the products of the entries, one per pair: the dot product adds them up into one number"
 # On short or small vectors these coincide with other mistakes (the last product is the sum without the first of
 # two, the first product the sum without the last; the products of one pair are its running sum; a loop that
-# leaves the only pair out gives 0, as integers of entries below 1 do), so each is kept only where the same code
-# shows it on longer vectors too.
+# leaves the only pair out gives 0, as integers of entries below 1 do; the length of one product is its absolute
+# value), so each is kept only where the same code shows it on longer vectors too.
 _COINCIDING = (LAST_ONLY, FIRST_ONLY, PRODUCTS, RUNNING)
 
 
@@ -91,7 +95,8 @@ def _confirmed(impl, ladder):
     a, b = np.array([0.5, -1.5, 2.0, 1.25]), np.array([1.5, 0.5, -2.5, 3.5])
     return cases.confirmed(ladder, lambda: impl.dot_product(a.copy(), b.copy()),
                            lambda: stored_symptoms(dict(a=a, b=b), 0),
-                           only=lambda symptom: symptom in _COINCIDING or symptom.startswith(("leaves out the", "converts")))
+                           only=lambda symptom: symptom in _COINCIDING or symptom.startswith(
+                               ("leaves out the", "converts", "returns |a * b|", "adds the absolute values")))
 
 
 def _other_quantities(a, b):
@@ -101,7 +106,9 @@ def _other_quantities(a, b):
             (lambda: np.sqrt(np.sum(a * b)), "the square root of the sum of products",
              "a root turns a·a into the length |a|; a·b itself has none"),
             (lambda: np.sum((a - b) ** 2), "|a - b|², the squared distance between a and b",
-             "that measures how far apart they are")]
+             "that measures how far apart they are"),
+            (lambda: np.linalg.norm(a * b), "|a * b|, the length of the vector of products",
+             "a length squares the products, which drops their signs")]
 
 
 def _number(impl, value, what, a, b):

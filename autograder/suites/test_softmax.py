@@ -17,7 +17,13 @@ STEP = "softmax"
 # The notes' examples are single rows, where no axis can be wrong: they weigh little, and the
 # stored outputs (matrices, batches, every axis) carry the step.
 test_notes = notes_cases(STEP, weight=0.5, replayed=lambda record, k: stored_symptoms(record, k),
-                         probe=lambda impl: _call(impl, rng(407).normal(size=(3, 4)), -1, "a (3, 4) matrix"))
+                         probe=lambda impl: _probe(impl))
+
+
+def _probe(impl):
+    """The step on a matrix, then on a vector, through `_call`, which names a mistake that raises on either."""
+    _call(impl, rng(407).normal(size=(3, 4)), -1, "a (3, 4) matrix")
+    _call(impl, rng(407).normal(size=5), -1, "a 1-d vector")
 
 
 def _exp_normalise(x, axis):
@@ -76,6 +82,7 @@ def _call(impl, x, axis, label):
         return impl.softmax(x) if axis is None else impl.softmax(x, axis=axis)
     except RemoteError as error:
         if np.ndim(x) < 2:
+            _explain_fixed_axis(impl, error, label)
             raise
         square = rng(406).normal(size=(4, 4))
         if axis is not None and axis % np.ndim(x) != np.ndim(x) - 1:  # sums given a new last axis fit the last only
@@ -99,6 +106,52 @@ def _call(impl, x, axis, label):
             raise
         raise CaseFailure(f"softmax raised {error.type_name} on {label}, but runs on a square matrix: it "
                           f"{symptom}") from None
+
+
+FIXED_AXIS = ("normalises along one fixed axis (axis 1 here) whatever `axis` says: an axis written into np.max "
+              "or np.sum (axis=1 for a matrix's rows) is the wrong one on more axes, and a vector has no axis 1; "
+              "pass `axis` on")
+EXP_MINUS_MAX = ("subtracts the maximum after exponentiating (np.exp(x) - max): the shift belongs inside, "
+                 "np.exp(x - max), where it cancels in the ratio; outside it changes every weight, can make some "
+                 "negative, and does not keep exp from overflowing")
+
+
+def _explain_fixed_axis(impl, error, label):
+    """A raise on a vector named where the code normalises along axis 1 whatever `axis` is: the vector has no
+    axis 1 (AxisError), and a batch along its last axis shows where the code normalises instead."""
+    if error.type_name != "AxisError":
+        return
+    batch = rng(409).normal(size=(2, 3, 4))
+    try:
+        out = checks.to_array(impl.softmax(batch, axis=-1), "softmax")
+    except (RemoteError, CaseFailure):
+        return  # the batch raises too: nothing to say what the vector's AxisError is
+    if checks.named_mistake(out, [(_exp_normalise(batch, 1), FIXED_AXIS)]) is not None:
+        raise CaseFailure(f"softmax raised AxisError on {label}, and along the last axis of a (2, 3, 4) batch it "
+                          f"{FIXED_AXIS}") from None
+
+
+ARGMAX_SHIFT = ("it subtracts the position of the maximum (np.argmax) instead of its value (np.max): that keeps the "
+                "ratios, so small inputs come out right, but exp still overflows where the largest entry is far above "
+                "its index")
+
+
+def _argmax_shift_hint(impl):
+    """ARGMAX_SHIFT where the code is shifted by the maximum's index: 730 at index 30 of zeros (exp(700)) goes
+    through and 730 at index 0 overflows; no shift and a shift by the minimum overflow on both, one by the mean on
+    neither. "" otherwise."""
+    late, early = np.r_[np.zeros(30), 730.0], np.r_[730.0, np.zeros(30)]
+    try:
+        at_late, at_early = (checks.to_array(impl.softmax(x), "softmax") for x in (late, early))
+    except (RemoteError, CaseFailure):
+        return ""
+    shifted_by_index = checks.named_mistake(at_late, [(_exp_normalise(late - 30, -1), ARGMAX_SHIFT)])
+    return shifted_by_index if shifted_by_index and not np.isfinite(at_early).all() else ""
+
+
+def _exp_minus_max(x, axis):
+    e = np.exp(x) - x.max(axis=axis, keepdims=True)
+    return e / e.sum(axis=axis, keepdims=True)
 
 
 def stored_symptoms(record, k, rounding=True):
@@ -131,6 +184,10 @@ def _mistakes(x, axis):
             *[(lambda: _shifted_then_normalised(np.asarray(x, dtype=float), axis, axis).ravel(), FLATTENED)
               ] * (np.ndim(x) > 1),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
+            (lambda: _exp_minus_max(x, axis), EXP_MINUS_MAX),
+            # axis=1 (or -2) fixed where `axis` is meant: a vector raises (_explain_fixed_axis), a matrix is right
+            # along the last axis
+            *[(lambda: _exp_normalise(x, 1), FIXED_AXIS)] * (np.ndim(x) > 2 and axis % np.ndim(x) != 1),
             (lambda: x / x.sum(axis=axis, keepdims=True), "divides by the sum without exponentiating first"),
             (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
              "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
@@ -185,7 +242,8 @@ def _along_last(record):
 def test_stored_outputs(impl):
     """matches the reference along the last axis: vectors, matrices, float32 and large inputs"""
 
-    check_stored(impl, STEP, apply, "softmax", symptoms=stored_symptoms, where=_along_last)
+    check_stored(impl, STEP, apply, "softmax", symptoms=stored_symptoms, where=_along_last,
+                 finite_hint=lambda record: _argmax_shift_hint(impl))
 
 
 @case(STEP, "stored", weight=2)
@@ -200,12 +258,14 @@ def test_large_inputs_stay_finite(impl):
     """stays finite for inputs like [1000, 1001], [-1000, -1001] and [0, 1000]"""
     # [0, 1000]: a shift by anything but the maximum (the minimum, say) still overflows
     for x in ([1000.0, 1001.0], [-1000.0, -1001.0], [0.0, 1000.0]):
-        out = checks.to_array(impl.softmax(np.array(x)), f"softmax({x})")
+        out = checks.to_array(_call(impl, np.array(x), None, f"softmax({x})"), f"softmax({x})")
         if not np.isfinite(out).all():  # a known mistake on small inputs is the cause, not the shift
             symptom = _named_on_small(impl)
             if symptom is not None:
                 raise CaseFailure(f"softmax({x}) is not finite, and softmax([1.0, 2.0, 4.0]) {symptom}")
-        checks.expect_finite(out, f"softmax({x})", "exp overflows or underflows: subtract the maximum first")
+        if not np.isfinite(out).all():  # the probes of a shift by the maximum's index run only where it can matter
+            checks.expect_finite(out, f"softmax({x})", _argmax_shift_hint(impl)
+                                 or "exp overflows or underflows: subtract the maximum first")
         _explained(impl, lambda out=out, x=x: checks.expect_rows_sum_to_one(out, f"softmax({x})"))
 
 
