@@ -86,8 +86,19 @@ def replayed_symptoms(member, step, ladder, correct=None):
     if recorder.record is None:
         return []
     found = ladder(recorder.record, 0) if correct is None else _tuple_symptoms(recorder.record, ladder, correct)
+    if correct is not None:
+        found += _one_item_returned(recorder.record, step, correct)
     return [((lambda candidate=candidate: member.call(_Replay(step, lambda record: _value(candidate)))), message)
             for candidate, message in found]
+
+
+def _one_item_returned(record, step, correct):
+    """[(candidate, message)] of a step that should return a tuple but returns one of its items alone:
+    the example then unpacks (or indexes) that one array's rows, and only its shape looks wrong."""
+    right = correct(record)
+    return [(lambda item=item: item, f"`{step}` returns one array (item {k} of its tuple, alone) where the example "
+             f"unpacks a tuple of {len(right)}: return all {len(right)} items, as its docstring says")
+            for k, item in enumerate(right)]
 
 
 def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, examine=None, probe=None,
@@ -125,8 +136,10 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
                               f"code on the grader's own inputs: {explained}") from None
         except TypeError as error:  # the example reads into what the step returned: None, if `return` is missing
             if "NoneType" not in str(error):
-                raise
+                raise _unpacked(error, member, step) from None
             raise checks.returned_none(f"what the notes' example \"{member.where}\" got") from None
+        except ValueError as error:
+            raise _unpacked(error, member, step) from None
         if examine is not None:
             examine(actual, f"the notes' example \"{member.where}\"")
 
@@ -144,6 +157,16 @@ def notes_cases(step, weight=1.0, symptoms=None, replayed=None, correct=None, ex
             raise
 
     return test_notes
+
+
+def _unpacked(error, member, step):
+    """The example's own code failed in this process on what the step returned: where it could not
+    unpack it (a tuple of the wrong length, one array or a number instead), a CaseFailure that says
+    so; else `error` itself, for the judge to decide whose it is."""
+    if "values to unpack" not in str(error) and "cannot unpack" not in str(error):
+        return error
+    return CaseFailure(f"the notes' example \"{member.where}\" unpacks what `{step}` returns, and could not "
+                       f"({error}): return the tuple its docstring names, every item in its place")
 
 
 def _probed(probe, impl):
