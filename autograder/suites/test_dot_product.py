@@ -108,7 +108,9 @@ def _other_quantities(a, b):
             (lambda: np.sum((a - b) ** 2), "|a - b|², the squared distance between a and b",
              "that measures how far apart they are"),
             (lambda: np.linalg.norm(a * b), "|a * b|, the length of the vector of products",
-             "a length squares the products, which drops their signs")]
+             "a length squares the products, which drops their signs"),
+            (lambda: np.sum((a * b) ** 2), "the sum of the squared products",
+             "squaring drops each product's sign and changes its size; add the products as they are")]
 
 
 def _number(impl, value, what, a, b):
