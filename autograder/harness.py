@@ -292,6 +292,9 @@ ERROR_CAUSES = (
      "an array was given where one whole number belongs: np.max(a, b) (np.min too) reads b as the axis, not as a "
      "second array to compare (the entry-by-entry larger of two arrays is np.maximum(a, b)); and a Python list "
      "cannot be indexed by an array"),
+    (("input tensor must have at least 2 dimensions",),
+     "torch.triu (or tril) got a tensor of one axis, which has no diagonal: the triangle is cut from a matrix, so "
+     "make it (num_tokens, num_tokens), torch.ones(num_tokens, num_tokens), not torch.ones(num_tokens)"),
     (("'NoneType' object has no attribute", "object of type 'NoneType' has no len()",
       "'NoneType' object is not subscriptable"),
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "

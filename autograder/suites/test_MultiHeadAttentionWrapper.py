@@ -37,8 +37,10 @@ def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False, 
     module = toolkit.construct(impl, STEP, (d_in, d_out, context_length, dropout, len(heads), bias), what=what,
                                explained=explained)
     _check_heads(module, len(heads), what)
-    width = module.describe("heads.0.W_query").get("weight_shape", (d_out,))[0]
-    if width != d_out and width == d_out // len(heads):
+    # a head as wide as d_out // num_heads that still reads d_in features: one whose d_in and d_out are
+    # swapped can be as wide by chance, and loading its weights says so
+    width, width_in = module.describe("heads.0.W_query").get("weight_shape", (d_out, d_in))
+    if width != d_out and width == d_out // len(heads) and width_in == d_in:
         raise CaseFailure(f"{what}: each head is d_out // num_heads = {width} wide; in the wrapper d_out is the "
                           "width of ONE head, and the output is num_heads * d_out wide")
     linears = {f"heads.{i}.{name}": head[name] for i, head in enumerate(heads) for name in PROJECTIONS}
@@ -145,6 +147,8 @@ def _joined_wrongly(x, heads):
              f"(dim=1): {side_by_side}"),
             (lambda: np.concatenate(outputs(), axis=0), f"the heads' outputs are concatenated along the batch "
              f"(dim=0): {side_by_side}"),
+            *[(lambda axis=axis: np.stack(outputs(), axis=axis), f"the heads' outputs are stacked on a new axis "
+               f"(torch.stack(..., dim={axis})), not concatenated: {side_by_side}") for axis in (0, -1)],
             (lambda: np.sum(outputs(), axis=0), f"the heads' outputs are added, not concatenated: {side_by_side}"),
             (lambda: np.mean(outputs(), axis=0), f"the heads' outputs are averaged, not concatenated: "
              f"{side_by_side}")]

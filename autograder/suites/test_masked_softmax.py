@@ -87,6 +87,11 @@ def apply(impl, record):
     return _weights(impl, torch.tensor(record["scores"]), torch.tensor(record["mask"]), record["label"])
 
 
+def _exp(s):
+    with np.errstate(over="ignore"):
+        return np.exp(s)
+
+
 def _softmax(s, axis=-1):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         e = np.exp(s - s.max(axis=axis, keepdims=True))
@@ -128,6 +133,11 @@ def stored_symptoms(record, k):
               if abs(s).max() < 50 else []),
             # a softmax written by hand, of the masked scores (where -inf gives weight 0 to most of them)
             *hand_written_softmax_mistakes(np.where(m, -np.inf, s)),
+            (lambda: _exp(np.where(m, -np.inf, s)) / _exp(np.where(m, -np.inf, s)).sum(), "the exponentials are "
+             "divided by the sum of every entry (.sum() with no dim), not each row by its own sum: sum over the "
+             "last dimension with keepdim=True"),
+            (lambda: np.where(m, -np.inf, s), "it returns the masked scores themselves: the softmax is never "
+             "applied to them"),
             *_mask_axis_added(s, record["mask"])]
 
 

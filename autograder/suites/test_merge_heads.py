@@ -61,6 +61,10 @@ def _explain_heads_read_from_batch(impl, x, error):
                           f"batch of {h}, which names the cause: {BATCH_AS_HEADS}") from None
 
 
+# transpose(0, 1) for transpose(1, 2): the heads move in front of the batch, not behind the tokens; on a
+# batch of one that is the reshape without a transpose, so that message gives both readings
+SWAPS_BATCH_AND_HEADS = ("swaps the batch and the heads (transpose(0, 1)) where the heads and the tokens "
+                         "belong (transpose(1, 2))")
 BATCH_AS_HEADS = "it goes through x's first axis, the batch, as if it were the heads: x is (batch, num_heads, T, head_dim)"
 
 
@@ -68,7 +72,10 @@ def _mistakes(x):
     b, h, t, hd = x.shape
     return [(lambda: x.reshape(b, t, h * hd),
              "reshaped to (batch, T, D) without first transposing the head and token dimensions back, "
-             "which mixes tokens: transpose(1, 2), then reshape"),
+             "which mixes tokens: transpose(1, 2), then reshape" + (f"; or it {SWAPS_BATCH_AND_HEADS}, which on a "
+             "batch of one gives the same entries" if b == 1 else "")),
+            (lambda: x.transpose(1, 0, 2, 3).reshape(b, t, h * hd), f"it {SWAPS_BATCH_AND_HEADS} before the "
+             "reshape, which mixes the sequences of the batch"),
             (lambda: x.transpose(0, 2, 3, 1).reshape(b, t, hd * h),
              "the heads' features are interleaved; head i's features must form the block "
              "[i*head_dim, (i+1)*head_dim)"),

@@ -90,6 +90,10 @@ def _diagnose(what, got, lengths, num_tokens):
     if got.shape == (1, batch, num_tokens) and np.array_equal(got[0], want[:, 0]):
         raise CaseFailure(f"{what}: the right entries, but the axis of size 1 comes first, shape (1, batch, "
                           "num_tokens); it stands for the queries and goes in the middle: (batch, 1, num_tokens)")
+    if got.shape == (batch, 1, 1, num_tokens) and np.array_equal(got[:, 0], want):
+        raise CaseFailure(f"{what}: the right entries, with an axis of size 1 for the heads too, shape (batch, 1, "
+                          "1, num_tokens), as multi-head scores (batch, num_heads, T, T) would need; this mask is "
+                          "for scores (batch, T, T): (batch, 1, num_tokens)")
     if got.shape == (batch, num_tokens, num_tokens) and np.array_equal(got, want | np.swapaxes(want, 1, 2)):
         raise CaseFailure(f"{what}: it blocks the padded queries (rows) as well as the padded keys, shape "
                           f"{checks.fmt_shape(got.shape)}: the mask blocks keys only, (batch, 1, num_tokens); a "

@@ -30,6 +30,17 @@ SEVERAL_RESULTS = ("does the code return more than its one result (the attention
                    "say)? Return that result alone")
 
 
+# A list (a comprehension's result) of like tensors: the parts of one result, one per head say, left
+# unjoined; results returned side by side (context and weights) come as a tuple of different shapes.
+PARTS_NOT_JOINED = ("the parts of the result (one per head, say) are returned as a list and never joined into "
+                    "one tensor (torch.cat along the features puts heads side by side)")
+
+
+def _unjoined_parts(value):
+    return (isinstance(value, list) and len(value) > 1 and all(torch.is_tensor(v) for v in value)
+            and len({tuple(v.shape) for v in value}) == 1)
+
+
 def to_array(value, what):
     """The student's value as a float64 ndarray, or a CaseFailure saying why it is not one."""
     if value is None:
@@ -39,6 +50,9 @@ def to_array(value, what):
     if isinstance(value, (tuple, list)) and value and any(
         torch.is_tensor(v) for v in value
     ):
+        if _unjoined_parts(value):
+            raise CaseFailure(f"{what} is a list of {len(value)} tensors of one shape, "
+                              f"{fmt_shape(value[0].shape)}, expected one array: {PARTS_NOT_JOINED}")
         raise CaseFailure(f"{what} is a {type(value).__name__} of tensors, expected one array: {SEVERAL_RESULTS}")
     try:
         array = asarray(value, dtype=np.float64)

@@ -206,6 +206,11 @@ def linear_info(module, path, what):
     return info
 
 
+# nn.Linear's weight is (out_features, in_features): the transposed shape is the two sizes exchanged
+SIZES_SWAPPED = ("its input and output sizes are in each other's place (d_in and d_out swapped, in the "
+                 "nn.Linear or in the arguments passed on to it?)")
+
+
 def load_linear(module, path, weight, bias, what):
     """Copy (weight (out, in), bias or None) into the nn.Linear at `path` (e.g. "heads.1.W_key").
 
@@ -214,9 +219,10 @@ def load_linear(module, path, weight, bias, what):
     info = linear_info(module, path, what)
     weight = np.asarray(weight, dtype=np.float32)
     if tuple(info["weight_shape"]) != weight.shape:
+        swapped = tuple(info["weight_shape"]) == weight.shape[::-1]
         raise CaseFailure(f"{what}: `{path}.weight` has shape {checks.fmt_shape(info['weight_shape'])}, "
                           f"expected {checks.fmt_shape(weight.shape)} (nn.Linear(in_features="
-                          f"{weight.shape[1]}, out_features={weight.shape[0]}))")
+                          f"{weight.shape[1]}, out_features={weight.shape[0]}))" + (f": {SIZES_SWAPPED}" if swapped else ""))
     if bias is not None and not info.get("bias") and np.any(np.asarray(bias)):
         why = ("out_proj always has one" if path.endswith("out_proj")
                else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")
