@@ -138,6 +138,7 @@ def stored_symptoms(record, k):
              "last dimension with keepdim=True"),
             (lambda: np.where(m, -np.inf, s), "it returns the masked scores themselves: the softmax is never "
              "applied to them"),
+            (lambda: _softmax(np.where(np.triu(np.ones(s.shape[-2:], dtype=bool), 1), -np.inf, s)), OWN_CAUSAL_MASK),
             *_mask_axis_added(s, record["mask"])]
 
 
@@ -182,6 +183,9 @@ def test_stored_outputs(impl):
         raise
 
 
+# Right wherever the mask given is causal, as in most of the course: only another mask shows it.
+OWN_CAUSAL_MASK = ("the weights block every later key (a causal mask of its own) instead of the entries the "
+                   "mask argument blocks: apply the mask it is given, which may block any entries")
 TRANSPOSED = ("the mask is used transposed: mask[i, j] blocks query i from key j, and the scores "
               "are (queries, keys), so apply it as given")
 FINITE_FILL_LEAK = 0.01  # the most weight a finite fill value below the row's scores lets through here
