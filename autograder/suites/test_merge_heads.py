@@ -81,6 +81,10 @@ def _mistakes(x):
              "[i*head_dim, (i+1)*head_dim)"),
             (lambda: x[:, ::-1].transpose(0, 2, 1, 3).reshape(b, t, h * hd),
              "the heads are merged in reverse order: head 0's features come first"),
+            (lambda: x.reshape(b, h * hd, t).transpose(0, 2, 1),
+             "it reshapes to (batch, D, T) and then transposes: a reshape keeps the order of the entries in memory, "
+             "so it cuts across heads and tokens; bring the tokens next to the batch first (transpose(1, 2)), then "
+             "reshape to (batch, T, D)"),
             *_joined_wrongly(x)]
 
 
