@@ -79,7 +79,7 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
     return layer
 
 
-toolkit.explains_one_head_keys_axes(STEP, 1542)
+toolkit.explains_one_head_forward(STEP, 1542)
 
 
 def _forward(module, x, cache, start, size, call):

@@ -34,7 +34,7 @@ def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
                                  f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
-toolkit.explains_one_head_keys_axes(STEP, 1317)
+toolkit.explains_one_head_forward(STEP, 1317)
 
 
 SCALED_AFTER_SOFTMAX = ("the attention weights are divided by sqrt(d_k) after the softmax, so each row sums to "
