@@ -11,11 +11,16 @@ input one token at a time finds where the mask ends.
 import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
-from autograder.suites.toolkit.model import attention, explains_one_head_keys_axes
-from autograder.suites.toolkit.modules import (explains_forward, loaded_module, random_linear, random_projections,
-                                               tensor)
-from autograder.suites.toolkit.properties import close
 from autograder.suites.toolkit.cases import rng
+from autograder.suites.toolkit.model import attention, explains_one_head_keys_axes
+from autograder.suites.toolkit.modules import (
+    explains_forward,
+    loaded_module,
+    random_linear,
+    random_projections,
+    tensor,
+)
+from autograder.suites.toolkit.properties import close
 
 # Sizes that differ from each other, so the length where the mask ends names the argument it came from.
 D_IN, D_OUT, NUM_HEADS, CONTEXT_LENGTH = 5, 6, 3, 9
