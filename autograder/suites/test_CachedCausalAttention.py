@@ -122,7 +122,7 @@ def _generate(impl, module, x, sizes, what):
     return np.concatenate(outs, axis=1), lengths
 
 
-FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
+FULL_MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
                  + toolkit.ROLE_MISTAKES)
 
 

@@ -22,7 +22,7 @@ STEP = "CausalAttention"
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 SCALES = toolkit.SCALE_MISTAKES + [SCALED_BY_BATCH]
-MISTAKES = (toolkit.MASK_MISTAKES + SCALES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
+MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + SCALES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
             + [toolkit.WEIGHTS_TRANSPOSED, toolkit.BIASES_LEFT_OUT_MISTAKE, toolkit.RESIDUAL_ADDED]
             + toolkit.UNTRANSPOSED_MISTAKES + toolkit.SOFTMAX_TWICE_MISTAKES)
 SCALE_SYMPTOMS = frozenset(message for _, message in SCALES)

@@ -22,6 +22,7 @@ from autograder.suites.toolkit.multihead import LAYERS, record_linears
 STEP = "MultiHeadAttention"
 
 MISTAKES = toolkit.MASK_MISTAKES + [
+    toolkit.FILLED_WITH_PLUS_INF,
     multihead.NOT_SCALED,
     multihead.SCALED_BY_D_OUT,
     (dict(scale="d_in"), "the scores are divided by sqrt(d_in); divide by sqrt(head_dim), "

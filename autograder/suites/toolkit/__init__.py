@@ -66,6 +66,7 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     values_axes_mistakes,
 )
 from autograder.suites.toolkit.module_ladders import (  # noqa: F401
+    FILLED_WITH_PLUS_INF,
     HEADS_FEATURE_MAJOR,
     explain_mask_shorter_than_context,
     explains_one_head_forward,

@@ -6,6 +6,9 @@ short cases pass and longer ones raise a shape mismatch that names no cause; a p
 input one token at a time finds where the mask ends.
 
 `merging_feature_major`: a multi-head layer's model that also merges the heads feature by feature.
+
+`FILLED_WITH_PLUS_INF`: blocked scores filled with float("inf") for float("-inf"), which makes every row that
+blocks a key nan; the nan hint would otherwise blame a mask that blocks a whole row.
 """
 
 import numpy as np
@@ -99,3 +102,10 @@ def merging_feature_major(compute, linears, num_heads):
         weight, bias = linears["out_proj"]
         return merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
     return model
+
+
+# float("inf") for float("-inf"): the row's maximum is +inf, and inf - inf in the softmax is nan, so every row
+# with a blocked key is nan and only rows that block nothing are right. A switch of the one-head models.
+PLUS_INF_WHY = ("blocked scores are filled with +inf (float(\"inf\")), not -inf: the softmax of a row that holds "
+                "+inf is nan (inf - inf), so every row with a blocked key is nan; fill with float(\"-inf\")")
+FILLED_WITH_PLUS_INF = (dict(fill=np.inf), PLUS_INF_WHY)

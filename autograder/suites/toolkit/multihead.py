@@ -93,6 +93,8 @@ KEY_PADDING_MISTAKES = [
                             "as in nn.MultiheadAttention, so fill the scores where the mask is True"),
     (dict(mask="zero"), NOT_MINUS_INF),
     (dict(mask="added"), NOT_MINUS_INF),
+    (dict(mask="plus_inf"), "blocked scores are filled with +inf (float(\"inf\")), not -inf: the softmax of a row "
+                            "that holds +inf is nan (inf - inf); fill with float(\"-inf\")"),
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
 ]
@@ -224,7 +226,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
-    "inverted" | "zero" (blocked scores set to 0) | "added" (the bool mask added to the scores) | "heads" (the
+    "inverted" | "zero" (blocked scores set to 0) | "plus_inf" (to +inf) | "added" (the bool mask added to the scores) | "heads" (the
     mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
     | "tokens" (sqrt(T_k), the number of keys);
@@ -268,7 +270,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     elif mask == "added":
         weights = softmax(scores + blocked, axis)
     else:
-        weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
+        weights = softmax(np.where(blocked, {"zero": 0.0, "plus_inf": np.inf}.get(mask, -np.inf), scores), axis)
     if log_weights:
         with np.errstate(divide="ignore"):  # a blocked key's log-weight is -inf, as torch's log_softmax gives it
             weights = np.log(weights)
