@@ -126,7 +126,7 @@ def _explain_forward(impl, what, error):
         _mha(impl, 3, 4, 3, 2, linears, explained=False)(toolkit.tensor(x))
     except (RemoteError, CaseFailure):
         toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
-                                 lambda: toolkit.attention(x, linears, 1), [({}, multihead.BEFORE_MERGE)],
+                                 lambda: toolkit.attention(x, linears, 1), [({}, multihead.before_merge_why(error))],
                                  "there is one head")
     square, x_square = _random_layers(r, 4, 4, False), r.normal(size=(2, 2, 4))  # x's width fits the output's
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 4, 4, 3, 2, square, explained=False)(toolkit.tensor(x_square)),

@@ -300,6 +300,15 @@ CROSS_KEYS_AXES = keys_axes_mistakes({0: "batch", 1: "num_heads", 2: "T_k", 3: "
 # differ only by an axis of size 1 (both multi-head layers' explainers).
 BEFORE_MERGE = ("something that takes the merged heads (batch, T, d_out), out_proj or a view, gets the heads "
                 "(batch, num_heads, T, head_dim) before they are merged")
+# The same, where torch says a view or reshape asked for a shape of another size: the merge's own reshape asked
+# for one head's width (reshape(b, T, head_dim)), which fits where there is one head.
+MERGED_TO_ONE_HEAD = ("the merge's view or reshape asks for a shape that fits one head only (head_dim wide, say), "
+                      "where the merged heads are d_out = num_heads * head_dim wide: reshape to (batch, T, d_out)")
+
+
+def before_merge_why(error):
+    """What a forward that raised with several heads and is right with one shows, told by torch's message."""
+    return MERGED_TO_ONE_HEAD if "is invalid for input of size" in str(error) else BEFORE_MERGE
 
 
 def explain_cross_forward(impl, what, error):
@@ -324,7 +333,7 @@ def explain_cross_forward(impl, what, error):
         right = np.allclose(probe(2), cross_attention(x, context, linears, 2), atol=1e-5, rtol=1e-4)
     except (RemoteError, CaseFailure):
         explain_by_probe(what, error, lambda: probe(1), lambda: cross_attention(x, context, linears, 1),
-                         [({}, BEFORE_MERGE)], "there is one head")
+                         [({}, before_merge_why(error))], "there is one head")
         right = False
     if right:
         _explain_length_from_x(impl, what, error, linears, x, r.normal(size=(2, 3, 5)))
