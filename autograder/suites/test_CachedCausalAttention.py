@@ -79,7 +79,7 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
     return layer
 
 
-toolkit.explains_one_head_keys_axes(STEP, 1542)
+toolkit.explains_one_head_forward(STEP, 1542)
 
 
 def _forward(module, x, cache, start, size, call):
@@ -122,7 +122,7 @@ def _generate(impl, module, x, sizes, what):
     return np.concatenate(outs, axis=1), lengths
 
 
-FULL_MISTAKES = (toolkit.MASK_MISTAKES + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
+FULL_MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
                  + toolkit.ROLE_MISTAKES)
 
 

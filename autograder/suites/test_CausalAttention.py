@@ -22,7 +22,7 @@ STEP = "CausalAttention"
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 SCALES = toolkit.SCALE_MISTAKES + [SCALED_BY_BATCH]
-MISTAKES = (toolkit.MASK_MISTAKES + SCALES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
+MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + SCALES + toolkit.SOFTMAX_AXIS_MISTAKES + toolkit.ROLE_MISTAKES
             + [toolkit.WEIGHTS_TRANSPOSED, toolkit.BIASES_LEFT_OUT_MISTAKE, toolkit.RESIDUAL_ADDED]
             + toolkit.UNTRANSPOSED_MISTAKES + toolkit.SOFTMAX_TWICE_MISTAKES)
 SCALE_SYMPTOMS = frozenset(message for _, message in SCALES)
@@ -34,7 +34,7 @@ def _causal(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
                                  f"CausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
 
 
-toolkit.explains_one_head_keys_axes(STEP, 1317)
+toolkit.explains_one_head_forward(STEP, 1317)
 
 
 SCALED_AFTER_SOFTMAX = ("the attention weights are divided by sqrt(d_k) after the softmax, so each row sums to "

@@ -32,12 +32,12 @@ STEP = "CrossAttention"
 D_OUT_OR_D_Q = ("the scores are divided by sqrt(d_out), which is d_q, the width of x, here; divide by "
                 "sqrt(head_dim), head_dim = d_out // num_heads")
 
-MISTAKES = multihead.CROSS_MISTAKES
+MISTAKES = multihead.CROSS_MISTAKES + [toolkit.HEADS_FEATURE_MAJOR]
 
 
 def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
-    def compute(**switches):
-        return cross_attention(x, context, linears, num_heads, key_padding_mask, **switches)
+    compute = toolkit.merging_feature_major(
+        lambda **switches: cross_attention(x, context, linears, num_heads, key_padding_mask, **switches), linears, num_heads)
 
     either = np.shape(x)[-1] == linears["out_proj"][0].shape[0]
     d_out = linears["out_proj"][0].shape[0]

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
@@ -22,6 +22,7 @@ from autograder.suites.toolkit.multihead import LAYERS, record_linears
 STEP = "MultiHeadAttention"
 
 MISTAKES = toolkit.MASK_MISTAKES + [
+    toolkit.FILLED_WITH_PLUS_INF,
     multihead.NOT_SCALED,
     multihead.SCALED_BY_D_OUT,
     (dict(scale="d_in"), "the scores are divided by sqrt(d_in); divide by sqrt(head_dim), "
@@ -41,6 +42,7 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     (dict(split="interleaved"), "head i gets every num_heads-th feature; it must get the block "
                                 "[i*head_dim, (i+1)*head_dim)"),
     multihead.HEADS_REVERSED,
+    toolkit.HEADS_FEATURE_MAJOR,
     multihead.NO_OUT_PROJ,
     multihead.SOFTMAX_OVER_HEADS,
     toolkit.MULTIPLIED_BY_SQRT,
@@ -61,7 +63,8 @@ def _mistakes(x, linears, num_heads):
     mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else why)
                 for switches, why in MISTAKES] + multihead.fixed_heads(num_heads, linears["out_proj"][0].shape[0])
     # sqrt(T) equals head_dim where T = head_dim ** 2: mistakes whose outputs coincide are named together
-    return toolkit.told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), mistakes))
+    compute = toolkit.merging_feature_major(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), linears, num_heads)
+    return toolkit.told_apart(toolkit.symptoms(compute, mistakes))
 
 
 def _notes_symptoms(example):
@@ -116,8 +119,15 @@ def _explain_forward(impl, what, error):
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 2, linears, explained=False)(toolkit.tensor(x)),
                              lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES + [MASK_ON_HEADS],
                              "batch, T, num_heads and head_dim are all 2")
-    toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
-                             lambda: toolkit.attention(x, linears, 1), [({}, multihead.BEFORE_MERGE)], "there is one head")
+    toolkit.explain_mask_shorter_than_context(impl, STEP, what, error)
+    # One head explains only an error that two heads raise on the same input: a layer right there raised on
+    # another input, and merging is not why.
+    try:
+        _mha(impl, 3, 4, 3, 2, linears, explained=False)(toolkit.tensor(x))
+    except (RemoteError, CaseFailure):
+        toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 1, linears, explained=False)(toolkit.tensor(x)),
+                                 lambda: toolkit.attention(x, linears, 1), [({}, multihead.before_merge_why(error))],
+                                 "there is one head")
     square, x_square = _random_layers(r, 4, 4, False), r.normal(size=(2, 2, 4))  # x's width fits the output's
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 4, 4, 3, 2, square, explained=False)(toolkit.tensor(x_square)),
                              lambda **kw: toolkit.attention(x_square, square, 2, **kw), [toolkit.RESIDUAL_ADDED],

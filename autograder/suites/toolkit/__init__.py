@@ -27,6 +27,8 @@
   keepdims, a result cut to whole numbers.
 - `multihead`: what the two multi-head layers' suites (`MultiHeadAttention`, `CrossAttention`)
   share: their layers' names, records and probes, and the mistakes of their heads.
+- `module_ladders`: rungs for the causal layers' forwards that raised, where their suites are full: a
+  causal mask built for fewer tokens than context_length; the multi-head layers' heads merged feature by feature.
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
   model of attention fed in chunks through a cache, and the diagnoses of a forward that raised.
 - `properties`: property checks several suites share: causality, the last token, inputs shorter
@@ -62,6 +64,13 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     told_apart,
     torch_identity_multihead,
     values_axes_mistakes,
+)
+from autograder.suites.toolkit.module_ladders import (  # noqa: F401
+    FILLED_WITH_PLUS_INF,
+    HEADS_FEATURE_MAJOR,
+    explain_mask_shorter_than_context,
+    explains_one_head_forward,
+    merging_feature_major,
 )
 from autograder.suites.toolkit.modules import (  # noqa: F401
     SIGNATURES,

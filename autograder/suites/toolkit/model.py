@@ -12,11 +12,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, rng
 from autograder.suites.toolkit.modules import explains_forward, loaded_module, random_projections, tensor
-
-NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
-            "must see itself), or when -inf meets 0 (dropout or a product on the masked scores)")
-
-
+from autograder.suites.toolkit.shifts import NAN_HINT
 
 # --- a NumPy model of attention, with known mistakes as switches ----------------------------
 

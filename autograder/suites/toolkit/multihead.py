@@ -93,6 +93,8 @@ KEY_PADDING_MISTAKES = [
                             "as in nn.MultiheadAttention, so fill the scores where the mask is True"),
     (dict(mask="zero"), NOT_MINUS_INF),
     (dict(mask="added"), NOT_MINUS_INF),
+    (dict(mask="plus_inf"), "blocked scores are filled with +inf (float(\"inf\")), not -inf: the softmax of a row "
+                            "that holds +inf is nan (inf - inf); fill with float(\"-inf\")"),
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
 ]
@@ -224,7 +226,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
-    "inverted" | "zero" (blocked scores set to 0) | "added" (the bool mask added to the scores) | "heads" (the
+    "inverted" | "zero" (blocked scores set to 0) | "plus_inf" (to +inf) | "added" (the bool mask added to the scores) | "heads" (the
     mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
     | "tokens" (sqrt(T_k), the number of keys);
@@ -268,7 +270,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     elif mask == "added":
         weights = softmax(scores + blocked, axis)
     else:
-        weights = softmax(np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores), axis)
+        weights = softmax(np.where(blocked, {"zero": 0.0, "plus_inf": np.inf}.get(mask, -np.inf), scores), axis)
     if log_weights:
         with np.errstate(divide="ignore"):  # a blocked key's log-weight is -inf, as torch's log_softmax gives it
             weights = np.log(weights)
@@ -298,6 +300,15 @@ CROSS_KEYS_AXES = keys_axes_mistakes({0: "batch", 1: "num_heads", 2: "T_k", 3: "
 # differ only by an axis of size 1 (both multi-head layers' explainers).
 BEFORE_MERGE = ("something that takes the merged heads (batch, T, d_out), out_proj or a view, gets the heads "
                 "(batch, num_heads, T, head_dim) before they are merged")
+# The same, where torch says a view or reshape asked for a shape of another size: the merge's own reshape asked
+# for one head's width (reshape(b, T, head_dim)), which fits where there is one head.
+MERGED_TO_ONE_HEAD = ("the merge's view or reshape asks for a shape that fits one head only (head_dim wide, say), "
+                      "where the merged heads are d_out = num_heads * head_dim wide: reshape to (batch, T, d_out)")
+
+
+def before_merge_why(error):
+    """What a forward that raised with several heads and is right with one shows, told by torch's message."""
+    return MERGED_TO_ONE_HEAD if "is invalid for input of size" in str(error) else BEFORE_MERGE
 
 
 def explain_cross_forward(impl, what, error):
@@ -322,7 +333,7 @@ def explain_cross_forward(impl, what, error):
         right = np.allclose(probe(2), cross_attention(x, context, linears, 2), atol=1e-5, rtol=1e-4)
     except (RemoteError, CaseFailure):
         explain_by_probe(what, error, lambda: probe(1), lambda: cross_attention(x, context, linears, 1),
-                         [({}, BEFORE_MERGE)], "there is one head")
+                         [({}, before_merge_why(error))], "there is one head")
         right = False
     if right:
         _explain_length_from_x(impl, what, error, linears, x, r.normal(size=(2, 3, 5)))

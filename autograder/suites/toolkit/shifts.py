@@ -1,6 +1,11 @@
-"""What a softmax's shift did to large scores: why its weights came out nan."""
+"""What a softmax's shift did to large scores: why its weights came out nan; why a causal layer's did."""
 
 import numpy as np
+
+# Why a causal layer's output holds nan, where no known mistake's output matched it.
+NAN_HINT = ("nan appears when a token has every key blocked (does the mask block the diagonal? each token "
+            "must see itself), or when -inf meets 0 (dropout or a product on the masked scores), or when "
+            "blocked scores are filled with +inf (float(\"inf\") for float(\"-inf\"): inf - inf is nan)")
 
 # exp(x) of a float64 is 0 below about -745, and inf above about 709.8
 UNDERFLOW = -745.0
