@@ -31,7 +31,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float
 
-from autograder.errors import FLAG, KernelStuck
+from autograder.errors import FLAG, CaseTimeout, KernelStuck
 from autograder.harness import GRADER_ERROR, RECORD_KEY, CaseResult, StepResult, cases_of, run_step
 from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
@@ -307,7 +307,10 @@ class JudgedExecute(Execute):
         if (self._lending is not None and result.fraction < 1
                 and any(step in STEPS[later].depends_on for later in self._pending if later not in self._untouched)
                 and self._room_for_lending()):
-            self._lending.open()  # a later step will borrow its reference
+            try:
+                self._lending.open()  # a later step will borrow its reference
+            except Exception:  # noqa: BLE001 - none would start (its processes full, say): the older way
+                self._lending = None
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
         # The verdicts as data, for the class report (coursekit/report): never shown in feedback.
@@ -363,9 +366,11 @@ class JudgedExecute(Execute):
             try:
                 lender = self._lending.ready_for(needed, index)
                 channel = self._boot(lender.channel, lender.box)
-            except Exception:  # noqa: BLE001 - it did not start or answer: the old way
+            except (Exception, CaseTimeout):  # noqa: BLE001 - it did not start, or catch up in time: the old way
                 self._lending.discard()
                 lender = None
+        if lender is None and self._left() <= 0:  # no time for the old way (a kernel to replace) either
+            return StepResult(step, [CaseResult(c, False, self._spent()) for c in cases_of(step)])
         if lender is None:
             channel = self._open_channel()
         result = run_step(step, Implementation(channel), reference_source(needed), lent, budget=self._left())

@@ -219,3 +219,82 @@ def test_without_room_in_the_memory_budget_the_notebooks_kernel_is_lent_and_repl
     assert "KEPT False RECORDED 0" in printed(judged, 4), printed(judged, 4)
     assert starts == [] and restarts == [(3,)]
     assert processes_left() == []
+
+
+def _stuck_catching_up(monkeypatch, before=lambda judging: None):
+    """Every lending kernel's catch-up ends in KernelStuck (a kernel that did not answer even when
+    interrupted), after `before(judging)`, `judging` the notebook's JudgedExecute. Returns the
+    catch-ups asked for."""
+    from autograder.errors import KernelStuck
+
+    judging, asked = [], []
+    preprocess = JudgedExecute.preprocess
+
+    def watched(executor, *args, **kwargs):
+        judging.append(executor)
+        return preprocess(executor, *args, **kwargs)
+
+    def stuck(lending, upto):
+        if lending.kernel is None:  # as the real one: nothing to catch up
+            return
+        asked.append(upto)
+        before(judging[-1])
+        raise KernelStuck()
+
+    monkeypatch.setattr(JudgedExecute, "preprocess", watched)
+    monkeypatch.setattr(LendingKernel, "catch_up", stuck)
+    return asked
+
+
+@needs_sandbox
+def test_a_lending_kernel_that_does_not_catch_up_is_dropped_and_the_step_lent_the_old_way(tmp_path, monkeypatch):
+    """A lending kernel stuck behind the notebook (a cell it never finished, a loaded machine) ends
+    nothing but itself: the step is lent in the notebook's kernel, which is replaced afterwards."""
+    asked = _stuck_catching_up(monkeypatch)
+    restarts = calls_to(monkeypatch, JudgedExecute, "_restart_and_replay")
+    correct_weights = "def attention_weights(scores):\n    return softmax(scores)\n"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), correct_weights, ("grade", "attention_weights")]))
+    assert asked == [3]
+    assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
+    assert restarts == [(3,)]
+    assert processes_left() == []
+
+
+@needs_sandbox
+def test_a_lending_kernel_stuck_past_the_notebooks_time_costs_the_step_and_nothing_else(tmp_path, monkeypatch):
+    """The same where the notebook's time runs out while the lending kernel catches up: the step is
+    not run (no time is left to replace a kernel), and the notebook's grading still ends with its
+    report. Before, KernelStuck escaped the judge and no grade came back at all."""
+    import time
+
+    def until_the_notebooks_time_is_spent(judging):
+        time.sleep(max(0.0, judging._deadline - time.monotonic()) + 0.05)
+
+    asked = _stuck_catching_up(monkeypatch, until_the_notebooks_time_is_spent)
+    correct_weights = "def attention_weights(scores):\n    return softmax(scores)\n"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), correct_weights, ("grade", "attention_weights")]),
+        submission_timeout=8)
+    assert asked == [3], "the notebook's time ran out before the step that borrows: nothing was tried"
+    assert judged.steps["softmax"].fraction < 1
+    results = judged.steps["attention_weights"].results
+    assert [r.message for r in results] == ["not run: grading of this notebook stopped after its 8 s"] * len(results)
+    assert processes_left() == []
+
+
+@needs_sandbox
+def test_a_lending_kernel_that_will_not_start_leaves_the_older_way(tmp_path, monkeypatch):
+    """A second kernel that cannot start (the submission's processes at their limit, say) is no
+    grader error: the rest of the notebook lends in its own kernel, replaced after each such step."""
+    def refused(executor):
+        raise RuntimeError("no kernel")
+
+    monkeypatch.setattr(JudgedExecute, "_start_lender", refused)
+    restarts = calls_to(monkeypatch, JudgedExecute, "_restart_and_replay")
+    correct_weights = "def attention_weights(scores):\n    return softmax(scores)\n"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("wrong_softmax"), ("grade", "softmax"), correct_weights, ("grade", "attention_weights")]))
+    assert judged.steps["attention_weights"].fraction == 1, judged.steps["attention_weights"].results
+    assert restarts == [(3,)]
+    assert processes_left() == []
