@@ -9,13 +9,15 @@ input one token at a time finds where the mask ends.
 
 `FILLED_WITH_PLUS_INF`: blocked scores filled with float("inf") for float("-inf"), which makes every row that
 blocks a key nan; the nan hint would otherwise blame a mask that blocks a whole row.
+
+`RETURNS_WEIGHTS`, `causal_weights`: the attention weights returned for the context.
 """
 
 import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit.cases import rng
-from autograder.suites.toolkit.model import attention, explains_one_head_keys_axes
+from autograder.suites.toolkit.model import attention, explains_one_head_keys_axes, softmax
 from autograder.suites.toolkit.modules import (
     explains_forward,
     loaded_module,
@@ -109,3 +111,22 @@ def merging_feature_major(compute, linears, num_heads):
 PLUS_INF_WHY = ("blocked scores are filled with +inf (float(\"inf\")), not -inf: the softmax of a row that holds "
                 "+inf is nan (inf - inf), so every row with a blocked key is nan; fill with float(\"-inf\")")
 FILLED_WITH_PLUS_INF = (dict(fill=np.inf), PLUS_INF_WHY)
+
+
+# The attention weights returned for the context (return weights, the product with the values left out): a
+# (batch, T, T) output of rows that sum to 1, which the output's shape alone would call a wrong size.
+RETURNS_WEIGHTS = ("it returns the attention weights (batch, T, T), not the context vectors: the weights say how "
+                   "much each token attends to each other; the output is their product with the values, "
+                   "weights @ values, (batch, T, d_out)")
+
+
+def causal_weights(x, linears):
+    """The causal attention weights (..., T, T) of one head in float64, the scores scaled by sqrt(d_k)."""
+    x = np.asarray(x, dtype=np.float64)
+    q, k = ((x @ np.asarray(linears[name][0], dtype=np.float64).T
+             + (0.0 if linears[name][1] is None else np.asarray(linears[name][1], dtype=np.float64)))
+            for name in ("W_query", "W_key"))
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])
+    num_tokens = x.shape[-2]
+    scores = np.where(np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1), -np.inf, scores)
+    return softmax(scores)
