@@ -16,6 +16,7 @@ from autograder.suites import toolkit
 from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import SCALED_BY_BATCH
+from autograder.suites.toolkit.module_ladders import RETURNS_WEIGHTS, causal_weights
 
 STEP = "CausalAttention"
 
@@ -44,7 +45,8 @@ SCALED_AFTER_SOFTMAX = ("the attention weights are divided by sqrt(d_k) after th
 def _mistakes(x, linears):
     d_k = np.shape(linears["W_key"][0])[0]
     return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), MISTAKES) + [
-        (lambda: toolkit.attention(x, linears, scale="none") / np.sqrt(d_k), SCALED_AFTER_SOFTMAX)]
+        (lambda: toolkit.attention(x, linears, scale="none") / np.sqrt(d_k), SCALED_AFTER_SOFTMAX),
+        (lambda: causal_weights(x, linears), RETURNS_WEIGHTS)]
 
 
 def _confirmed(impl, ladder):

@@ -41,6 +41,12 @@ def _length(cache, what):
             raise CaseFailure(f"len({what}) raised {error.type_name}: __len__ reads the shape of what the cache holds, "
                               "but a cache that holds nothing yet has no tensor (None) to read it from: its length "
                               "is 0 then") from None
+        axes = cache.describe("keys.ndim").get("value") if error.type_name == "IndexError" else None
+        if isinstance(axes, int) and axes < 2:  # a placeholder such as torch.empty(0), with no token axis to read
+            raise CaseFailure(f"len({what}) raised {error.type_name}: the cache's keys are a tensor of {axes} "
+                              "axis, with no token axis (dim 1) to read: an empty placeholder (torch.empty(0), "
+                              "torch.tensor([])) has one axis; a cache that holds nothing has length 0 (keep None "
+                              "until the first update, or test .numel() == 0)") from None
         raise CaseFailure(f"len({what}) raised {error.type_name}: define __len__ to return the number of "
                           "tokens held (0 when nothing is stored yet)") from None
 

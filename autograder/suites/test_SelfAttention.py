@@ -19,6 +19,7 @@ from autograder.suites import toolkit
 from autograder.suites.toolkit import batches, cases, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import FIXED_AXIS, SCALED_BY_TOKENS, hand_written_softmax_mistakes
+from autograder.suites.toolkit.self_attention_slips import explain_on_one_sequence, softmax_slips
 
 STEP = "SelfAttention"
 
@@ -76,6 +77,7 @@ def _explain_forward(impl, what, error):
     except (RemoteError, CaseFailure):
         return
     scores, values = _scaled_scores_and_values(x, weights)
+    explain_on_one_sequence(out, scores, values, what, error)
     if checks.named_mistake(out, [(lambda: values @ toolkit.softmax(scores, -1), VALUES_FIRST)]) is not None:
         raise CaseFailure(f"{what} raised {error.type_name}, and runs on a layer whose d_out is the number of "
                           f"tokens, where it shows why: {VALUES_FIRST}") from None
@@ -255,7 +257,7 @@ def _hand_written_softmax(x, weights):
     """A softmax written by hand (another base, an epsilon, another normalisation), before @ values."""
     scores, values = _scaled_scores_and_values(x, weights)
     return [(lambda weigh=weigh: weigh() @ values, symptom)
-            for weigh, symptom in hand_written_softmax_mistakes(scores)]
+            for weigh, symptom in hand_written_softmax_mistakes(scores) + softmax_slips(scores, values.shape[-1])]
 
 
 def _notes_symptoms(example):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng, rounded
@@ -25,7 +25,36 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.cosine_similarity(record["a"], record["b"])
+    return _called(impl, record["a"], record["b"], "cosine_similarity(a, b)")
+
+
+def _called(impl, a, b, what):
+    """impl.cosine_similarity(a, b); an error that np.linalg.norm(a, b) explains is named."""
+    try:
+        return impl.cosine_similarity(a, b)
+    except RemoteError as error:
+        _explain_norm_of_two(impl, error, what)
+        raise
+
+
+NORM_OF_TWO = ("np.linalg.norm(a, b) reads b as the norm's order (ord=), not as a second vector, so it "
+               "takes the length of a alone, and an order made of several numbers raises; the denominator is "
+               "np.linalg.norm(a) * np.linalg.norm(b)")
+
+
+def _explain_norm_of_two(impl, error, what):
+    """A ValueError of an array used as one truth value (NumPy's norm testing `ord == inf` where ord is b) is
+    np.linalg.norm(a, b) when a vector of one entry and a number b, a single order, give a·b / |a|: b's length
+    never divides. A right cosine of them is ±1, and `if a:` and the like raise on them too."""
+    if "truth value of an array" not in str(error):
+        return
+    a, b = np.array([3.0]), np.array(-2.0)  # cosine -1; a·b / |a| is -2
+    try:
+        value = float(impl.cosine_similarity(a, b))
+    except (RemoteError, CaseFailure, TypeError, ValueError):
+        return
+    if abs(value - np.dot(a, b) / np.linalg.norm(a)) <= 1e-9:
+        raise CaseFailure(f"{what} raised {error.type_name}: {NORM_OF_TWO}") from None
 
 
 ANGLE = "returns the angle (arccos of the cosine); the step returns the cosine itself"
@@ -114,7 +143,7 @@ def _named_call(impl, a, b, what):
     """cosine_similarity(a, b) as a float, or the known mistake it matches named (the checks after
     it still see a wrong value no mistake explains). A nan is left to them: arccos of a cosine that
     rounding put just above 1 is nan too, like the square root of a negative sum."""
-    value = checks.to_float(impl.cosine_similarity(a, b), what)
+    value = checks.to_float(_called(impl, a, b, what), what)
     right = _cosine(a, b)
     symptom = checks.named_mistake(np.asarray(value), _confirmed(impl, stored_symptoms({"a": a, "b": b}, 0)))
     if symptom is not None and np.isfinite(value) and not abs(value - right) <= 1e-9:
@@ -144,4 +173,5 @@ def test_inputs_unchanged(impl):
     """leaves its inputs unchanged"""
     r = rng(203)
     a, b = r.normal(size=6), r.normal(size=6)
+    _called(impl, a.copy(), b.copy(), "cosine_similarity(a, b)")  # an error named before the inputs are read back
     checks.expect_inputs_unchanged(impl, "cosine_similarity", [a, b], ["a", "b"])

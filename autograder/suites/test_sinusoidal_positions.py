@@ -114,11 +114,30 @@ def _steady_speeds(out):
     # exponent are right, and the positions were scaled into [0, 1] before the division.
     scaled = next((f"every speed is the right one divided by {n}: the positions p are divided by {n} (scaled into "
                    "[0, 1]), while the angle takes p itself" for n in (out.shape[0], out.shape[0] - 1)
-                   if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)),
-                  "check the base, 10000, and the exponent, 2i / d_model")
+                   if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)), None) or _speeds_named(speeds, out.shape[1])
     return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
                              f"{float(speeds[worst]):.4g} radians per position; pair i must turn by "
                              f"1 / 10000**(2i / d_model) ({scaled})")]
+
+
+def _speeds_named(speeds, d_model):
+    """What a wrong exponent or base that steady `speeds` fit says, else where to look: the exponent 2i doubled
+    (2 * two_i, two_i already being 2i) or odd ((2i+1) / d_model, the columns counted from 1), or another power
+    of ten than 10000 as the base (10e4 is 100000), fitted from pair 1's speed."""
+    two_i = np.arange(len(speeds)) * 2.0
+    fits = lambda want: np.allclose(speeds, want, rtol=1e-4, atol=1e-9)  # noqa: E731
+    if fits(10000.0 ** -(2 * two_i / d_model)):
+        return ("the exponent is 2 * 2i / d_model: 2i is doubled (two_i = np.arange(0, d_model, 2) already holds "
+                "2i, 0, 2, 4, ...); it is 2i / d_model")
+    if fits(10000.0 ** -((two_i + 1) / d_model)):
+        return ("the exponent is (2i+1) / d_model, the odd numbers (np.arange(1, d_model, 2)): 2i counts 0, 2, 4, "
+                "..., so pair 0 turns by exactly 1 radian per position")
+    # Only a power of ten is named a base: another width in the exponent fits some base too, seldom a round one.
+    digits = -math.log10(speeds[1]) * d_model / 2 if len(speeds) > 1 and 0 < speeds[1] < 1 else 4.0
+    if round(digits) != 4 and abs(digits - round(digits)) < 1e-4 and fits(10.0 ** -(round(digits) * two_i / d_model)):
+        return (f"every pair turns as with the base 1e{round(digits)} = {10 ** round(digits)} in place of 10000 "
+                "(1e4; 10e4 is 100000): the base is 10000")
+    return "check the base, 10000, and the exponent, 2i / d_model"
 
 
 def _phases(out):

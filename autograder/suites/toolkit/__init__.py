@@ -29,6 +29,8 @@
   share: their layers' names, records and probes, and the mistakes of their heads.
 - `module_ladders`: rungs for the causal layers' forwards that raised, where their suites are full: a
   causal mask built for fewer tokens than context_length; the multi-head layers' heads merged feature by feature.
+- `self_attention_slips`: rungs of the `SelfAttention` suite, whose file is full: a hand-written softmax's sums
+  taken without keepdim, and the scale written ** 1 / 2.
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
   model of attention fed in chunks through a cache, and the diagnoses of a forward that raised.
 - `properties`: property checks several suites share: causality, the last token, inputs shorter

@@ -9,13 +9,20 @@ input one token at a time finds where the mask ends.
 
 `FILLED_WITH_PLUS_INF`: blocked scores filled with float("inf") for float("-inf"), which makes every row that
 blocks a key nan; the nan hint would otherwise blame a mask that blocks a whole row.
+
+`RETURNS_WEIGHTS`, `causal_weights`: the attention weights returned for the context.
+
+`explain_cross_mask_on_queries`: CrossAttention's key_padding_mask lined up with the queries, which raises
+wherever x and the context differ in length.
 """
 
 import numpy as np
+import torch
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
-from autograder.suites.toolkit.model import attention, explains_one_head_keys_axes
+from autograder.suites.toolkit.model import attention, explains_one_head_keys_axes, softmax
 from autograder.suites.toolkit.modules import (
     explains_forward,
     loaded_module,
@@ -109,3 +116,48 @@ def merging_feature_major(compute, linears, num_heads):
 PLUS_INF_WHY = ("blocked scores are filled with +inf (float(\"inf\")), not -inf: the softmax of a row that holds "
                 "+inf is nan (inf - inf), so every row with a blocked key is nan; fill with float(\"-inf\")")
 FILLED_WITH_PLUS_INF = (dict(fill=np.inf), PLUS_INF_WHY)
+
+
+# The attention weights returned for the context (return weights, the product with the values left out): a
+# (batch, T, T) output of rows that sum to 1, which the output's shape alone would call a wrong size.
+RETURNS_WEIGHTS = ("it returns the attention weights (batch, T, T), not the context vectors: the weights say how "
+                   "much each token attends to each other; the output is their product with the values, "
+                   "weights @ values, (batch, T, d_out)")
+
+
+def causal_weights(x, linears):
+    """The causal attention weights (..., T, T) of one head in float64, the scores scaled by sqrt(d_k)."""
+    x = np.asarray(x, dtype=np.float64)
+    q, k = ((x @ np.asarray(linears[name][0], dtype=np.float64).T
+             + (0.0 if linears[name][1] is None else np.asarray(linears[name][1], dtype=np.float64)))
+            for name in ("W_query", "W_key"))
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])
+    num_tokens = x.shape[-2]
+    scores = np.where(np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1), -np.inf, scores)
+    return softmax(scores)
+
+
+MASK_ON_QUERIES = ("the key_padding_mask is lined up with the queries ([:, None, :, None]): it blocks whole "
+                   "queries, not keys, and fits the scores (batch, heads, T_q, T_k) only where T_q is T_k; put "
+                   "its T_k entries on the last axis: key_padding_mask[:, None, None, :]")
+
+
+def explain_cross_mask_on_queries(module, x, context, what, error):
+    """A CrossAttention forward that raised only with a mask, run again with x made as long as the context and a
+    mask that blocks each sequence's last context token: a mask laid on the queries' axis gives nan for those
+    queries (every score of their row filled) and, for every other query, what no mask gives. Where x and the
+    context have as many tokens the mask runs, so an all-False mask (key_padding_mask=None's case) is not used."""
+    t_q, t_k = x.shape[1], context.shape[1]
+    if t_k < 2:
+        return
+    x_long = x[:, [i % t_q for i in range(t_k)]]
+    blocked = torch.zeros(x.shape[0], t_k, dtype=torch.bool)
+    blocked[:, -1] = True
+    try:
+        out = checks.to_array(module(x_long, context, blocked), what)
+        plain = checks.to_array(module(x_long, context), what)
+    except (RemoteError, CaseFailure):
+        return
+    if np.isnan(out[:, -1]).all() and np.isfinite(out[:, :-1]).all() and close(out[:, :-1], plain[:, :-1]):
+        raise CaseFailure(f"{what} raised {error.type_name} only when given a key_padding_mask: {MASK_ON_QUERIES}") \
+            from None
