@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored
@@ -30,14 +30,29 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.dot_product_variance(int(record["d_k"]), num_samples=int(record["num_samples"]),
-                                     seed=int(record["seed"]))
+    return _called(impl, int(record["d_k"]), num_samples=int(record["num_samples"]), seed=int(record["seed"]))
+
+
+DOT_OF_MATRICES = ("np.dot (or .dot) of the (num_samples, d_k) queries and keys multiplies them as matrices, which "
+                   "does not fit (and with k transposed pairs every query with every key, num_samples² dot "
+                   "products): one dot product per sample is np.sum(q * k, axis=-1), or np.einsum('nd,nd->n', q, k)")
+
+
+def _called(impl, d_k, **kwargs):
+    """impl.dot_product_variance(d_k, **kwargs); an error that only np.dot of two matrices words so is named:
+    this step's only arrays are the (num_samples, d_k) samples."""
+    try:
+        return impl.dot_product_variance(d_k, **kwargs)
+    except RemoteError as error:
+        if "not aligned" in str(error):
+            raise CaseFailure(f"dot_product_variance raised {error.type_name}: {DOT_OF_MATRICES}") from None
+        raise
 
 
 def _pair(impl, d_k, **kwargs):
     """(var_unscaled, var_scaled) as two floats, or a CaseFailure saying what came back instead."""
     call = f"dot_product_variance({d_k}" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
-    out = impl.dot_product_variance(d_k, **kwargs)
+    out = _called(impl, d_k, **kwargs)
     if out is None:
         raise checks.returned_none(call)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -158,7 +173,7 @@ def _explained(impl, unscaled, scaled, d_k, rel):
     if symptom is not None and _shown_again(impl, symptom, d_k, rel):
         return symptom  # one that another draw does not show was near it by chance: the rungs below may name it
     try:
-        few, many = (checks.to_float(impl.dot_product_variance(256, num_samples=n, seed=0)[0], "var_unscaled")
+        few, many = (checks.to_float(_called(impl, 256, num_samples=n, seed=0)[0], "var_unscaled")
                      for n in (64, 1024))
     except Exception:  # noqa: BLE001 - only asks how the variance follows num_samples
         return None

@@ -85,7 +85,13 @@ def _mistakes(x, h):
             *[(lambda: np.swapaxes(x, 1, 2).reshape(b, h, t, hd), f"{TRANSPOSED_FIRST}: {RESHAPE_FIRST}")] * (t != hd),
             # torch.cat of the chunks along the batch or the tokens: the slices right, no head axis
             *[(lambda dim=dim: np.concatenate(np.split(x, h, axis=-1), axis=dim), CONCATENATED) for dim in (0, 1)],
+            # x.shape unpacked as (T, batch, D): the view reads the batch's memory in the wrong sizes
+            *[(lambda: x.reshape(t, b, h, hd).transpose(0, 2, 1, 3), UNPACKED_SWAPPED)] * (b != t),
             *_wrong_number_of_heads(x, h)]
+
+
+UNPACKED_SWAPPED = ("views x as (T, batch, num_heads, head_dim), the batch and token counts swapped (x.shape "
+                    "unpacked in the wrong order?): x is (batch, T, D), so batch, num_tokens, width = x.shape")
 
 
 TRANSPOSED_FIRST = "transposes x to (batch, D, T) before the reshape"
