@@ -79,6 +79,13 @@ MISTAKES = [
                        "cover all n_k keys, and the last one may be shorter"),
     (dict(tail="last"), "the last block is skipped when it holds fewer than block_size keys, and even when it is "
                         "full: the loop stops one block early; the block starts must reach every key, up to n_k - 1"),
+    (dict(loop="from_one"), "the blocks start at range(1, n_k, block_size), so key 0 is never read (and with "
+                            "causal=True query 0 has no key left, nan): the first block starts at key 0"),
+    (dict(loop="block_numbers"), "the loop runs over the blocks' numbers, range(n_k // block_size), and slices from "
+                                 "them as if they were keys: block j starts at key j * block_size, so these blocks "
+                                 "overlap and the later keys are never read; loop over range(0, n_k, block_size)"),
+    (dict(scale="floor"), "the scores are divided with // (floor division), which rounds each one down to a whole "
+                          "number: divide with /"),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "

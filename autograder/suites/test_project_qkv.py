@@ -28,11 +28,22 @@ def stored_symptoms(record, k):
         found.append((lambda: X @ Ws[k] / np.sqrt(np.shape(Ws[k])[-1]),
                       "Q or K is divided by sqrt(d_out): a projection only multiplies; the division by sqrt(d_k) "
                       "belongs to the attention scores, a later step"))
+    truncated = np.trunc(X)
+    if np.any(truncated != X):  # an X of whole numbers is the same cast
+        found.append((lambda: truncated @ Ws[k], INT_CAST if np.any(truncated) else ALL_CAST_TO_ZERO))
     for j, W in enumerate(Ws):
         if j != k:
             found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}; {ROLES[k]} = "
                                              f"X @ {WEIGHTS[k]}: return (X @ W_q, X @ W_k, X @ W_v) in that order"))
     return found
+
+
+INT_CAST = ("X was cast to whole numbers (dtype=int, .astype(int)), which cuts each entry toward 0: keep X's float "
+            "values")
+# where every entry of X lies in (-1, 1) the cast leaves all 0, as an array made with zeros and never filled is
+ALL_CAST_TO_ZERO = ("every entry is 0, as when X was cast to whole numbers (dtype=int, .astype(int)), which cuts "
+                    "each of its entries, all in (-1, 1) here, to 0 (keep X's float values), or as when an array "
+                    "made with zeros is never filled")
 
 
 def _model(record):

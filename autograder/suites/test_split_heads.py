@@ -35,8 +35,9 @@ TOKENS_CUT = ("cuts the tokens axis into heads, so each head gets a block of who
 
 def _split(impl, x, num_heads):
     """impl.split_heads(x, num_heads); an exception that a retry on an easier input explains is named
-    by its cause: a split of the tokens axis fails only where T is no multiple of num_heads, and code
-    that assumes one sequence fails only on a batch of more than one."""
+    by its cause: a size taken from T where D belongs is right only where T == D, a split of the tokens
+    axis fails only where T is no multiple of num_heads, and code that assumes one sequence fails only on
+    a batch of more than one."""
     try:
         return impl.split_heads(x, num_heads)
     except RemoteError as error:
@@ -44,19 +45,36 @@ def _split(impl, x, num_heads):
 
         def works_on(easier):
             try:
-                impl.split_heads(easier, num_heads)
+                return impl.split_heads(easier, num_heads)
             except RemoteError:
-                return False
-            return True
+                return RAISED
 
-        if num_tokens % num_heads and works_on(torch.cat([x] * num_heads, dim=1)):
+        width = x.shape[-1]
+        as_many_tokens_as_features = x[:, torch.arange(width) % num_tokens]  # T == D
+        if num_tokens != width and _is_right_split(works_on(as_many_tokens_as_features), as_many_tokens_as_features,
+                                                   num_heads):
+            # a size taken from T where D belongs is right only where T == D (a cut of the tokens is not)
+            raise CaseFailure(f"split_heads raised {error.type_name} on {num_tokens} tokens of {width} features but "
+                              f"split {width} tokens right: {SIZED_BY_TOKENS}") from None
+        if num_tokens % num_heads and works_on(torch.cat([x] * num_heads, dim=1)) is not RAISED:
             raise CaseFailure(f"split_heads raised {error.type_name} on {num_tokens} tokens into {num_heads} "
                               f"heads but not on {num_tokens * num_heads} tokens: it {TOKENS_CUT}") from None
-        if batch > 1 and works_on(x[:1]):
+        if batch > 1 and works_on(x[:1]) is not RAISED:
             raise CaseFailure(f"split_heads works on a batch of one sequence but raised {error.type_name} on a "
                               f"batch of {batch}: every sequence of the batch is split, and the batch axis "
                               "stays first") from None
         raise
+
+
+RAISED = object()  # what a retry that raised gives: None is an answer (of the wrong kind)
+SIZED_BY_TOKENS = ("a size in its view or reshape comes from the number of tokens (num_tokens // num_heads?) "
+                   "where the number of features belongs: each head is head_dim = D // num_heads features wide")
+
+
+def _is_right_split(split, x, num_heads):
+    batch, num_tokens, width = x.shape
+    want = x.reshape(batch, num_tokens, num_heads, width // num_heads).transpose(1, 2)
+    return torch.is_tensor(split) and split.shape == want.shape and torch.equal(split, want)
 
 
 def apply(impl, record):
@@ -85,7 +103,13 @@ def _mistakes(x, h):
             *[(lambda: np.swapaxes(x, 1, 2).reshape(b, h, t, hd), f"{TRANSPOSED_FIRST}: {RESHAPE_FIRST}")] * (t != hd),
             # torch.cat of the chunks along the batch or the tokens: the slices right, no head axis
             *[(lambda dim=dim: np.concatenate(np.split(x, h, axis=-1), axis=dim), CONCATENATED) for dim in (0, 1)],
+            # x.shape unpacked as (T, batch, D): the view reads the batch's memory in the wrong sizes
+            *[(lambda: x.reshape(t, b, h, hd).transpose(0, 2, 1, 3), UNPACKED_SWAPPED)] * (b != t),
             *_wrong_number_of_heads(x, h)]
+
+
+UNPACKED_SWAPPED = ("views x as (T, batch, num_heads, head_dim), the batch and token counts swapped (x.shape "
+                    "unpacked in the wrong order?): x is (batch, T, D), so batch, num_tokens, width = x.shape")
 
 
 TRANSPOSED_FIRST = "transposes x to (batch, D, T) before the reshape"

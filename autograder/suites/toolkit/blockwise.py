@@ -19,7 +19,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked); scale "sqrt" | "none" |
     "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
-    number of keys); normalise False: no final division,
+    number of keys) | "floor" (// sqrt(d_k), each score rounded down); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
     divided by the running sum as they are added (neither divides at the end); shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
@@ -28,24 +28,29 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     K[start:start + block_size - 1]; sum_axis 0: the block's weights
     summed over axis 0 (the queries of one sequence), None: over every axis (one total); block_max: the new maximum is the block's own; values
     "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
-    start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty).
+    start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
+    "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
+    the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read).
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
                "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
-               "n_k": np.sqrt(n_k)}[scale]
+               "n_k": np.sqrt(n_k), "floor": np.sqrt(d_k)}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         end = {True: n_q if loop == "queries" else n_k, False: n_k - block_size + 1, "last": n_k - block_size}[tail]
-        for start in range(0, end, block_size):
+        starts = {"keys": range(0, end, block_size), "queries": range(0, end, block_size),
+                  "from_one": range(1, end, block_size), "block_numbers": range(n_k // block_size)}[loop]
+        for start in starts:
             stop = min(start + block_size - (width == "short"), n_k)
             if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
                 continue
-            scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) / divisor
+            scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2)
+            scores = np.floor_divide(scores, np.sqrt(d_k)) if scale == "floor" else scores / divisor
             if causal:
                 keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
                 rows = (np.arange(n_q) if positions is None else np.asarray(positions))[:, None]
