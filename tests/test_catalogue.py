@@ -22,7 +22,6 @@ rather than being skipped.
 """
 
 import os
-import sys
 import tomllib
 from pathlib import Path
 
@@ -229,8 +228,12 @@ def test_the_committed_matrix_has_every_entry_and_each_row_as_expected():
 
 
 def _sandbox_processes_but_warm_parents():
-    """Processes running as a sandbox user that are neither bubblewrap nor a warm parent
-    (a zygote whose parent is bubblewrap): whatever a kernel left behind."""
+    """Processes running as the sandbox user of this test run's grading processes that are neither
+    bubblewrap nor a warm parent (a zygote whose parent is bubblewrap): whatever a kernel left
+    behind. A kernel runs as a user named after the process that graded it (`sandbox_uid`), and
+    this run grades in this process and in its cluster's workers, which are still alive here;
+    the tests that CI runs beside this pytest grade in processes of their own, whose kernels are
+    theirs to account for."""
     from autograder.kernel import procfs
     from autograder.kernel.sandbox import SANDBOX_UID_BASE
 
@@ -245,10 +248,15 @@ def _sandbox_processes_but_warm_parents():
                 table[int(entry)] = info(entry)
             except (OSError, KeyError, ValueError):
                 continue
-    ours = os.path.dirname(sys.executable).encode()  # this run's Python: not another run's
+    graders, grown = {os.getpid()}, True
+    while grown:  # this process and everything it started, its workers among them
+        found = {pid for pid, (_, parent, _) in table.items() if parent in graders}
+        grown = not found <= graders
+        graders |= found
+    ours = {SANDBOX_UID_BASE + pid % 100_000 for pid in graders}  # as sandbox_uid() names them
     left = []
     for pid, (uid, parent, program) in table.items():
-        if uid < SANDBOX_UID_BASE or program.endswith(b"bwrap") or not program.startswith(ours):
+        if uid not in ours or program.endswith(b"bwrap"):
             continue
         if parent in table and table[parent][2].endswith(b"bwrap"):
             continue  # a warm parent, idle between kernels
@@ -296,3 +304,26 @@ def test_the_run_left_no_process_and_changed_no_submission(course, catalogue_res
             if _without_cell_ids(expected) != _without_cell_ids(handed_in):
                 changed.append(f"{assignment}/{student}")
     assert changed == []
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="kernels run as sandbox users only when grading runs as root")
+def test_the_leftover_scan_sees_this_runs_sandbox_users_and_no_other():
+    """A process left as the sandbox user of this run's grading is found; one of a grader that is no
+    process of this run (the tests CI runs beside this pytest) is not, nor is bubblewrap."""
+    import subprocess
+    import time
+
+    from autograder.kernel.sandbox import SANDBOX_UID_BASE, sandbox_uid
+
+    others = SANDBOX_UID_BASE + 1  # named after init's process id: no grader of this run
+    started = [subprocess.Popen(["sleep", "30"], user=uid) for uid in (sandbox_uid(), others)]
+    try:
+        time.sleep(0.2)
+        found = {pid for pid, _ in _sandbox_processes_but_warm_parents()}
+        assert started[0].pid in found
+        assert started[1].pid not in found
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+    assert {pid for pid, _ in _sandbox_processes_but_warm_parents()} & {p.pid for p in started} == set()

@@ -16,7 +16,8 @@ from autograder.suites import toolkit
 from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import SCALED_BY_BATCH
-from autograder.suites.toolkit.module_ladders import RETURNS_WEIGHTS, causal_weights
+from autograder.suites.toolkit.module_ladders import causal_weights
+from autograder.suites.toolkit.properties import RETURNS_WEIGHTS
 
 STEP = "CausalAttention"
 

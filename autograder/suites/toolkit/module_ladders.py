@@ -10,7 +10,8 @@ input one token at a time finds where the mask ends.
 `FILLED_WITH_PLUS_INF`: blocked scores filled with float("inf") for float("-inf"), which makes every row that
 blocks a key nan; the nan hint would otherwise blame a mask that blocks a whole row.
 
-`RETURNS_WEIGHTS`, `causal_weights`: the attention weights returned for the context.
+`causal_weights`: the attention weights returned for the context (whose message, `RETURNS_WEIGHTS`, is in
+properties.py, where the dropout case names it too).
 
 `explain_cross_mask_on_queries`: CrossAttention's key_padding_mask lined up with the queries, which raises
 wherever x and the context differ in length.
@@ -116,13 +117,6 @@ def merging_feature_major(compute, linears, num_heads):
 PLUS_INF_WHY = ("blocked scores are filled with +inf (float(\"inf\")), not -inf: the softmax of a row that holds "
                 "+inf is nan (inf - inf), so every row with a blocked key is nan; fill with float(\"-inf\")")
 FILLED_WITH_PLUS_INF = (dict(fill=np.inf), PLUS_INF_WHY)
-
-
-# The attention weights returned for the context (return weights, the product with the values left out): a
-# (batch, T, T) output of rows that sum to 1, which the output's shape alone would call a wrong size.
-RETURNS_WEIGHTS = ("it returns the attention weights (batch, T, T), not the context vectors: the weights say how "
-                   "much each token attends to each other; the output is their product with the values, "
-                   "weights @ values, (batch, T, d_out)")
 
 
 def causal_weights(x, linears):

@@ -10,6 +10,14 @@ from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import NAN_HINT
 from autograder.suites.toolkit.modules import first_line, tensor
 
+# The attention weights returned for the context (return weights, the product with the values left out): a
+# (batch, T, T) output of rows that sum to 1, which the output's shape alone would call a wrong size.
+RETURNS_WEIGHTS = ("it returns the attention weights (batch, T, T), not the context vectors: the weights say how "
+                   "much each token attends to each other; the output is their product with the values, "
+                   "weights @ values, (batch, T, d_out)")
+
+
+
 # --- properties ---------------------------------------------------------------------------
 
 def close(a, b, atol=1e-5, rtol=1e-4):
@@ -48,10 +56,14 @@ def check_last_token(name, module, x, unmasked, expected, mistakes):
     blocks part of the last row; else the whole output is compared with the correct one, which
     names the size and place of the error and says that the grader cannot name the cause."""
     out = checks.to_array(module(x), f"{name}(x)")
+    what = f"the last token's output of {name} (which must equal unmasked self-attention's)"
+    if out.shape != unmasked.shape:  # a known mistake of another shape (the weights returned) is named first
+        symptom = checks.named_mistake(out, mistakes)
+        if symptom is not None:
+            raise CaseFailure(f"{what}: {symptom}")
     checks.expect_shape(out, unmasked.shape, f"{name}(x)")
     if close(out[:, -1], unmasked[:, -1]):
         return
-    what = f"the last token's output of {name} (which must equal unmasked self-attention's)"
     symptom = checks.named_mistake(out, mistakes)
     if symptom is not None:
         raise CaseFailure(f"{what}: {symptom}")
@@ -171,6 +183,10 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
 
     def blocks(out, what):
         out = checks.to_array(out, what)
+        if (expected is not None and num_heads == 1 and out.shape == (1, num_tokens, num_tokens)
+                and close(out, np.asarray(expected)[..., :num_tokens])):
+            # on this probe (x = eye, values = [x, 2x]) the weights are the first half of the right output
+            raise CaseFailure(f"{what}: {RETURNS_WEIGHTS}")
         checks.expect_shape(out, (1, num_tokens, num_heads * 2 * num_tokens), what)
         out = out[0].reshape(num_tokens, num_heads, 2, num_tokens)
         return out[:, :, 0], out[:, :, 1]
