@@ -186,9 +186,28 @@ def _explained(impl, unscaled, scaled, d_k, rel):
     if _near(few, 64, 0.35) and _near(many, 1024, 0.35):  # the right one stays near 256 for both
         return ("var_unscaled follows num_samples, not d_k: each dot product sums over the samples; draw q "
                 "and k as (num_samples, d_k) and sum each pair's d_k products (the last axis)")
-    return _one_draw_shared(impl)
+    return _fixed_divisor(impl) or _one_draw_shared(impl)
 
 
+def _fixed_divisor(impl):
+    """The symptom of a divisor that ignores d_k (sqrt(64) written in, say), or None: var_unscaled / var_scaled
+    is then one number c at every d_k, exactly (the same dot products divided by sqrt(c)); fresh samples, or
+    a root of d_k spelt wrong, give ratios that move with the draw or with d_k."""
+    try:
+        ratios = [unscaled / scaled for unscaled, scaled, _ in (_pair(impl, d, num_samples=2_000, seed=5)
+                                                               for d in FIXED_DIVISOR_D_K) if scaled]
+    except Exception:  # noqa: BLE001 - only asks whether the divisor follows d_k
+        return None
+    if len(ratios) < len(FIXED_DIVISOR_D_K) or not all(_near(r, ratios[0], 1e-4) for r in ratios) \
+            or _near(ratios[0], 1, 1e-4):  # no scale at all has its own message
+        return None
+    return (f"var_scaled is var_unscaled / {ratios[0]:.4g} whatever d_k (d_k = "
+            f"{', '.join(map(str, FIXED_DIVISOR_D_K))} tried): the dot products are divided by a fixed number, "
+            f"sqrt({ratios[0]:.4g}) = {math.sqrt(ratios[0]):.4g}, not by the square root of the d_k the function "
+            "is given")
+
+
+FIXED_DIVISOR_D_K = (2, 5, 20)
 SHARED_DRAW_SEEDS, SHARED_DRAW_D_K, SHARED_DRAW_SAMPLES = range(300, 320), 8, 2_000
 
 
@@ -306,6 +325,9 @@ def test_same_dot_products_scaled(impl):
                 raise CaseFailure(f"{call}: {means}")
             raise CaseFailure(f"{call}: the two values differ by a factor sqrt(d_k), as standard deviations "
                               "do; return variances (np.var)")
+        fixed = _fixed_divisor(impl)
+        if fixed is not None:
+            raise CaseFailure(f"{call}: {fixed}")
         raise CaseFailure(f"{call}: var_scaled is not var_unscaled / d_k; take both variances from the same "
                           "dot products (scale those, do not draw new samples)")
 
@@ -347,4 +369,6 @@ def test_width_one(impl):
         raise CaseFailure(f"{call} gives var_unscaled = {unscaled:.4g}; for d_k = 1 q·k is a product of two "
                           "standard normals, with variance 1")
     if abs(scaled - unscaled) > 1e-4 * abs(unscaled):
-        raise CaseFailure(f"{call}: var_scaled differs from var_unscaled, but sqrt(1) = 1 scales nothing")
+        fixed = _fixed_divisor(impl)
+        raise CaseFailure(f"{call}: var_scaled differs from var_unscaled, but sqrt(1) = 1 scales nothing"
+                          + ("" if fixed is None else f"; {fixed}"))

@@ -88,6 +88,7 @@ MISTAKES = [
                           "number: divide with /"),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
+    (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "
                           "(and sequences): each query sums its own weights, over the keys (the last axis)"),
 ]

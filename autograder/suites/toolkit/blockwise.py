@@ -12,7 +12,7 @@ from autograder.suites.toolkit.cases import rng
 
 def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-          width="full", positions=None):
+          width="full", max_axis=-1, positions=None):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block) | "new" (the block's values, not the running output); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
@@ -30,7 +30,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
     "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
-    the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read).
+    the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read); max_axis -2:
+    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b).
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
@@ -57,7 +58,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                 blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
                            "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows, "kept": keys <= rows}[mask]
                 scores = np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
-            new_max = scores.max(axis=-1, keepdims=True)
+            new_max = scores.max(axis=max_axis, keepdims=True)
             new_max = new_max if block_max else np.maximum(row_max, new_max)
             shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
             p = np.exp(scores - (new_max if shift == "new" else row_max))
@@ -129,6 +130,28 @@ def explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal, model):
         if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
             raise failure(f"{what} {went_wrong}") from None
     _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model)
+    _explain_square_blocks(impl, what, went_wrong, np.shape(K)[-1], model)
+
+
+# The block's maximum over the queries (axis -2): a (n_q, 1) running maximum meets a (1, b) one and every running
+# quantity becomes (n_q, b), which fits the (n_q, d_v) running output only where b == d_v. In blocks of one key
+# it is even right (any per-query shift cancels), so only a call where those sizes meet shows its values.
+MAX_OVER_QUERIES = ("the block's maximum is taken over the queries (axis -2), not over each query's scores (axis "
+                    "-1): a (..., 1, b) maximum broadcasts the running (..., n_q, 1) ones to (..., n_q, b), which "
+                    "fits the output only where the block is as wide as the values; keep one maximum per query")
+
+
+def _explain_square_blocks(impl, what, went_wrong, d_k, model):
+    """A call that raised, run again where the queries, a block and the values are equally wide (so that a
+    maximum over the wrong axis still fits): its answer is named if the model of that mistake gives it."""
+    r, b = rng(1521), 3
+    q, k, v = r.normal(size=(b, d_k)), r.normal(size=(2 * b, d_k)), r.normal(size=(2 * b, b))
+    try:
+        out = checks.to_array(impl.online_softmax_attention(q, k, v, block_size=b, causal=False), what)
+    except (RemoteError, CaseFailure):
+        return
+    if checks.named_mistake(out, [(lambda: model(q, k, v, b, False, max_axis=-2), MAX_OVER_QUERIES)]):
+        raise CaseFailure(f"{what} {went_wrong}: {MAX_OVER_QUERIES}") from None
 
 
 def _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model):
