@@ -25,8 +25,13 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
+    # nothing the formgrader or the feedback shows can run; after the gradebook's stages, so that
+    # `coursekit autograde` runs it where the course (the release it compares with) is
+    "coursekit.inert_content.InertContent",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+c.InertContent.course_root = str(_HERE)  # Markdown cells as released are rendered; others shown as text
+
 # Each cell gets this long; the judge bounds each graded step below it (autograder/limits.py).
 # Once a cell has timed out, each later ordinary cell gets ENDLESS_CELL_RETRY instead
 # (c.JudgedExecute.endless_cell_timeout; 0 turns that off).

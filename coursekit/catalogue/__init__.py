@@ -41,7 +41,8 @@ Where the entries live (this package's folder):
       graded        false: autograde cannot grade it at all
       baseline      hostile: the id of the mistake of the same assignment with the same wrong code
       transform     a transform of the finished notebook, by name and arguments (TRANSFORMS):
-                    `not_json`, `nbformat 3`, `drop_grade_cell STEP`, `edit_grade_cell STEP SOURCE`
+                    `not_json`, `nbformat 3`, `drop_grade_cell STEP`, `edit_grade_cell STEP SOURCE`,
+                    `add_markdown PATH` (a Markdown cell at the end, from a file under programs/)
 
   A program that fills several cells (or a cell and an extra cell) splits its text with
   jupytext-style markers instead of a header `replaces`: each `# %% replaces: NAME...` or
@@ -175,8 +176,18 @@ def _edit_grade_cell(step, source):
     return transform
 
 
+def _add_markdown(path):
+    """A Markdown cell added at the end, its text the file at `path` under programs/ (not a .py: no entry)."""
+    text = (PROGRAMS / path).read_text()
+
+    def transform(nb):
+        nb["cells"].append({"cell_type": "markdown", "id": "student-note", "metadata": {}, "source": text})
+        return nb
+    return transform
+
+
 TRANSFORMS = {"not_json": _not_json, "nbformat": _nbformat, "drop_grade_cell": _drop_grade_cell,
-              "edit_grade_cell": _edit_grade_cell}
+              "edit_grade_cell": _edit_grade_cell, "add_markdown": _add_markdown}
 
 
 def transform(spec):
