@@ -43,14 +43,9 @@ def apply(impl, record):
     try:
         return impl.attention_scores(X)
     except RemoteError as error:
-        if X.ndim != 3:  # a transpose written for (batch, n, d), like X.transpose(0, 2, 1)
-            try:
-                impl.attention_scores(X.reshape(-1, *X.shape[-2:]))
-            except RemoteError:
-                pass
-            else:
-                raise CaseFailure(f"attention_scores(X) raised {error.type_name} on {record['label']}, but works "
-                                  f"on a 3-d batch: {FIXED_AXES}") from None
+        if X.ndim != 3 and _right_on_a_3d_batch(impl, X):  # a transpose written for (batch, n, d): X.transpose(0, 2, 1)
+            raise CaseFailure(f"attention_scores(X) raised {error.type_name} on {record['label']}, but works "
+                              f"on a 3-d batch: {FIXED_AXES}") from None
         if X.ndim >= 3:  # the same tokens as one matrix: if that works, only the batch axes are the trouble
             explain_batch_error("attention_scores(X)", error, record["label"],
                                 lambda: impl.attention_scores(X[(0,) * (X.ndim - 2)]))
@@ -58,6 +53,16 @@ def apply(impl, record):
                           lambda square: stored_symptoms({"X": square}, 0))
         raise
 
+
+def _right_on_a_3d_batch(impl, X):
+    """Whether the code gives the right scores of X's tokens laid out as a 3-d batch: merely running there is no
+    evidence of a transpose written for (batch, n, d), as X * X.T broadcasts a batch of one item into something."""
+    batch = X.reshape(-1, *X.shape[-2:])
+    try:
+        out = checks.to_array(impl.attention_scores(batch), "attention_scores(X)")
+    except (RemoteError, CaseFailure):
+        return False
+    return checks.named_mistake(out, [(batch @ np.swapaxes(batch, -1, -2), "right")]) is not None
 
 
 def _softmax_rows(s):
@@ -79,6 +84,7 @@ def stored_symptoms(record, k):
             (lambda: X @ X.T, X_T_ON_A_BATCH),
             (lambda: X @ X, "multiplies X by X itself: the scores pair every token with every token, so the "
                             "second factor is X transposed"),
+            (lambda: X * np.swapaxes(X, -1, -2), ENTRY_BY_ENTRY),
             (lambda: _softmax_rows(X @ np.swapaxes(X, -1, -2)),
              "applies the softmax: this step returns the raw scores, and attention_weights normalises them"),
             (lambda: _unit(X) @ np.swapaxes(_unit(X), -1, -2),
@@ -97,6 +103,10 @@ SCALED_AHEAD = ("divides X Xᵀ by sqrt(d), the scale of scaled attention (assig
                 "keys): these scores are the plain dot products X Xᵀ, unscaled")
 EACH_WITH_ITSELF = ("gives each token's dot product with itself only (the diagonal of X Xᵀ, as np.sum(X * X, axis=-1) "
                     "makes it): the scores pair every token with every token, an (n, n) matrix")
+
+# X * X.T broadcasts only where X is square (apply names it there, from a rectangular X's error).
+ENTRY_BY_ENTRY = ("multiplies X by its transpose entry by entry (*): the scores are the matrix product X Xᵀ (@), "
+                  "each entry a sum over the features")
 
 ZERO_DIAGONAL = ("sets each token's score with itself to 0 (a zero diagonal): X Xᵀ scores every token with every "
                  "token, itself included, and its diagonal holds each token's squared length")

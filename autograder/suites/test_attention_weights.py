@@ -57,9 +57,28 @@ SOFTMAX_TWICE = ("applies the softmax twice: the second takes the weights (each 
                  "and pulls every row towards uniform; take the softmax of the scores once")
 
 
-def _without_keepdims(s):
+COLUMN_MAX = ("subtracts each column's maximum (axis=0), not each row's: a shift cancels in a row's softmax only where "
+              "it is one number for the whole row; take the maximum along the last axis (axis=-1, keepdims=True)")
+# On symmetric scores (the notes' X Xᵀ) row j's maximum is column j's: the two mistakes give one value.
+MAX_UNKEPT_OR_COLUMN_MAX = ("takes each row's maximum without keepdims=True, or subtracts each column's maximum "
+                            "(axis=0): on symmetric scores the two agree, and neither shift is one number for the "
+                            "whole row, so it no longer cancels in the softmax; keep each row's maximum "
+                            "(axis=-1, keepdims=True)")
+
+
+def _shifted_by_columns(s):
+    """The row softmax shifted by each column's maximum (axis 0 and axis -2, one on a single matrix)."""
+    def shifted(axis):
+        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return [(lambda: shifted(-2), COLUMN_MAX), (lambda: shifted(0), COLUMN_MAX)]
+
+
+def _without_keepdims(s, symmetric):
     """The row softmax with its max or sum taken without keepdims: it runs only where the rows are as long as
-    there are rows, and there lines row j's result up with column j."""
+    there are rows, and there lines row j's result up with column j (on symmetric scores, the max's is a shift by
+    the columns' maxima too)."""
     def shift_unkept():
         e = np.exp(s - s.max(axis=-1))
         return e / e.sum(axis=-1, keepdims=True)
@@ -68,7 +87,7 @@ def _without_keepdims(s):
         e = np.exp(s - s.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1)
 
-    return [(shift_unkept, NO_KEEPDIMS), (sum_unkept, NO_KEEPDIMS)]
+    return [(shift_unkept, MAX_UNKEPT_OR_COLUMN_MAX if symmetric else NO_KEEPDIMS), (sum_unkept, NO_KEEPDIMS)]
 
 
 def stored_symptoms(record, k):
@@ -93,7 +112,7 @@ def stored_symptoms(record, k):
             (lambda: r / r.sum(axis=-1, keepdims=True),
              "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
              "higher score must get more"),
-            *_without_keepdims(s),
+            *_without_keepdims(s, symmetric), *_shifted_by_columns(s),
             (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE),
             (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),

@@ -8,7 +8,7 @@ from autograder.suites.toolkit import cases, checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 
 STEP = "context_vectors"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+test_notes = notes_cases(STEP, replayed=lambda record, k: [*stored_symptoms(record, k), _transposed(record)],
                          confirmed=lambda impl, ladder: _confirmed(impl, ladder),
                          probe=lambda impl: _probe(impl))
 
@@ -21,6 +21,15 @@ def _probe(impl):
     out = _call(impl, w, v, "5 tokens of width 3")
     checks.expect_close(out, w @ v, "context_vectors on 5 tokens of width 3",
                         symptoms=lambda: _confirmed(impl, stored_symptoms(dict(weights=w, values=v), 0)))
+
+
+# Where the result is whole, its shape says it (its last two axes are swapped); the notes' examples pick one
+# context vector ([0]) from it, which only the value can tell.
+def _transposed(record):
+    """(candidate, symptom) of the context vectors returned transposed, one column per query."""
+    return (lambda: np.swapaxes(record["weights"] @ record["values"], -1, -2),
+            "returns the context vectors transposed, one column per query (valuesᵀ @ weightsᵀ is (weights @ "
+            "values)ᵀ): each query's context vector is a row, weights @ values")
 
 
 def _weights(r, shape):
@@ -150,9 +159,14 @@ def stored_symptoms(record, k):
     n_q = np.shape(w)[-2]
     return [(lambda: np.swapaxes(w, -1, -2) @ v, "uses the transposed weights: row i of the weights belongs to query i"),
             *[(lambda: w[..., :n_q] @ v[..., :n_q, :], KEYS_CUT)] * (n_q < np.shape(w)[-1]),
+            (lambda: w[..., :, -1:] * v[..., -1:, :], LAST_KEY_ONLY),
             (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v),
             (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN), (lambda: w @ v / np.shape(w)[-1], BY_THE_KEYS),
             (lambda: w @ v / np.shape(w)[-2], BY_THE_QUERIES)]
+
+
+LAST_KEY_ONLY = ("keeps only the last key's term, its weight times its value row: a loop over the keys that assigns "
+                 "(=) where it should add (+=) leaves the last term alone; the context vector sums the terms of every key")
 
 
 BY_THE_KEYS = ("divides the weighted sum by the number of keys (a mean of the weighted value rows, np.mean for "

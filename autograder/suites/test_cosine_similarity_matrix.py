@@ -34,7 +34,37 @@ def _call(impl, X, label):
     except RemoteError as error:
         named_on_a_square("cosine_similarity_matrix", error, label, X, impl.cosine_similarity_matrix,
                           lambda square: stored_symptoms({"X": square}, 0))
+        _named_on_tall_rows(impl, error, label)
         raise
+
+
+def _named_on_tall_rows(impl, error, label):
+    """An `error` on `label` (rows wider than they are many) of loops that count the rows by the features: on 6
+    rows of width 3 they run, filling only the first 3 rows and columns, which names them; quiet otherwise."""
+    X = rng(306).normal(size=(6, 3))
+    try:
+        out = checks.to_array(impl.cosine_similarity_matrix(X.copy()), "cosine_similarity_matrix(X)")
+    except (RemoteError, CaseFailure):
+        return
+    if checks.named_mistake(out, _first_rows_only(X)) is not None:
+        raise CaseFailure(f"cosine_similarity_matrix raised {error.type_name} on {label}, and on 6 rows of width 3 "
+                          f"it {FIRST_D_ROWS}") from None
+
+
+FIRST_D_ROWS = ("fills only the first d rows and columns (d = X.shape[1], the features): its loops count the rows by "
+                "the width of X, so they stop short where there are more rows than features and run past the last "
+                "row where there are fewer; the rows (tokens) number X.shape[0]")
+
+
+def _first_rows_only(X):
+    """(candidate, symptom) of loops over range(d) for the n rows, where d < n: the first d rows and columns
+    filled, the rest left at 0."""
+    n, d = X.shape
+    if d >= n:
+        return []
+    filled = np.zeros((n, n))
+    filled[:d, :d] = (_unit_rows(X) @ _unit_rows(X).T)[:d, :d]
+    return [(filled, FIRST_D_ROWS)]
 
 
 COLUMNS = "compares columns, not rows: the rows of X are the tokens"
@@ -95,6 +125,8 @@ def _mistakes(X):
          "returns the angles between the rows (arccos of the cosines); the step returns the cosines"),
         *[(last_left_out, "leaves the last row and column at 0: a loop over range(n - 1) stops one short")
           ] * (n > 1),
+        *_first_rows_only(X),
+        (lambda: _unit_rows(np.trunc(X)) @ _unit_rows(np.trunc(X)).T, INTEGER_ROWS),
         (lambda: (X.T @ X) / np.outer(np.linalg.norm(X, axis=0), np.linalg.norm(X, axis=0)), COLUMNS),
         (lambda: (X @ X.T) / np.linalg.norm(X, axis=1)[:, None] ** 2,
          "divides each row by its own squared length only; use |x_i|·|x_j|"),
@@ -125,6 +157,10 @@ def _zeroed_parts(cosines):
             (np.maximum(cosines, 0), "every negative cosine (a clip at 0)",
              "rows that point apart have cosines below 0, down to -1 for opposite rows"),
             ]
+
+
+INTEGER_ROWS = ("converts X to integers first (an int dtype), which drops the fractional part: a row whose entries "
+                "all lie between -1 and 1 becomes all zeros, whose cosines are 0 / 0 = nan; keep floats (dtype=float)")
 
 
 OWN_LENGTH = "each row is divided by its own length, along the features (axis=-1, keepdims=True)"
@@ -164,7 +200,9 @@ def test_symmetric_with_unit_diagonal(impl):
     """is symmetric, with ones on the diagonal"""
     X = rng(302).normal(size=(6, 5))
     S = checks.to_array(_call(impl, X, "6 rows"), "cosine_similarity_matrix(X)")
-    symptom = checks.named_mistake(S, stored_symptoms({"X": X}, 0))
+    # confirmed, as in the stored case: with 5 features for 6 rows, loops over range(n - 1) and over range(d) leave
+    # the same row out, which the probe tells apart
+    symptom = checks.named_mistake(S, _confirmed(impl, _mistakes(X)))
     holds = S.shape == (6, 6) and np.allclose(S, S.T, rtol=1e-4, atol=1e-5) and np.allclose(np.diag(S), 1)
     if symptom is not None and not holds:  # the rule fails, with a known cause
         raise CaseFailure(f"cosine_similarity_matrix of 6 rows: {symptom}")

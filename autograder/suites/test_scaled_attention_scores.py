@@ -75,6 +75,7 @@ def _checked_call(impl, record):
             raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
                               "one item of it: with a batch, transpose only the last two axes of K "
                               "(np.swapaxes(K, -1, -2)); K.T reverses every axis") from None
+        _named_on_square_keys(impl, error, label)
         raise
     got = tuple(checks.to_array(out, "the scores").shape)
     want = (*Q.shape[:-1], K.shape[-2])
@@ -87,6 +88,25 @@ def _checked_call(impl, record):
                           f"({label})")
     checks.expect_shape(checks.to_array(out, "the scores"), want, f"the scores of {label}")
     return out
+
+
+UNTRANSPOSED_K = ("multiplies Q by K untransposed (Q @ K): the transpose is missing, or is torch's K.transpose(0, 1), "
+                  "which in NumPy lists every axis in its new order, so it keeps a 2-d K as it is and refuses a "
+                  "batch; swap K's last two axes, np.swapaxes(K, -1, -2)")
+
+
+def _named_on_square_keys(impl, error, label):
+    """An `error` on `label` of code that runs where the keys are as many as they are wide (n_k == d_k), the one
+    shape Q @ K fits: named there if it gives Q @ K / sqrt(d_k) (K untransposed); quiet otherwise."""
+    r = rng(1210)
+    Q, K = r.normal(size=(3, 4)), r.normal(size=(4, 4))
+    try:
+        out = checks.to_array(impl.scaled_attention_scores(Q.copy(), K.copy()), "the scores")
+    except Exception:  # noqa: BLE001 - only asks whether square keys go through
+        return
+    if checks.named_mistake(out, [(Q @ K / 2, UNTRANSPOSED_K)]) is not None:
+        raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but runs on 4 keys of "
+                          f"width 4, where it {UNTRANSPOSED_K}") from None
 
 
 def _softmax(s):
@@ -108,12 +128,17 @@ def mistakes(Q, K):
         (lambda: raw / (d_k / 2), HALF_D_K),
         (lambda: raw / d_k ** 0.25, SQRT_TWICE),
         *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
+        (lambda: raw / np.floor(np.sqrt(d_k)), ROOT_ROUNDED_DOWN),
         *[(lambda: raw / np.sqrt(K.shape[0]), FIRST_AXIS)] * (K.ndim > 2 and K.shape[0] not in (1, d_k, *K.shape[1:])),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),
         (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
                                                "the softmax comes after it, in scaled_dot_product_attention"),
     ]
+
+
+ROOT_ROUNDED_DOWN = ("the scores are divided by sqrt(d_k) rounded down to a whole number (int(), // or math.isqrt), "
+                     "right only where d_k is a square (4, 9, 16): divide by the exact root, np.sqrt(d_k)")
 
 
 HALF_D_K = ("the scores are divided by d_k / 2: `d_k ** 1/2` is (d_k ** 1) / 2, as ** binds before /; the divisor "
@@ -131,9 +156,9 @@ FIRST_AXIS = SCALED_BY_BATCH[1]
 def confirmed(impl, ladder):
     """`ladder`, each diagnosis of the scale (each names d_k) confirmed on queries and keys where no two
     divisors of the ladder coincide (d_k = 7, 3 queries, 5 keys): a scale that only happens to equal 1,
-    sqrt(n_q) or sqrt(n_k) on small inputs (sqrt(d_k) // 1, sqrt(d_k + 1)) is no such mistake, and is left
-    to the last rung, a constant factor. d_k read from a fixed axis is confirmed where it is right, on one matrix,
-    and from the first axis where that is the number of keys."""
+    sqrt(n_q) or sqrt(n_k) on small inputs is no such mistake: sqrt(d_k) // 1 is named where the probe shows a
+    root rounded down, and sqrt(d_k + 1) is left to the last rung, a constant factor. d_k read from a fixed axis
+    is confirmed where it is right, on one matrix, and from the first axis where that is the number of keys."""
     r = rng(1209)
     Q, K = r.normal(size=(3, 7)), r.normal(size=(5, 7))
     return cases.confirmed(ladder, lambda: impl.scaled_attention_scores(Q.copy(), K.copy()),
