@@ -130,6 +130,17 @@ def _explain_fixed_axis(impl, error, label):
         raise CaseFailure(f"softmax raised AxisError on {label}, and along the last axis of a (2, 3, 4) batch it "
                           f"{FIXED_AXIS}") from None
 
+# The shift applied to the sum only: the numerator is exp(x), so each slice comes out exp(its maximum) times
+# too large (the overflow the shift was for happens in the numerator anyway).
+SHIFTED_SUM_ONLY = ("shifts the exponentials in the sum but not the numerator (np.exp(x) / sum(np.exp(x - max))): "
+                    "each slice comes out exp(its maximum) times too large; the ratio is right only when both "
+                    "exponentials are shifted by the same maximum")
+
+
+def _shifted_sum_only(x, axis):
+    x = np.asarray(x, dtype=float)
+    return np.exp(x) / np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis, keepdims=True)
+
 
 ARGMAX_SHIFT = ("it subtracts the position of the maximum (np.argmax) instead of its value (np.max): that keeps the "
                 "ratios, so small inputs come out right, but exp still overflows where the largest entry is far above "
@@ -185,6 +196,7 @@ def _mistakes(x, axis):
               ] * (np.ndim(x) > 1),
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
             (lambda: _exp_minus_max(x, axis), EXP_MINUS_MAX),
+            (lambda: _shifted_sum_only(x, axis), SHIFTED_SUM_ONLY),
             # axis=1 (or -2) fixed where `axis` is meant: a vector raises (_explain_fixed_axis), a matrix is right
             # along the last axis
             *[(lambda: _exp_normalise(x, 1), FIXED_AXIS)] * (np.ndim(x) > 2 and axis % np.ndim(x) != 1),
