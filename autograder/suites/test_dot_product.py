@@ -87,12 +87,15 @@ PRODUCTS = "returns the products of the entries, one per pair: the dot product a
 # two, the first product the sum without the last; the products of one pair are its running sum; a loop that
 # leaves the only pair out gives 0, as integers of entries below 1 do; the length of one product is its absolute
 # value), so each is kept only where the same code shows it on longer vectors too.
-_COINCIDING = (LAST_ONLY, FIRST_ONLY, PRODUCTS, RUNNING)
+LARGEST_NAME = "the largest product a_i b_i (np.max)"
+LARGEST = f"returns {LARGEST_NAME}, not the sum of the products a_i b_i: it is one of the terms; add them all"
+_COINCIDING = (LAST_ONLY, FIRST_ONLY, PRODUCTS, RUNNING, LARGEST)
 
 
 def _confirmed(impl, ladder):
-    """`ladder` with the mistakes that coincide on short vectors confirmed on two vectors of 4 entries."""
-    a, b = np.array([0.5, -1.5, 2.0, 1.25]), np.array([1.5, 0.5, -2.5, 3.5])
+    """`ladder` with the mistakes that coincide on short vectors confirmed on two vectors of 4 entries, whose
+    largest product is neither the first nor the last."""
+    a, b = np.array([0.5, 2.0, 1.25, -1.5]), np.array([1.5, 3.5, -2.5, 0.5])
     return cases.confirmed(ladder, lambda: impl.dot_product(a.copy(), b.copy()),
                            lambda: stored_symptoms(dict(a=a, b=b), 0),
                            only=lambda symptom: symptom in _COINCIDING or symptom.startswith(
@@ -110,7 +113,8 @@ def _other_quantities(a, b):
             (lambda: np.linalg.norm(a * b), "|a * b|, the length of the vector of products",
              "a length squares the products, which drops their signs"),
             (lambda: np.sum((a * b) ** 2), "the sum of the squared products",
-             "squaring drops each product's sign and changes its size; add the products as they are")]
+             "squaring drops each product's sign and changes its size; add the products as they are"),
+            (lambda: np.max(a * b), LARGEST_NAME, "it is one of the terms; add them all")]
 
 
 def _number(impl, value, what, a, b):
