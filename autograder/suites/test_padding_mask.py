@@ -107,7 +107,9 @@ def _diagnose(what, got, lengths, num_tokens):
         # each size it may have been read from, all of them where they coincide
         which = [name for name, known in (("the longest sequence's length", int(np.max(lengths))),
                                           ("the batch size, len(lengths)", batch),
-                                          ("one short of num_tokens", num_tokens - 1)) if size == known]
+                                          ("one short of num_tokens", num_tokens - 1),
+                                          ("one more than num_tokens (torch.arange(num_tokens + 1)?)", num_tokens + 1))
+                 if size == known]
         if which:
             raise CaseFailure(f"{what} has {size} key position{'s' * (size != 1)}, {' or '.join(which)}: the mask "
                               "covers all num_tokens positions, padding included")
