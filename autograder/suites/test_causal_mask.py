@@ -20,6 +20,10 @@ def stored_inputs():
 def _not_additive(mask, what):
     """A float mask with negative entries is the additive convention (-inf or a large negative number
     added to the blocked scores, 0 elsewhere), not a 0/1 mask of the wrong dtype: named by its own cause."""
+    if torch.is_tensor(mask) and mask.is_floating_point() and bool(mask.isnan().any()):
+        raise CaseFailure(f"{what} holds nan: 0 * float('-inf') is nan, so a 0/1 mask multiplied by -inf has nan "
+                          "where an additive mask has 0; causal_mask returns neither: a torch.bool tensor, True where "
+                          "a key is blocked")
     if torch.is_tensor(mask) and mask.is_floating_point() and bool((mask < 0).any()):
         raise CaseFailure(f"{what} is an additive float mask (negative where blocked, 0 elsewhere, as "
                           "nn.Transformer's float masks are); causal_mask returns a torch.bool tensor, True "
