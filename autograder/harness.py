@@ -279,6 +279,13 @@ ERROR_CAUSES = (
     (("only integer tensors of a single element can be converted to an index",),
      "a tensor of several values was used where one index is expected (a slice bound such as x[:, lengths:], "
      "or range(t)): an index or a slice bound is one number, so take the values one at a time"),
+    (("~ (operator.invert) is only implemented on integer and Boolean-type tensors",),
+     "~ inverts a bool (or integer) tensor only, and this one holds floats: torch.ones (and torch.tril or triu of it) "
+     "makes floats unless given dtype=torch.bool; build the mask as bool, or compare (== 0) where ~ was meant"),
+    (("too many values to unpack", "not enough values to unpack"),
+     "something was unpacked into more or fewer names than it holds: a shape holds one size per axis, so `b, "
+     "num_tokens = x.shape` fails on an x of three axes; name every axis (`b, num_tokens, _ = x.shape`) or index "
+     "the one needed (x.shape[1])"),
     (("only supports boolean masks", "where expected condition to be a boolean tensor"),
      "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask; a "
      "mask built from torch.ones (torch.triu of it, say) holds floats, so keep the mask bool"),

@@ -41,6 +41,11 @@ def _length(cache, what):
             raise CaseFailure(f"len({what}) raised {error.type_name}: __len__ reads the shape of what the cache holds, "
                               "but a cache that holds nothing yet has no tensor (None) to read it from: its length "
                               "is 0 then") from None
+        returned = re.search(r"'([\w.]+)' object cannot be interpreted as an integer", str(error))
+        if returned:  # __len__ gave something other than a whole number
+            raise CaseFailure(f"len({what}) raised {error.type_name}: __len__ returned a {returned.group(1)}, "
+                              f"{_NOT_A_LENGTH.get(returned.group(1), 'not a whole number')}: len() takes one int, "
+                              "the number of tokens held, 0 when nothing is stored yet") from None
         axes = cache.describe("keys.ndim").get("value") if error.type_name == "IndexError" else None
         if isinstance(axes, int) and axes < 2:  # a placeholder such as torch.empty(0), with no token axis to read
             raise CaseFailure(f"len({what}) raised {error.type_name}: the cache's keys are a tensor of {axes} "
@@ -49,6 +54,11 @@ def _length(cache, what):
                               "until the first update, or test .numel() == 0)") from None
         raise CaseFailure(f"len({what}) raised {error.type_name}: define __len__ to return the number of "
                           "tokens held (0 when nothing is stored yet)") from None
+
+
+# What a value __len__ returned instead of an int says about it.
+_NOT_A_LENGTH = {"NoneType": "perhaps for an empty cache (return 0 there, not None)",
+                 "torch.Size": "the whole shape of the keys, not the size of one of its axes (dim 1, the tokens)"}
 
 
 _AXES = {"0": "dim 0, the batch axis", "2": "the last dim, the features", "-1": "the last dim, the features"}
@@ -68,6 +78,12 @@ def _call_update(impl, cache, k, v, what):
             message = VALUES_HOLD_KEYS.format("appended after the first update")
             raise CaseFailure(f"{what} raised {error.type_name} joining the values held with a new key's width: "
                               f"{message}") from None
+        if "but got NoneType" in str(error) and "expected Tensor as element" in str(error):
+            raise CaseFailure(f"{what} raised {error.type_name}: {JOINS_NONE}") from None
+        if found and found.group(1) == "1" and joined and widths and widths[0] != widths[1] and \
+                (int(joined.group(2)), int(joined.group(1))) == widths and _first_update_fails(impl, k, v):
+            raise CaseFailure(f"{what} raised {error.type_name}, and so does the first update of a brand-new cache, "
+                              f"joining a key with a value: {ONE_LIST}") from None
         if re.search(r"must match the size of tensor b \(\d+\) at non-singleton dimension 1", str(error)):
             raise CaseFailure(f"{what} raised {error.type_name}: {ADDS}") from None  # held + new, entry by entry
         if found and found.group(1) == "1" and _first_update_fails(impl, k, v):
@@ -130,9 +146,23 @@ def _symptoms(ks, vs, which):
         (lambda: np.concatenate(parts[::-1], axis=1), "each update is put in front of what the cache holds: "
                                                       "append it after, so the tokens stay in their order"),
         (lambda: sum(parts), ADDS),
+        (lambda: _one_list(*((parts, other) if which == 0 else (other, parts))), ONE_LIST),
     ] + (_values_from_keys(parts, other) if which else [
         (lambda: np.concatenate(other, axis=1), "the keys and values are swapped (update(k, v) returns (keys, "
                                                 "values) in that order)")])
+
+
+JOINS_NONE = ("torch.cat was given None to join: a new cache holds None, which cannot be joined with the new "
+              "entries; the first update stores k_new and v_new as they are (if self.keys is None: ...) and only the "
+              "later ones are joined: is the `is None` test missing, or turned round (is not None)?")
+ONE_LIST = ("the keys and the values are kept in one list: each update appends its keys and its values to the "
+            "same list (self.keys = self.values = [] makes both names one list), so what it joins alternates keys "
+            "and values; give the keys and the values a list (or tensor) each")
+
+
+def _one_list(first, second):
+    """What a cache whose keys and values are one list returns: first[0], second[0], first[1], ... joined."""
+    return np.concatenate([part for pair in zip(first, second) for part in pair], axis=1)
 
 
 ADDS = ("update adds the new entries to the ones held (+= on tensors adds them up, entry by entry): append them "
@@ -199,11 +229,12 @@ def test_stored_outputs(impl):
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 0))
         checks.expect_close(values, record["expected_1"], f"the values update returns last ({label})",
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 1))
-        _expect_lengths(lengths, record["expected_2"], sizes, record["k"].shape, label)
+        _expect_lengths(lengths, record["expected_2"], sizes, record["k"].shape, label, kept=True)
 
 
-def _expect_lengths(lengths, want, sizes, shape, label):
-    """len(cache) after each update is `want`; `shape` is that of all the keys, (batch, T, d)."""
+def _expect_lengths(lengths, want, sizes, shape, label, kept=False):
+    """len(cache) after each update is `want`; `shape` is that of all the keys, (batch, T, d). `kept`: the keys
+    returned were right, so a len that does not grow names __len__ alone, not the updates."""
     lengths, batch, width = np.asarray(lengths), shape[0], shape[-1]
     if lengths.shape == np.shape(want) and (lengths == want).all():
         return
@@ -214,9 +245,13 @@ def _expect_lengths(lengths, want, sizes, shape, label):
                           "dim; return the number of tokens, keys.shape[1]")
     if (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
         raise CaseFailure(f"{what}: len(cache) counts the calls to update, not the tokens held")
-    if len(sizes) > 1 and (lengths == sizes[0]).all():
+    if kept and len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
+        raise CaseFailure(f"{what}: len(cache) is the size of the latest update, though the cache keeps every token: "
+                          "does update set a count to k_new's tokens (= where += belongs)? Return the size of the "
+                          "token axis of what the cache holds, self.keys.shape[1]")
+    if not kept and len(sizes) > 1 and (lengths == sizes[0]).all():
         raise CaseFailure(f"{what}: len(cache) never grows after the first update: the later updates are not kept")
-    if len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
+    if not kept and len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
         raise CaseFailure(f"{what}: len(cache) is each update's own size: every update replaces what the cache held, "
                           "so only the latest is kept")
     if len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths[1:] == 1).all() and want[-1] > 2 and \
@@ -231,7 +266,17 @@ def _expect_lengths(lengths, want, sizes, shape, label):
                           "tokens: return the size of the token axis, dim 1 of (batch, T, d)")
     if batch > 1 and lengths.shape == np.shape(want) and (lengths == batch * np.asarray(want)).all():
         raise CaseFailure(f"{what}: len(cache) counts the tokens of every batch item together (batch x T): "
-                          "the batch items are sequences side by side, so T is the number of tokens held")
+                          "the batch items are sequences side by side, so T is the number of tokens held" +
+                          # where every update holds one token, a count grown by len(k_new) each time reads the same
+                          (" (or it adds len(k_new), the batch size, at each update: here each update holds one "
+                           "token)" if set(sizes) == {1} else ""))
+    if batch > 1 and lengths.shape == np.shape(want) and (lengths == batch * np.arange(1, len(sizes) + 1)).all():
+        raise CaseFailure(f"{what}: len(cache) grows by the batch size at each update, whatever its number of tokens: "
+                          "len(k_new) is the batch size, the first dim of (batch, t, d); the new tokens are "
+                          "k_new.shape[1]")
+    if lengths.shape == np.shape(want) and (lengths == 2 * np.asarray(want)).all():
+        raise CaseFailure(f"{what}: len(cache) is twice the number of tokens held: does it count the keys and the "
+                          "values together (kept in one list, say)?")
     raise CaseFailure(f"{what}: len(cache) must be the number of tokens held")
 
 
@@ -286,8 +331,8 @@ def test_length_counts_tokens(impl):
     r = rng(1523)
     sizes = [2, 1, 3]
     k = torch.tensor(r.normal(size=(4, 6, 3)), dtype=torch.float32)
-    _, _, lengths = _run(impl, cache, _chunks(k, sizes), _chunks(k, sizes), "a batch of 4")
-    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a batch of 4")
+    keys, _, lengths = _run(impl, cache, _chunks(k, sizes), _chunks(k, sizes), "a batch of 4")
+    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a batch of 4", kept=_close(keys, k.numpy()))
 
 
 SHARED = ("Keep the storage on the instance (self.keys = ... in __init__), not in a class attribute or a "
@@ -322,7 +367,8 @@ def test_caches_are_independent(impl):
     if (keys.ndim == 3 and keys.shape[1] == both) or both in (_length(second, "the second cache"),
                                                              _length(first, "the first cache")):
         raise CaseFailure(_shared("a second, new cache returned the first cache's tokens too"))
-    checks.expect_close(keys, b.numpy(), "the keys of a second, new cache", atol=1e-6, rtol=1e-5)
+    checks.expect_close(keys, b.numpy(), "the keys of a second, new cache", atol=1e-6, rtol=1e-5,
+                        symptoms=[(lambda: _one_list([b.numpy()], [b.numpy()]), ONE_LIST)])
 
 
 @case(STEP, "property")
@@ -339,7 +385,7 @@ def test_generation_one_token_at_a_time(impl):
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 0))
     checks.expect_close(values, v.numpy(), f"the values {what}", atol=1e-6, rtol=1e-5,
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 1))
-    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a long generation")
+    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a long generation", kept=True)
 
 
 @case(STEP, "property", weight=0.5)

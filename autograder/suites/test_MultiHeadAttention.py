@@ -64,7 +64,21 @@ def _mistakes(x, linears, num_heads):
                 for switches, why in MISTAKES] + multihead.fixed_heads(num_heads, linears["out_proj"][0].shape[0])
     # sqrt(T) equals head_dim where T = head_dim ** 2: mistakes whose outputs coincide are named together
     compute = toolkit.merging_feature_major(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), linears, num_heads)
-    return toolkit.told_apart(toolkit.symptoms(compute, mistakes))
+    return toolkit.told_apart(toolkit.symptoms(compute, mistakes) + [
+        (lambda: _scaled_after_softmax(compute, linears, num_heads), SCALED_AFTER_SOFTMAX)])
+
+
+# The weights divided by sqrt(head_dim) after the softmax, the scores left unscaled: each head's context shrinks by
+# that factor (and the softmax, given unscaled scores, is sharper than it should be).
+SCALED_AFTER_SOFTMAX = ("the attention weights are divided by sqrt(head_dim) after the softmax, the scores before it left "
+                        "unscaled: the scale belongs to the scores, inside the softmax, where it keeps the weights from "
+                        "getting too sharp; after it, the weights' rows no longer sum to 1")
+
+
+def _scaled_after_softmax(compute, linears, num_heads):
+    merged = compute(scale="none", merge="ok", out_proj=False)
+    weight, bias = (np.asarray(part, dtype=np.float64) for part in linears["out_proj"])
+    return merged / np.sqrt(weight.shape[0] // num_heads) @ weight.T + bias
 
 
 def _notes_symptoms(example):

@@ -20,6 +20,10 @@ def stored_inputs():
 def _not_additive(mask, what):
     """A float mask with negative entries is the additive convention (-inf or a large negative number
     added to the blocked scores, 0 elsewhere), not a 0/1 mask of the wrong dtype: named by its own cause."""
+    if torch.is_tensor(mask) and mask.is_floating_point() and bool(mask.isnan().any()):
+        raise CaseFailure(f"{what} holds nan: 0 * float('-inf') is nan, so a 0/1 mask multiplied by -inf has nan "
+                          "where an additive mask has 0; causal_mask returns neither: a torch.bool tensor, True where "
+                          "a key is blocked")
     if torch.is_tensor(mask) and mask.is_floating_point() and bool((mask < 0).any()):
         raise CaseFailure(f"{what} is an additive float mask (negative where blocked, 0 elsewhere, as "
                           "nn.Transformer's float masks are); causal_mask returns a torch.bool tensor, True "
@@ -40,9 +44,21 @@ def _no_extra_axes(mask, what):
                           "causal_mask returns a (T, T) mask, which broadcasts over a batch as it is")
 
 
+def _not_one_axis_of_positions(mask, num_tokens, what):
+    """A mask of one axis, (T,), all True or all False: T positions compared with themselves one by one
+    (arange(T) > arange(T)), where one side needs an axis of its own to meet every other position."""
+    shape = tuple(getattr(mask, "shape", ()))
+    if shape == (num_tokens,) and len(set(np.asarray(mask).tolist())) == 1:
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(shape)}, every entry {bool(np.asarray(mask)[0])}: "
+                          "the positions are compared with themselves one by one (torch.arange(T) > torch.arange(T)); "
+                          "give one side an axis of its own, torch.arange(T)[None, :] > torch.arange(T)[:, None], so "
+                          "that each key position meets each query position in a (T, T) mask")
+
+
 def _examine(mask, what):
     _not_additive(mask, what)
     _no_extra_axes(mask, what)
+    _not_one_axis_of_positions(mask, 6, what)  # the notes' example has six tokens
 
 
 def _one_size_off(mask, num_tokens, what):
@@ -57,6 +73,7 @@ def _one_size_off(mask, num_tokens, what):
 def _mask(impl, num_tokens):
     mask = impl.causal_mask(num_tokens)
     _not_additive(mask, f"causal_mask({num_tokens})")
+    _not_one_axis_of_positions(mask, num_tokens, f"causal_mask({num_tokens})")
     _one_size_off(mask, num_tokens, f"causal_mask({num_tokens})")
     return mask
 
@@ -82,13 +99,19 @@ def stored_symptoms(record, k):
     stored outputs and of the notes' worked example. On one or two tokens some coincide: the first
     that matches is named, so the plainer description comes first."""
     ones = np.ones((int(record["num_tokens"]),) * 2)
+    row_0_open = np.triu(ones, 1)
+    row_0_open[:1] = 0
     return [(np.triu(ones, 0), "the diagonal is True as well: a token must be allowed to attend to "
                                "itself, so only entries strictly above the diagonal are True (diagonal=1)"),
             (np.tril(ones, -1), BLOCKS_EARLIER),
             (ones - np.eye(len(ones)), BLOCKS_EARLIER),  # ~eye: only the diagonal allowed
             (np.tril(ones, 0), "True marks the allowed entries (the convention of "
                                "F.scaled_dot_product_attention); here True means blocked: invert it"),
-            (0 * ones, "no entry is True: the entries strictly above the diagonal must be True"),
+            (0 * ones, "no entry is True: the entries strictly above the diagonal must be True" + (
+                # on two tokens row 0 holds the only True entry
+                " (here they are all in row 0: does a loop over the rows start at 1?)" if len(ones) == 2 else "")),
+            (row_0_open, "row 0 blocks nothing, and every other row is right: query 0 must be blocked from every "
+                         "later key too; does a loop over the rows start at 1 (range(1, T))? Row 0 is a query as well"),
             (ones, "every entry is True: only the entries strictly above the diagonal must be"),
             (np.triu(ones, 2), "True starts one diagonal too high: each token may then attend to the token "
                                "right after it; every later key (j > i) must be blocked, the next one too"),

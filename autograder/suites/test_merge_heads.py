@@ -32,7 +32,7 @@ def apply(impl, record):
 
 def _merged(impl, x):
     """merge_heads(x); a reshape to one head's width (batch, T, head_dim), which cannot hold every head's
-    features and raises, is named as such."""
+    features and raises, is named as such, and so is a width made of the wrong sizes of x."""
     try:
         return impl.merge_heads(x)
     except RemoteError as error:
@@ -42,9 +42,22 @@ def _merged(impl, x):
             raise CaseFailure(f"merge_heads raised {error.type_name}: it reshapes to (batch, T, head_dim), one head's "
                               "width, which cannot hold every head's features; the merged tokens are num_heads * "
                               "head_dim wide") from None
+        width = int(size.group(3)) if size is not None and tuple(int(n) for n in size.groups())[:2] == (b, t) else None
+        named = " or ".join(name for name, known in _wrong_widths(h, t, hd) if known == width)
+        if named:
+            raise CaseFailure(f"merge_heads raised {error.type_name}: it reshapes each token to {width} features, "
+                              f"{named}; the merged tokens are num_heads * head_dim wide (x.shape[1] * x.shape[3])") \
+                from None
         if error.type_name == "IndexError" and h > b and f"for dimension 0 with size {b}" in str(error):
             _explain_heads_read_from_batch(impl, x, error)
         raise
+
+
+def _wrong_widths(h, t, hd):
+    """[(name, width)] of the merged widths a reshape may be given from the wrong sizes of x (h, t, hd)."""
+    return [("num_heads + head_dim (+ for *)", h + hd),
+            ("num_heads * T, from x.shape[1] * x.shape[2] (the tokens' axis for head_dim's)", h * t),
+            ("T * head_dim, from the tokens' axis for the heads'", t * hd)]
 
 
 def _explain_heads_read_from_batch(impl, x, error):

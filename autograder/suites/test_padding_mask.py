@@ -107,7 +107,9 @@ def _diagnose(what, got, lengths, num_tokens):
         # each size it may have been read from, all of them where they coincide
         which = [name for name, known in (("the longest sequence's length", int(np.max(lengths))),
                                           ("the batch size, len(lengths)", batch),
-                                          ("one short of num_tokens", num_tokens - 1)) if size == known]
+                                          ("one short of num_tokens", num_tokens - 1),
+                                          ("one more than num_tokens (torch.arange(num_tokens + 1)?)", num_tokens + 1))
+                 if size == known]
         if which:
             raise CaseFailure(f"{what} has {size} key position{'s' * (size != 1)}, {' or '.join(which)}: the mask "
                               "covers all num_tokens positions, padding included")
@@ -122,8 +124,10 @@ def _diagnose(what, got, lengths, num_tokens):
         raise CaseFailure(f"{what} is off by one: position lengths[b] is already padding (positions "
                           "count from 0): use j >= lengths[b], not j > lengths[b]")
     if np.array_equal(got, _blocked(np.asarray(lengths) - 1, num_tokens)):
+        # j >= lengths[b] - 1 and positions counted from 1 (arange(1, num_tokens + 1) >= lengths) block alike
         raise CaseFailure(f"{what} is off by one: it also blocks the last real token, position "
-                          "lengths[b] - 1; block j >= lengths[b]")
+                          "lengths[b] - 1; block j >= lengths[b] (are the positions counted from 1, torch.arange(1, "
+                          "num_tokens + 1)? They count from 0, as indices do)")
     # `positions == lengths[b]` singles out the first padding position (and `!=` every other one)
     first_padding = want & ~_blocked(np.asarray(lengths) + 1, num_tokens)
     if np.array_equal(got, first_padding) or np.array_equal(got, ~first_padding):

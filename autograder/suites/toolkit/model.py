@@ -262,7 +262,8 @@ def told_apart(symptoms, same=None):
 
 
 MASK_MISTAKES = [
-    (dict(mask="none"), "no causal mask is applied: every token also attends to the tokens after it"),
+    (dict(mask="none"), "no causal mask is applied: every token also attends to the tokens after it (if masked_fill "
+                        "is called, is its result kept? It returns a new tensor: scores = scores.masked_fill(...))"),
     (dict(mask="lower"), "the mask blocks the keys BELOW the diagonal (earlier tokens); block those "
                          "above it (key j > query i)"),
     # ~mask, or True read as "may attend": the last token sees nothing, and its row is nan (0 / 0)
