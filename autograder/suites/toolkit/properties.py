@@ -17,7 +17,6 @@ RETURNS_WEIGHTS = ("it returns the attention weights (batch, T, T), not the cont
                    "weights @ values, (batch, T, d_out)")
 
 
-
 # --- properties ---------------------------------------------------------------------------
 
 def close(a, b, atol=1e-5, rtol=1e-4):
