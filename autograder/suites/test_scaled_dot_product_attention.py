@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import batches, cases, checks, model, shifts
+from autograder.suites.toolkit import batches, cases, checks, mask_fills, model, shifts
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, mixed_mask, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
@@ -145,7 +145,7 @@ def _call(impl, Q, K, V, mask, label):
         if mask is not None and not large:
             full_mask = np.broadcast_to(mask, w_shape)
             open_rows = ~full_mask.any(axis=-1)
-            if model.nan_in_every_mixed_row(impl.scaled_dot_product_attention, Q, K, V, full_mask, rows):
+            if mask_fills.nan_from_mask_times_inf(impl.scaled_dot_product_attention, Q, K, V, full_mask, rows, label):
                 raise CaseFailure(f"the weights are nan in every row, blocked keys or not: mask * -inf is "
                                   "0 * -inf = nan where a key is open; blocked scores become -inf and the "
                                   f"others stay as they are ({label})")
