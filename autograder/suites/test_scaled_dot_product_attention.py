@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import batches, cases, checks, model, sdpa_probes, shifts
+from autograder.suites.toolkit import batches, cases, checks, model, sdpa_probes
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, mixed_mask, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
@@ -153,7 +153,7 @@ def _call(impl, Q, K, V, mask, label):
                                   "inverted; True means blocked (this query may NOT attend to that key) "
                                   f"({label})")
         if large:
-            raise CaseFailure(f"the weights contain nan for large scores: {shifts.why_nan(_raw(Q, K) / np.sqrt(K.shape[-1]), rows)}; subtract each "
+            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows)}; subtract each "
                               f"row's maximum score before exponentiating ({label})")
     return context, weights
 

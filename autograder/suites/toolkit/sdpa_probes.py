@@ -1,11 +1,12 @@
 """Mistakes of scaled_dot_product_attention told apart by probes of their own, which live here since its suite is
 full: blocked scores filled with +inf (np.inf for -np.inf), told from a mask multiplied by -inf, which also makes every
-row that blocks a key nan; and the queries scored against themselves (Q Qᵀ), which fits only as many keys."""
+row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; and large
+scores' nan from a maximum taken without keepdims, which does shift, by another row's maximum."""
 
 import numpy as np
 
 from autograder.errors import CaseFailure
-from autograder.suites.toolkit import checks, model
+from autograder.suites.toolkit import checks, model, shifts
 
 
 def nan_from_mask_times_inf(attend, Q, K, V, full_mask, nan_rows, label):
@@ -60,3 +61,19 @@ def name_self_scores(attend, Q, K, detail):
         return
     if checks.named_mistake(weights, self_scores_mistakes(Q, None)) is not None:
         raise CaseFailure(f"{detail}, but runs with as many queries as keys, where it {SELF_SCORES}")
+
+
+def why_nan(attend, scores, nan_rows):
+    """shifts.why_nan of the scaled `scores`, unless the code's maximum is taken without keepdims=True, which a
+    probe of square scores tells (elsewhere such code raises): then it does shift, by the wrong row's maximum, so
+    an entry above that maximum by more than exp can take overflows."""
+    r = np.random.default_rng(1317)
+    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
+    try:
+        weights = checks.to_array(attend(Q, K, V, None)[1], "the weights")
+    except Exception:  # noqa: BLE001 - only asks what square inputs give
+        return shifts.why_nan(scores, nan_rows)
+    if checks.named_mistake(weights, model.without_keepdims_mistakes(Q @ K.T / np.sqrt(3))[1:]) is None:
+        return shifts.why_nan(scores, nan_rows)
+    return ("the maximum it subtracts is taken without keepdims=True, so entry (i, j) is shifted by row j's maximum, "
+            "not row i's, and the exponential of a score far above another row's maximum overflows")
