@@ -21,7 +21,7 @@ from autograder.fixtures import stored
 from autograder.harness import case, error_cause
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import checks, multihead
+from autograder.suites.toolkit import checks, cross_scales, multihead
 from autograder.suites.toolkit.cases import check_stored, rng
 from autograder.suites.toolkit.module_ladders import explain_cross_mask_on_queries
 from autograder.suites.toolkit.multihead import LAYERS, cross_attention, lengths_mask, record_linears
@@ -33,7 +33,7 @@ STEP = "CrossAttention"
 D_OUT_OR_D_Q = ("the scores are divided by sqrt(d_out), which is d_q, the width of x, here; divide by "
                 "sqrt(head_dim), head_dim = d_out // num_heads")
 
-MISTAKES = multihead.CROSS_MISTAKES + [toolkit.HEADS_FEATURE_MAJOR]
+MISTAKES = cross_scales.with_heads(multihead.CROSS_MISTAKES + [toolkit.HEADS_FEATURE_MAJOR])
 
 
 def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
@@ -42,8 +42,9 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
 
     either = np.shape(x)[-1] == linears["out_proj"][0].shape[0]
     d_out = linears["out_proj"][0].shape[0]
+    widths = (np.shape(x)[-1], np.shape(context)[-1], num_heads)
     found = toolkit.symptoms(compute, [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
-                                                                else why, compute))
+                                                                else cross_scales.or_heads(kw, why, *widths), compute))
                                        for kw, why in MISTAKES] + multihead.fixed_heads(num_heads, d_out))
     if np.shape(x)[-1] == np.shape(context)[-1]:
         # keys and values from x: only computable when the widths agree (else the shape names it)

@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import batches, checks
+from autograder.suites.toolkit import batches, checks, reshapes
 from autograder.suites.toolkit.cases import (
     check_stored,
     explain_batch_error,
@@ -47,6 +47,9 @@ def apply(impl, record):
             raise CaseFailure(f"attention_scores(X) raised {error.type_name} on {record['label']}, but works "
                               f"on a 3-d batch: {FIXED_AXES}") from None
         if X.ndim >= 3:  # the same tokens as one matrix: if that works, only the batch axes are the trouble
+            item = X[(0,) * (X.ndim - 2)]
+            reshapes.name_on_one_item("attention_scores(X)", error, record["label"],
+                                      lambda A, _: impl.attention_scores(A), item, item)
             explain_batch_error("attention_scores(X)", error, record["label"],
                                 lambda: impl.attention_scores(X[(0,) * (X.ndim - 2)]))
         named_on_a_square("attention_scores(X)", error, record["label"], X, impl.attention_scores,
@@ -84,7 +87,7 @@ def stored_symptoms(record, k):
             (lambda: X @ X.T, X_T_ON_A_BATCH),
             (lambda: X @ X, "multiplies X by X itself: the scores pair every token with every token, so the "
                             "second factor is X transposed"),
-            (lambda: X * np.swapaxes(X, -1, -2), ENTRY_BY_ENTRY),
+            (lambda: X * np.swapaxes(X, -1, -2), ENTRY_BY_ENTRY), *reshapes.reshape_mistakes(X, X),
             (lambda: _softmax_rows(X @ np.swapaxes(X, -1, -2)),
              "applies the softmax: this step returns the raw scores, and attention_weights normalises them"),
             (lambda: _unit(X) @ np.swapaxes(_unit(X), -1, -2),

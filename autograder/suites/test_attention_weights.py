@@ -6,7 +6,7 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks, shifts
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
-from autograder.suites.toolkit.model import hand_written_softmax_mistakes
+from autograder.suites.toolkit.model import exponentials, hand_written_softmax_mistakes
 
 STEP = "attention_weights"
 test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k))
@@ -66,6 +66,20 @@ MAX_UNKEPT_OR_COLUMN_MAX = ("takes each row's maximum without keepdims=True, or 
                             "(axis=-1, keepdims=True)")
 
 
+# Without the division each row's weights are its exponentials, a factor of their own from the right row.
+EXPONENTIALS_ONLY = ("returns the exponentials without dividing them by their row's sum: the softmax normalises "
+                     "each row, so that its weights sum to 1")
+
+
+def _unnormalised(s):
+    """The exponentials of a softmax over the last axis never divided by their sum, with or without the shift."""
+    def unshifted():
+        with np.errstate(over="ignore"):
+            return np.exp(s)
+
+    return [(unshifted, EXPONENTIALS_ONLY), (lambda: exponentials(s), EXPONENTIALS_ONLY)]
+
+
 def _shifted_by_columns(s):
     """The row softmax shifted by each column's maximum (axis 0 and axis -2, one on a single matrix)."""
     def shifted(axis):
@@ -113,7 +127,7 @@ def stored_symptoms(record, k):
              "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
              "higher score must get more"),
             *_without_keepdims(s, symmetric), *_shifted_by_columns(s),
-            (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE),
+            (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE), *_unnormalised(s),
             (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
             *hand_written_softmax_mistakes(s)]

@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import cases, checks
+from autograder.suites.toolkit import cases, checks, reshapes
 from autograder.suites.toolkit.cases import check_stored, named_on_a_square, notes_cases, rng, rounded
 
 STEP = "cosine_similarity_matrix"
@@ -111,8 +111,10 @@ def _mistakes(X):
     shapes = [(lambda: unit * unit.T, "multiplies entry by entry (*): the cosines of every pair of rows come "
                                       "from a matrix product (@)"),
               (lambda: unit.T @ unit, COLUMNS),
-              (lambda: unit @ unit, "multiplies the unit rows by themselves untransposed: the cosines pair every "
-                                    "row with every row, so the second factor is transposed")] if len(X) > 1 else [
+              (lambda: unit @ unit, "multiplies the unit rows by themselves untransposed (or reshaped to (d, n), "
+                                    "which leaves a square table as it is): the cosines pair every row with every "
+                                    "row, so the second factor is transposed"),
+              *reshapes.reshape_mistakes(unit, unit)] if len(X) > 1 else [
               (lambda: unit.T @ unit, "gives a (d, d) table for a single row: pairs of features, not of rows; "
                                       "the result has one entry per pair of rows (tokens), n by n")]
     n = len(X)

@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import cases, checks
+from autograder.suites.toolkit import cases, checks, reshapes
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 from autograder.suites.toolkit.model import (
     FIXED_AXIS,
@@ -71,7 +71,12 @@ def _checked_call(impl, record):
         if Q.ndim > 2 and "einstein sum" in str(error):  # an einsum for one matrix, not K.T
             explain_batch_error("scaled_attention_scores", error, label,
                                 lambda: impl.scaled_attention_scores(Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]))
-        if Q.ndim > 2 and _works(impl, Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]):
+        q, k = Q[(0,) * (Q.ndim - 2)], K[(0,) * (K.ndim - 2)]
+        if Q.ndim > 2:  # K reshaped with one matrix's axes runs on one item only
+            reshapes.name_on_one_item("scaled_attention_scores", error, label,
+                                      lambda A, B: impl.scaled_attention_scores(A.copy(), B.copy()), q, k,
+                                      lambda product: product / np.sqrt(k.shape[-1]))
+        if Q.ndim > 2 and _works(impl, q, k):
             raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
                               "one item of it: with a batch, transpose only the last two axes of K "
                               "(np.swapaxes(K, -1, -2)); K.T reverses every axis") from None
@@ -129,6 +134,7 @@ def mistakes(Q, K):
         (lambda: raw / d_k ** 0.25, SQRT_TWICE),
         *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
         (lambda: raw / np.floor(np.sqrt(d_k)), ROOT_ROUNDED_DOWN),
+        *reshapes.reshape_mistakes(Q, K, lambda product: product / np.sqrt(d_k)),
         *[(lambda: raw / np.sqrt(K.shape[0]), FIRST_AXIS)] * (K.ndim > 2 and K.shape[0] not in (1, d_k, *K.shape[1:])),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),

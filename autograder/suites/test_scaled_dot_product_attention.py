@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import batches, cases, checks, model, shifts
+from autograder.suites.toolkit import batches, cases, checks, model, sdpa_probes
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, mixed_mask, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
@@ -44,10 +44,8 @@ def stored_inputs():
         record("4 queries over 6 keys with a mixed mask", 4, 6, 5, 3, mask=mixed_mask(r, 4, 6)),
         record("6 tokens with a mixed mask", 6, 6, 4, 4, mask=mixed_mask(r, 6, 6)),
         record("a mask that leaves rows 0, 2 and 4 fully open", 5, 5, 4, 3, mask=some_rows),
-        record("a (2, 4, 3) batch with one (4, 4) causal mask for all items", 4, 4, 3, 2, batch=(2,),
-               mask=_causal(4)),
-        record("a (3, 2, 4) batch over 6 keys with a (1, 6) padding mask", 2, 6, 4, 5, batch=(3,),
-               mask=padding),
+        record("a (2, 4, 3) batch with one (4, 4) causal mask for all items", 4, 4, 3, 2, batch=(2,), mask=_causal(4)),
+        record("a (3, 2, 4) batch over 6 keys with a (1, 6) padding mask", 2, 6, 4, 5, batch=(3,), mask=padding),
         record("a (2, 2, 5, 4) batch, no mask", 5, 5, 4, 3, batch=(2, 2)),
         record("a single token", 1, 1, 3, 2),
         record("float32 inputs with a causal mask", 6, 6, 8, 4, mask=_causal(6), dtype=np.float32, atol=1e-4),
@@ -113,6 +111,7 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None
         if _square_weights_named(impl, None, lambda s, V: [(_softmax(s) @ V.T, V_TRANSPOSED)], k=0):
             raise CaseFailure(f"{detail}, but runs where V is square (n_k = d_v): {V_TRANSPOSED}") from None
+        sdpa_probes.name_self_scores(impl.scaled_dot_product_attention, Q, K, detail)
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
                                                  np.zeros((*K.shape[:-1], K.shape[-2]), dtype=bool)):
             raise CaseFailure(f"{detail}, but not with as many queries as keys: something is transposed; the "
@@ -145,7 +144,7 @@ def _call(impl, Q, K, V, mask, label):
         if mask is not None and not large:
             full_mask = np.broadcast_to(mask, w_shape)
             open_rows = ~full_mask.any(axis=-1)
-            if model.nan_in_every_mixed_row(impl.scaled_dot_product_attention, Q, K, V, full_mask, rows):
+            if sdpa_probes.nan_from_mask_times_inf(impl.scaled_dot_product_attention, Q, K, V, full_mask, rows, label):
                 raise CaseFailure(f"the weights are nan in every row, blocked keys or not: mask * -inf is "
                                   "0 * -inf = nan where a key is open; blocked scores become -inf and the "
                                   f"others stay as they are ({label})")
@@ -154,7 +153,7 @@ def _call(impl, Q, K, V, mask, label):
                                   "inverted; True means blocked (this query may NOT attend to that key) "
                                   f"({label})")
         if large:
-            raise CaseFailure(f"the weights contain nan for large scores: {shifts.why_nan(_raw(Q, K) / np.sqrt(K.shape[-1]), rows)}; subtract each "
+            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows)}; subtract each "
                               f"row's maximum score before exponentiating ({label})")
     return context, weights
 
@@ -194,6 +193,7 @@ def mistakes(Q, K, V, mask, k):
         *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
         *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
         *batches.reshaped_sums_mistakes(fill(scaled, mask, -np.inf)),
+        *sdpa_probes.self_scores_mistakes(Q, mask),
         *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), None, shift), GLOBAL_SUM) for shift in (-1, None)],
     ]
     if mask is not None:

@@ -229,7 +229,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     "inverted" | "zero" (blocked scores set to 0) | "plus_inf" (to +inf) | "added" (the bool mask added to the scores) | "heads" (the
     mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
-    | "tokens" (sqrt(T_k), the number of keys);
+    | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads));
     `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
     head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
@@ -255,7 +255,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
                "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1]),
                "d_q_heads": math.sqrt(x.shape[-1] // num_heads), "times_sqrt": 1 / math.sqrt(head_dim),
                "d_kv_heads": math.sqrt(context.shape[-1] // num_heads),
-               "cut": math.sqrt(q.shape[-1]), "tokens": math.sqrt(context.shape[-2])}[scale]
+               "cut": math.sqrt(q.shape[-1]), "tokens": math.sqrt(context.shape[-2]), "heads": math.sqrt(num_heads)}[scale]
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     blocked = np.zeros(scores.shape, dtype=bool)
     if key_padding_mask is not None and mask != "ignored":
