@@ -194,8 +194,9 @@ def _fixed_divisor(impl):
     is then one number c at every d_k, exactly (the same dot products divided by sqrt(c)); fresh samples, or
     a root of d_k spelt wrong, give ratios that move with the draw or with d_k."""
     try:
-        ratios = [unscaled / scaled for unscaled, scaled, _ in (_pair(impl, d, num_samples=2_000, seed=5)
-                                                               for d in FIXED_DIVISOR_D_K) if scaled]
+        with checks.diagnosing():  # of a value already wrong, as _half_power's calls are
+            ratios = [unscaled / scaled for unscaled, scaled, _ in (_pair(impl, d, num_samples=2_000, seed=5)
+                                                                   for d in FIXED_DIVISOR_D_K) if scaled]
     except Exception:  # noqa: BLE001 - only asks whether the divisor follows d_k
         return None
     if len(ratios) < len(FIXED_DIVISOR_D_K) or not all(_near(r, ratios[0], 1e-4) for r in ratios) \
