@@ -215,7 +215,7 @@ def test_combines_with_causal_mask(impl):
     if combined is None or not np.array_equal(combined, want):  # array_equal compares the shapes too
         _diagnose(what, got, lengths, num_tokens)
         raise CaseFailure(f"{what} | causal_mask({num_tokens}) does not block exactly the future and the "
-                          "padding, and the grader cannot name the cause")
+                          f"padding, and {checks.UNNAMED}")
 
 
 @case(STEP, "oracle", weight=2)
