@@ -241,10 +241,25 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
                 raise CaseFailure(f"{name} in train mode: the attention weights still sum to 1 but are not the "
                                   "eval-mode weights with entries zeroed: dropout acts on the scores before the "
                                   "softmax; apply it to the weights after the softmax")
+            if _whole_tokens_dropped(weights, clean, dropped):
+                raise CaseFailure(f"{name} in train mode: whole tokens are dropped, the same keys weighted 0 for "
+                                  "every query, as when dropout acts on the input before the projections: apply "
+                                  "it to the attention weights after the softmax")
             raise CaseFailure(f"{name} in train mode: the attention weights are not the eval-mode weights with "
                               "some entries zeroed and the rest scaled by 1/(1-p), and the grader cannot name why")
     # No "some weights kept and some dropped" check follows: the two runs differ (checked above) and every
     # entry of each is kept or dropped, so an entry that differs is kept in one run and dropped in the other.
+
+
+def _whole_tokens_dropped(weights, clean, dropped):
+    """Whether every weight that dropout zeroed lies in a key's column zeroed for all its queries,
+    and some such column had weights in two rows or more: dropout on the input zeroes value rows
+    (whole keys), where dropout on the weights zeroes entries one by one. `weights`, `clean` and
+    `dropped`: (query, head, key)."""
+    live = clean > 1e-6  # weights the mask lets through
+    column_dropped = (dropped | ~live).all(axis=0, keepdims=True)  # (1, head, key)
+    wide = column_dropped & (live.sum(axis=0, keepdims=True) >= 2)
+    return bool(wide.any()) and bool((~(dropped & live) | column_dropped).all())
 
 
 def _renormalised(weights, clean, dropped):
