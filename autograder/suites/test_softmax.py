@@ -208,7 +208,9 @@ def _mistakes(x, axis):
             *[(lambda shift=shift, total=total: _shifted_then_normalised(x, shift, total),
                f"subtracts the maximum along {shift_name} but sums along {total_name}: both must run along `axis`")
               for shift, total, shift_name, total_name in ((axis, -1, "`axis`", "the last axis"),
-                                                           (-1, axis, "the last axis", "`axis`"))],
+                                                           (-1, axis, "the last axis", "`axis`"),
+                                                           (axis, 0, "`axis`", "axis 0"))
+              if total != 0 or axis % np.ndim(x) != 0],  # a sum along axis 0 is right where `axis` is 0
             (lambda: _exp_normalise(x - x.max(), axis),
              "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
              "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),

@@ -83,6 +83,8 @@ def hand_written_softmax_mistakes(s, axis=-1):
          f"divides the scores by their row's length (an L2 normalisation): {NOT_A_SOFTMAX}"),
         (lambda: shifted() / np.linalg.norm(shifted(), axis=axis, keepdims=True),
          f"divides the exponentials by their row's length (an L2 normalisation), not by their sum: {NOT_A_SOFTMAX}"),
+        (shifted, "gives each row's exponentials divided by the largest of them (exp(x - max), never divided by "
+                  f"their sum), so the largest weight is 1: {NOT_A_SOFTMAX}"),
         (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
          f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
     ]
