@@ -6,8 +6,9 @@ graded by stored outputs, an independent PyTorch construction, and properties. A
 with switches names the usual mistakes: sin and cos swapped, the exponent i/d instead of 2i/d,
 the cosine column using its own index, integer division, sines and cosines in two halves, the
 power applied to p / 10000; and codes whose pairs turn steadily at wrong speeds (another base,
-another width in the exponent) are named from the speeds the student's own rows show, and columns
-shifted by a constant angle from the start angles they show.
+another width in the exponent, an exponent off by one, log10 for the natural log) are named from
+the speeds the student's own rows show, and columns shifted by a constant angle from the start
+angles they show.
 """
 
 import math
