@@ -125,6 +125,9 @@ def _check_heads_as_the_task_says(module, num_heads, d_in, d_out, bias, what):
 
 
 SAME_HEAD = "every head computes the same output: each head needs its own module (and weights)"
+ONE_HEAD = ("the output is one head's output alone, as wide as one head: does the loop over the heads keep only one "
+            "(overwriting the result with each head's output, joining a list made anew for each head, or returning "
+            "after the first)? Collect every head's output and concatenate them along the last dimension")
 
 
 def _wrapper_mistakes(x, heads):
@@ -136,6 +139,8 @@ def _wrapper_mistakes(x, heads):
             (lambda: toolkit.heads_side_by_side(x, [heads[0]] * len(heads)), SAME_HEAD),
             (lambda: toolkit.heads_side_by_side(x, heads, mask="none"), "the heads are not causal: use causal "
              "single-head modules (CausalAttention)"),
+            # one head's output alone (right with one head, where no case fails): the loop keeps the last or the first
+            *[(lambda head=head: toolkit.attention(x, head), ONE_HEAD) for head in (heads[-1], heads[0])],
             *_joined_wrongly(x, heads)]
 
 
@@ -223,7 +228,12 @@ def test_head_zero_first(impl):
     module = _wrapper(impl, 3, 2, 5, heads)
     x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     out = checks.to_array(module(x), "MultiHeadAttentionWrapper(x)")
-    checks.expect_shape(out, (2, 5, 6), "MultiHeadAttentionWrapper(3, 2, 5, 0.0, num_heads=3)(x)")
+    what = "MultiHeadAttentionWrapper(3, 2, 5, 0.0, num_heads=3)(x)"
+    # as wide as one head: one head's output alone, the one wrong width the shape's relation cannot name
+    one_head = [(candidate, symptom) for candidate, symptom in _wrapper_mistakes(x.numpy(), heads) if symptom == ONE_HEAD]
+    if out.shape != (2, 5, 6) and checks.named_mistake(out, one_head):
+        raise CaseFailure(f"{what}: {ONE_HEAD}")
+    checks.expect_shape(out, (2, 5, 6), what)
     for i in range(3):
         try:
             head = module.call("get_submodule", f"heads.{i}")(x)

@@ -7,6 +7,7 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit.projections import explain_stacked
 
 STEP = "project_qkv"
 ROLES = ("Q", "K", "V")
@@ -181,6 +182,7 @@ def _checked_call(impl, record):
     if out is None:
         raise checks.returned_none(f"project_qkv of {label}")
     if not isinstance(out, (tuple, list)) or len(out) != 3:
+        explain_stacked(out, X, Ws, f"project_qkv of {label}")
         raise CaseFailure(f"project_qkv should return a tuple (Q, K, V) of three arrays ({label})")
     for k, (value, W) in enumerate(zip(out, Ws)):
         want = (*X.shape[:-1], W.shape[-1])
@@ -196,6 +198,9 @@ def _checked_call(impl, record):
             raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: one column per token, that "
                               f"is {ROLES[k]}ᵀ (W·x per token); tokens are rows, so "
                               f"{ROLES[k]} = X @ {WEIGHTS[k]} ({label})")
+        if got != want and X.ndim > 2 and got == (int(np.prod(X.shape[:-1])), W.shape[-1]) and _looks_like(
+                value, (X @ W).reshape(got)):
+            raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: {BATCH_FLATTENED} ({label})")
         if got != want and any(_looks_like(value, third) for third in _fused_thirds_cut_across_rows(X, Ws, k)):
             raise CaseFailure(f"{ROLES[k]} has shape {checks.fmt_shape(got)}: {FUSED_CUT_ACROSS_ROWS} ({label})")
         checks.expect_shape(checks.to_array(value, ROLES[k]), want, f"{ROLES[k]} on {label}")
@@ -205,6 +210,12 @@ def _checked_call(impl, record):
 def _looks_like(value, candidate):
     """Whether an item equals `candidate` (an array, or a function that computes it) as a rung of the ladder would."""
     return checks.named_mistake(checks.to_array(value, "the item"), [(candidate, "it")]) is not None
+
+
+# X.reshape(-1, d_in) @ W: right rows, but the batch's axes are merged into the tokens' and left so.
+BATCH_FLATTENED = ("the batch's leading axes are merged with the tokens' (X.reshape(-1, d_in)) and never "
+                   "restored: reshape the product back to X.shape[:-1] + (d_out,), or multiply X as it is, since @ "
+                   "broadcasts over the leading axes")
 
 
 FUSED_CUT_ACROSS_ROWS = ("a third of the fused projection X @ [W_q W_k W_v] cut across its rows (the tokens, or a "

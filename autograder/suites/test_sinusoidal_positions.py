@@ -6,8 +6,9 @@ graded by stored outputs, an independent PyTorch construction, and properties. A
 with switches names the usual mistakes: sin and cos swapped, the exponent i/d instead of 2i/d,
 the cosine column using its own index, integer division, sines and cosines in two halves, the
 power applied to p / 10000; and codes whose pairs turn steadily at wrong speeds (another base,
-another width in the exponent) are named from the speeds the student's own rows show, and columns
-shifted by a constant angle from the start angles they show.
+another width in the exponent, an exponent off by one, log10 for the natural log) are named from
+the speeds the student's own rows show, and columns shifted by a constant angle from the start
+angles they show.
 """
 
 import math
@@ -132,12 +133,43 @@ def _speeds_named(speeds, d_model):
     if fits(10000.0 ** -((two_i + 1) / d_model)):
         return ("the exponent is (2i+1) / d_model, the odd numbers (np.arange(1, d_model, 2)): 2i counts 0, 2, 4, "
                 "..., so pair 0 turns by exactly 1 radian per position")
+    named = _exponent_off_by_one(speeds, two_i, d_model)
+    if named is not None:
+        return named
     # Only a power of ten is named a base: another width in the exponent fits some base too, seldom a round one.
     digits = -math.log10(speeds[1]) * d_model / 2 if len(speeds) > 1 and 0 < speeds[1] < 1 else 4.0
     if round(digits) != 4 and abs(digits - round(digits)) < 1e-4 and fits(10.0 ** -(round(digits) * two_i / d_model)):
         return (f"every pair turns as with the base 1e{round(digits)} = {10 ** round(digits)} in place of 10000 "
                 "(1e4; 10e4 is 100000): the base is 10000")
     return "check the base, 10000, and the exponent, 2i / d_model"
+
+
+# The exponential form exp(-2i * ln(10000) / d_model) with log10 for ln: log10(10000) = 4, so every pair turns as
+# with the base e**4 (about 54.6).
+LOG10_FOR_LN = ("every pair turns as with the base e**4 (about 54.6), which exp(-2i * log(10000) / d_model) gives "
+                "with np.log10(10000) = 4 in place of the natural log, np.log(10000) = 9.21: the exponential form "
+                "takes np.log (or math.log)")
+
+
+def _exponent_off_by_one(speeds, two_i, d_model):
+    """What steady `speeds` show, where they fit a speed off by one in the exponent (2i / d_model - 1, (2i - 1) /
+    d_model, 2i / (d_model - 1)) or log10 for the natural log; None otherwise. Such speeds can exceed pi, so they
+    are compared as turns: read from one position to the next, a speed is known only up to whole turns."""
+    def fits(want):
+        with np.errstate(over="ignore"):
+            turn = np.angle(np.exp(1j * (speeds - want)))
+        return bool(np.all(np.isfinite(want))) and np.allclose(turn, 0.0, atol=1e-6)
+
+    if fits(np.exp(-two_i * 4.0 / d_model)):
+        return LOG10_FOR_LN
+    off = {"the exponent is 2i / d_model - 1, so pair 0 turns by 10000 radians per position, not 1":
+           10000.0 ** -(two_i / d_model - 1),
+           "the exponent is (2i - 1) / d_model, so pair 0 turns faster than 1 radian per position":
+           10000.0 ** -((two_i - 1) / d_model),
+           "the exponent is 2i / (d_model - 1), the width less one":
+           10000.0 ** -(two_i / max(d_model - 1, 1))}
+    return next((f"{what}: an off-by-one; the exponent is 2i / d_model, 0 for pair 0, which turns by exactly 1 "
+                 "radian per position" for what, want in off.items() if len(speeds) > 1 and fits(want)), None)
 
 
 def _phases(out):
