@@ -103,7 +103,7 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None
         if _square_weights_named(impl, None, lambda s, V: [(_softmax(s) @ V.T, V_TRANSPOSED)], k=0):
             raise CaseFailure(f"{detail}, but runs where V is square (n_k = d_v): {V_TRANSPOSED}") from None
-        sdpa_probes.name_values_times_weights(impl.scaled_dot_product_attention, detail)
+        sdpa_probes.name_square_context(impl.scaled_dot_product_attention, detail)
         sdpa_probes.name_self_scores(impl.scaled_dot_product_attention, Q, K, detail)
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
                                                  np.zeros((*K.shape[:-1], K.shape[-2]), dtype=bool)):
@@ -212,9 +212,7 @@ def mistakes(Q, K, V, mask, k):
             return variants + [(lambda: filled, scores_back), *sdpa_probes.transposed_weights_mistakes(weights),
                                (lambda: filled - np.max(filled, axis=-1, keepdims=True), scores_back)]
     found = [(lambda f=f: f() @ V, s) for f, s in variants]
-    found += [(lambda: np.swapaxes(weights, -1, -2) @ V,
-               "the context uses weightsᵀ @ V: row i of the weights belongs to query i, so the context is "
-               "weights @ V"),
+    found += [(lambda: np.swapaxes(weights, -1, -2) @ V, sdpa_probes.WEIGHTS_T_CONTEXT),
               (lambda: weights @ K, "the context weights the keys: use the values, weights @ V"),
               (lambda: weights @ Q, "the context weights the queries: use the values, weights @ V"),
               # the scores as they are, unscaled, or as the softmax takes them: filled, shifted by their maximum

@@ -114,11 +114,15 @@ def name_transposed_weights(weights, right, label):
 
 VALUES_TIMES_WEIGHTS = ("the context is V @ weights, the product the wrong way round: the weights, (n_q, n_k), "
                         "come first, so that each query's row mixes the values' rows, one per key: weights @ V")
+WEIGHTS_T_CONTEXT = ("the context uses weightsᵀ @ V: row i of the weights belongs to query i, so the context is "
+                     "weights @ V")
 
 
-def name_values_times_weights(attend, detail):
+def name_square_context(attend, detail):
     """`detail`, an error on inputs of other sizes, named where the context on 4 queries, 4 keys and values 4 wide
-    (where V @ weights runs) is V @ weights; quiet otherwise."""
-    if square_output_named(attend, None, lambda s, V: [(V @ model.softmax(s), VALUES_TIMES_WEIGHTS)], k=0):
-        raise CaseFailure(f"{detail}, but runs where the queries, the keys and the values' width are as many: "
-                          f"{VALUES_TIMES_WEIGHTS}")
+    (where V @ weights and weightsᵀ @ V run, and on one matrix, so .T is a transpose) is one of theirs, before a
+    batch's error is blamed on K.T; quiet otherwise."""
+    found = square_output_named(attend, None, lambda s, V: [(V @ model.softmax(s), VALUES_TIMES_WEIGHTS),
+                                                            (model.softmax(s).T @ V, WEIGHTS_T_CONTEXT)], k=0)
+    if found:
+        raise CaseFailure(f"{detail}, but runs where the queries, the keys and the values' width are as many: {found}")
