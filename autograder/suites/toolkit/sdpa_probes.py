@@ -1,9 +1,9 @@
 """Mistakes of scaled_dot_product_attention told apart by probes of their own, which live here since its suite is
 full: blocked scores filled with +inf (np.inf for -np.inf), told from a mask multiplied by -inf, which also makes every
-row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; and large
+row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; large
 scores' nan from a maximum taken without keepdims, which does shift, by another row's maximum; the right weights
-returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); and V @ weights, which runs only on square
-inputs."""
+returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); and a context of V @ weights or of
+weights.T @ V, which run only on square inputs or one matrix."""
 
 import numpy as np
 
