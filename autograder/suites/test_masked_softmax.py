@@ -104,6 +104,7 @@ def stored_symptoms(record, k):
     s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
     return [*[((lambda fill=fill: _softmax(np.where(m, fill, s))), "blocked scores are filled with a finite value (0?) "
                "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1e2, -1e3, -1e4)],
+            (lambda: _softmax(np.where(m, s.min(), s)), FILLED_WITH_MIN),
             (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
              "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
             (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
@@ -138,6 +139,7 @@ def stored_symptoms(record, k):
              "last dimension with keepdim=True"),
             (lambda: np.where(m, -np.inf, s), "it returns the masked scores themselves: the softmax is never "
              "applied to them"),
+            (lambda: _exp(np.where(m, -np.inf, s)), UNNORMALISED),
             (lambda: _softmax(np.where(np.triu(np.ones(s.shape[-2:], dtype=bool), 1), -np.inf, s)), OWN_CAUSAL_MASK),
             *_mask_axis_added(s, record["mask"])]
 
@@ -157,6 +159,12 @@ def _mask_axis_added(s, mask):
              MASK_AXIS_ADDED)]
 
 
+# The smallest score is a finite fill like 0 or -1e3, but one the scores choose: named apart, since it looks like -inf.
+FILLED_WITH_MIN = ("blocked scores are filled with the smallest score (scores.min()), which is finite, so blocked "
+                   "entries still get weight: fill them with float('-inf'), whose exponential is exactly 0")
+UNNORMALISED = ("the weights are the exponentials of the masked scores, never divided by their row's sum: blocked "
+                "entries are 0 as they should be, but each row must then be normalised to sum to 1 (torch.softmax "
+                "does both)")
 NO_KEEPDIM = ("the maximum or the sum taken along each row loses its axis (no keepdim=True), so it lines up with "
               "the last axis instead: entry (i, j) gets row j's value, not row i's (and a batch does not fit)")
 

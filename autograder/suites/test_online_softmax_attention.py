@@ -43,9 +43,18 @@ DIVIDED_IN_LOOP = ("the running output is divided by the running sum inside the 
                    "still grows with the later blocks, so what an early block added is divided by too small a sum, "
                    "or divided again; keep the running output unnormalised and divide by the running sum once, "
                    "after the last block")
+# Identical outputs: the factor left out, and one computed from a running maximum already set to the new one.
+RESCALE_NEITHER = ("neither the running sum nor the running output is rescaled when the row maximum grows, or the "
+                   "factor exp(old_max - new_max) is computed after the running maximum is already updated, so it is "
+                   "always 1: before adding a block, multiply both by exp(old_max - new_max), old_max the maximum "
+                   "from before the block")
+PER_BLOCK = ("each block's values are divided by that block's own weight sum as they are added (a softmax within "
+             "the block): the blocks' weights must stay on one scale, so keep the running output a sum of "
+             "exp(score - max) @ V and divide it once, after the last block, by the running sum of every block's "
+             "weights")
 VALUES_FIRST = blockwise.VALUES_FIRST
 MISTAKES = [
-    (dict(rescale="none"), RESCALE),
+    (dict(rescale="none"), RESCALE_NEITHER),
     (dict(rescale="acc"), RESCALE),
     (dict(rescale="sum"), "the running output is not rescaled when the row maximum grows: multiply it by "
                           "exp(old_max - new_max) before adding a block, as the running sum"),
@@ -56,6 +65,8 @@ MISTAKES = [
     (dict(normalise=False), "the output is not divided by the running sum at the end"),
     (dict(normalise="loop"), DIVIDED_IN_LOOP),
     (dict(normalise="loop-block"), DIVIDED_IN_LOOP),
+    (dict(normalise="block"), PER_BLOCK),
+    (dict(rescale="ratio"), blockwise.RATIO),
     (dict(scale="d_v"), "the scores are divided by the square root of the values' width, d_v: the scale is "
                         "sqrt(d_k), the width of the queries and keys"),
     (dict(rescale="inverted"), FIRST_BLOCK_NAN),
@@ -318,6 +329,7 @@ def test_weights_sum_to_one(impl):
         out = _call(impl, Q, K, V, block_size, causal, what)
         checks.expect_shape(out, (10, 1), what)
         if low and not np.isfinite(out).all():  # right on the ordinary scores just before
+            blockwise.name_rescale_ratio(impl, what, Q, K, V, block_size, causal)  # nan far above 0 too: not the start
             raise CaseFailure(f"{what} gives nan (0 / 0), though it is right on ordinary scores: every weight "
                               "exp(score - shift) underflowed to 0, so the shift was not the row's largest score; "
                               "the running maximum starts at -inf (not 0) and takes the scores' own maximum")

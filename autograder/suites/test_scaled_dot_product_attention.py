@@ -73,15 +73,7 @@ def _works(impl, Q, K, V, mask):
 
 
 def _square_weights_named(impl, mask, ladder, k=1):
-    """Whether output k (1 the weights, 0 the context) on 4 queries and keys (d_k 3) with `mask` matches a mistake
-    of `ladder(scores, V)`; V is (4, 2), and square, (4, 4), for the context."""
-    r = rng(1310)
-    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2 if k else 4))
-    try:
-        out = checks.to_array(impl.scaled_dot_product_attention(Q, K, V, mask)[k], "the output")
-    except Exception:  # noqa: BLE001 - only asks what square inputs give
-        return False
-    return checks.named_mistake(out, ladder(_raw(Q, K) / np.sqrt(3), V)) is not None
+    return sdpa_probes.square_output_named(impl.scaled_dot_product_attention, mask, ladder, k)
 
 
 def _call(impl, Q, K, V, mask, label):
@@ -111,6 +103,7 @@ def _call(impl, Q, K, V, mask, label):
             raise CaseFailure(f"{detail}, but runs on square scores: it {model.NO_KEEPDIMS}") from None
         if _square_weights_named(impl, None, lambda s, V: [(_softmax(s) @ V.T, V_TRANSPOSED)], k=0):
             raise CaseFailure(f"{detail}, but runs where V is square (n_k = d_v): {V_TRANSPOSED}") from None
+        sdpa_probes.name_square_context(impl.scaled_dot_product_attention, detail)
         sdpa_probes.name_self_scores(impl.scaled_dot_product_attention, Q, K, detail)
         if Q.shape[-2] != K.shape[-2] and _works(impl, K, K, V, None if mask is None else
                                                  np.zeros((*K.shape[:-1], K.shape[-2]), dtype=bool)):
@@ -135,6 +128,8 @@ def _call(impl, Q, K, V, mask, label):
     w_shape, c_shape = (*Q.shape[:-1], K.shape[-2]), (*Q.shape[:-1], V.shape[-1])
     if context.shape == w_shape and weights.shape == c_shape and w_shape != c_shape:
         raise CaseFailure(f"returns (weights, context); return (context, weights) in that order ({label})")
+    if weights.shape != w_shape:  # the right weights transposed, before a shape that K Qᵀ would give is blamed
+        sdpa_probes.name_transposed_weights(weights, _model(dict(Q=Q, K=K, V=V, mask=mask))[1], label)
     if weights.shape == (*Q.shape[:-2], K.shape[-2], Q.shape[-2]) and weights.shape != w_shape:
         raise CaseFailure(f"the weights have shape {checks.fmt_shape(weights.shape)}, keys by queries: that "
                           f"is K Qᵀ; compute Q Kᵀ, one row per query ({label})")
@@ -214,12 +209,10 @@ def mistakes(Q, K, V, mask, k):
         filled = fill(scaled, mask, -np.inf)
         scores_back = "the second item is the scores, not the weights: return the softmax of the scores"
         with np.errstate(invalid="ignore"):
-            return variants + [(lambda: filled, scores_back),
+            return variants + [(lambda: filled, scores_back), *sdpa_probes.transposed_weights_mistakes(weights),
                                (lambda: filled - np.max(filled, axis=-1, keepdims=True), scores_back)]
     found = [(lambda f=f: f() @ V, s) for f, s in variants]
-    found += [(lambda: np.swapaxes(weights, -1, -2) @ V,
-               "the context uses weightsᵀ @ V: row i of the weights belongs to query i, so the context is "
-               "weights @ V"),
+    found += [(lambda: np.swapaxes(weights, -1, -2) @ V, sdpa_probes.WEIGHTS_T_CONTEXT),
               (lambda: weights @ K, "the context weights the keys: use the values, weights @ V"),
               (lambda: weights @ Q, "the context weights the queries: use the values, weights @ V"),
               # the scores as they are, unscaled, or as the softmax takes them: filled, shifted by their maximum

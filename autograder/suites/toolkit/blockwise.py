@@ -15,13 +15,16 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
           width="full", max_axis=-1, positions=None):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
-    block) | "new" (the block's values, not the running output); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
+    block) | "new" (the block's values, not the running output) | "ratio" (by exp(old_max) / exp(new_max), which
+    overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked); scale "sqrt" | "none" |
     "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
     number of keys) | "floor" (// sqrt(d_k), each score rounded down); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
-    divided by the running sum as they are added (neither divides at the end); shift "old":
+    divided by the running sum as they are added (neither divides at the end), "block": each block's values
+    divided by the block's own weight sum as they are added (and the running output by the running sum at the
+    end); shift "old":
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped, "last": the last block is skipped, even a
     full one (range(0, n_k - block_size, block_size)); width "short": each block reads one key fewer,
@@ -60,11 +63,16 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                 scores = np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
             new_max = scores.max(axis=max_axis, keepdims=True)
             new_max = new_max if block_max else np.maximum(row_max, new_max)
-            shrink = np.exp(new_max - row_max) if rescale == "inverted" else np.exp(row_max - new_max)
+            if rescale == "inverted":
+                shrink = np.exp(new_max - row_max)
+            elif rescale == "ratio":
+                shrink = np.exp(row_max) / np.exp(new_max)
+            else:
+                shrink = np.exp(row_max - new_max)
             p = np.exp(scores - (new_max if shift == "new" else row_max))
             row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
             V_blk = V[..., :stop - start, :] if values == "first" else V[..., start:stop, :]
-            added = p @ V_blk / (row_sum if normalise == "loop-block" else 1.0)
+            added = p @ V_blk / {"loop-block": row_sum, "block": p.sum(-1, keepdims=True)}.get(normalise, 1.0)
             if rescale == "late":
                 acc = (acc + added) * shrink
             elif rescale == "new":
@@ -73,7 +81,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                 acc = (acc if rescale in ("sum", "none") else acc * shrink) + added
             acc = acc / row_sum if normalise == "loop" else acc
             row_max = new_max if keep_max else row_max
-        return acc / row_sum if normalise is True else acc
+        return acc / row_sum if normalise in (True, "block") else acc
 
 
 VALUES_FIRST = ("every block takes its values from the first rows of V, not from the rows of its own keys: a block's "
@@ -173,3 +181,23 @@ def _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causa
         raise CaseFailure(f"{what} {went_wrong}, and in blocks that divide the {n_k} keys gives wrong values: "
                           f"{VALUES_FIRST}; "
                           "a last block shorter than block_size has fewer weights than those rows") from None
+
+
+RATIO = ("the outputs are nan where the scores are far from 0: the rescale factor is computed as exp(old_max) / "
+         "exp(new_max), and each exponential overflows to inf (or underflows to 0) long before their ratio does, "
+         "so it is inf / inf (or 0 / 0), nan; compute exp(old_max - new_max), one exponential of the difference")
+
+
+def name_rescale_ratio(impl, what, Q, K, V, block_size, causal):
+    """Outputs that are nan where every score is far below 0 (0 / 0) named as a factor exp(old_max) / exp(new_max)
+    where the same code, on scores as far above 0, gives that mistake's nan too: a running maximum started at 0,
+    which also gives nan far below 0, is right far above it. Quiet otherwise."""
+    high_Q, high_K = ((np.abs(np.asarray(a)) + 30).astype(np.asarray(a).dtype) for a in (Q, K))
+    try:
+        out = checks.to_array(impl.online_softmax_attention(high_Q, high_K, V, block_size=block_size,
+                                                            causal=causal), what)
+    except (RemoteError, CaseFailure):
+        return
+    if not np.isfinite(out).all() and checks.named_mistake(
+            out, [(lambda: model(high_Q, high_K, V, block_size, causal, rescale="ratio"), RATIO)]):
+        raise CaseFailure(f"{what} gives nan, and so it does where every score is far above 0: {RATIO}")

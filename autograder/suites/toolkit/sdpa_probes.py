@@ -1,7 +1,9 @@
 """Mistakes of scaled_dot_product_attention told apart by probes of their own, which live here since its suite is
 full: blocked scores filled with +inf (np.inf for -np.inf), told from a mask multiplied by -inf, which also makes every
-row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; and large
-scores' nan from a maximum taken without keepdims, which does shift, by another row's maximum."""
+row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; large
+scores' nan from a maximum taken without keepdims, which does shift, by another row's maximum; the right weights
+returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); and a context of V @ weights or of
+weights.T @ V, which run only on square inputs or one matrix."""
 
 import numpy as np
 
@@ -77,3 +79,50 @@ def why_nan(attend, scores, nan_rows):
         return shifts.why_nan(scores, nan_rows)
     return ("the maximum it subtracts is taken without keepdims=True, so entry (i, j) is shifted by row j's maximum, "
             "not row i's, and the exponential of a score far above another row's maximum overflows")
+
+
+def square_output_named(attend, mask, ladder, k=1):
+    """The symptom of the mistake of `ladder(scores, V)` that output k (1 the weights, 0 the context) matches on 4
+    queries and keys (d_k 3) with `mask`, or None; V is (4, 2), and square, (4, 4), for the context."""
+    r = np.random.default_rng(1310)
+    Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2 if k else 4))
+    try:
+        out = checks.to_array(attend(Q, K, V, mask)[k], "the output")
+    except Exception:  # noqa: BLE001 - only asks what square inputs give
+        return None
+    return checks.named_mistake(out, ladder(Q @ K.T / np.sqrt(3), V))
+
+
+# Softmax over the keys, then transposed: each column sums to 1. K Qᵀ, softmax over its last axis (the queries),
+# has the same shape, but each row sums to 1, so the values tell them apart.
+WEIGHTS_TRANSPOSED = ("the weights come back transposed, keys by queries (weights.T; on a batch .T reverses every "
+                      "axis): the softmax of Q Kᵀ is already laid out as the weights are, one row per query, "
+                      "(..., n_q, n_k), so return it as it is")
+
+
+def transposed_weights_mistakes(weights):
+    """[(candidate, symptom)] of the right `weights` returned with their last two axes swapped."""
+    return [(lambda: np.swapaxes(weights, -1, -2), WEIGHTS_TRANSPOSED)]
+
+
+def name_transposed_weights(weights, right, label):
+    """Weights of a shape other than `right`'s named where they are `right` with its last two axes swapped, or
+    with every axis reversed (.T on a batch); quiet otherwise."""
+    if checks.named_mistake(weights, [*transposed_weights_mistakes(right), (right.T, WEIGHTS_TRANSPOSED)]):
+        raise CaseFailure(f"{WEIGHTS_TRANSPOSED} ({label})")
+
+
+VALUES_TIMES_WEIGHTS = ("the context is V @ weights, the product the wrong way round: the weights, (n_q, n_k), "
+                        "come first, so that each query's row mixes the values' rows, one per key: weights @ V")
+WEIGHTS_T_CONTEXT = ("the context uses weightsᵀ @ V: row i of the weights belongs to query i, so the context is "
+                     "weights @ V")
+
+
+def name_square_context(attend, detail):
+    """`detail`, an error on inputs of other sizes, named where the context on 4 queries, 4 keys and values 4 wide
+    (where V @ weights and weightsᵀ @ V run, and on one matrix, so .T is a transpose) is one of theirs, before a
+    batch's error is blamed on K.T; quiet otherwise."""
+    found = square_output_named(attend, None, lambda s, V: [(V @ model.softmax(s), VALUES_TIMES_WEIGHTS),
+                                                            (model.softmax(s).T @ V, WEIGHTS_T_CONTEXT)], k=0)
+    if found:
+        raise CaseFailure(f"{detail}, but runs where the queries, the keys and the values' width are as many: {found}")
