@@ -75,6 +75,9 @@ MISTAKES = [
                            "rescales what came before by exp(-inf) = 0, and only the last block counts"),
     (dict(rescale="late"), "the running output is rescaled after the block's values are added, so they shrink "
                            "too: rescale what was summed before the block, then add the block"),
+    (dict(rescale="sum_late"), "the running sum is rescaled after the block's weights are added, so they shrink too "
+                               "(and the first block's, by exp(-inf) = 0): rescale what was summed before the block, "
+                               "then add the block's weights"),
     (dict(rescale="new"), "the block's own values are multiplied by exp(old_max - new_max), not the running output: "
                           "that factor shrinks what was summed before the block (the running output, as the running "
                           "sum); the block's weights are already shifted by the new maximum"),

@@ -15,7 +15,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
           width="full", max_axis=-1, positions=None):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
-    block) | "new" (the block's values, not the running output) | "ratio" (by exp(old_max) / exp(new_max), which
+    block) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
+    the block's weights) | "ratio" (by exp(old_max) / exp(new_max), which
     overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked); scale "sqrt" | "none" |
@@ -70,7 +71,10 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             else:
                 shrink = np.exp(row_max - new_max)
             p = np.exp(scores - (new_max if shift == "new" else row_max))
-            row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
+            if rescale == "sum_late":
+                row_sum = (row_sum + p.sum(sum_axis, keepdims=True)) * shrink
+            else:
+                row_sum = (row_sum if rescale in ("acc", "none") else row_sum * shrink) + p.sum(sum_axis, keepdims=True)
             V_blk = V[..., :stop - start, :] if values == "first" else V[..., start:stop, :]
             added = p @ V_blk / {"loop-block": row_sum, "block": p.sum(-1, keepdims=True)}.get(normalise, 1.0)
             if rescale == "late":
