@@ -186,6 +186,9 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
                 and close(out, np.asarray(expected)[..., :num_tokens])):
             # on this probe (x = eye, values = [x, 2x]) the weights are the first half of the right output
             raise CaseFailure(f"{what}: {RETURNS_WEIGHTS}")
+        if num_heads > 1 and out.shape == (1, num_tokens, 2 * num_tokens):
+            raise CaseFailure(f"{what} has shape {checks.fmt_shape(out.shape)}, one head's width, where the "
+                              f"{num_heads} heads' outputs belong side by side: is only one head's output kept?")
         checks.expect_shape(out, (1, num_tokens, num_heads * 2 * num_tokens), what)
         out = out[0].reshape(num_tokens, num_heads, 2, num_tokens)
         return out[:, :, 0], out[:, :, 1]
