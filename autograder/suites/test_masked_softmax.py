@@ -232,8 +232,7 @@ def test_blocked_entries_exactly_zero(impl):
             largest = float(abs(out[..., _causal(5)]).max())
             if largest > FINITE_FILL_LEAK:  # more than a finite fill far below the scores lets through
                 checks.expect_close(out, right, what, atol=1e-4)  # the kind of mistake the value shows, if any
-                raise CaseFailure(f"{what}: blocked entries get weight up to {largest:.3g}, and the grader "
-                                  "cannot name the cause")
+                raise CaseFailure(f"{what}: blocked entries get weight up to {largest:.3g}, and {checks.UNNAMED}")
             raise CaseFailure(f"{what}: blocked entries get weight {largest:.3g}, "
                               "not exactly 0; fill them with float('-inf') (a finite fill value like "
                               "-1e3 fails when the scores are that small too)")
