@@ -353,8 +353,7 @@ def _expect_value_error(call, what):
     except ValueError:
         return
     except RemoteError as error:
-        raise CaseFailure(f"{what} raised {error.type_name}; it should raise ValueError (check the length "
-                          "before using the mask: raise ValueError(...) when len(cache) + t > context_length)") from None
+        raise cached.refused_otherwise(what, error) from None
     raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
 
 

@@ -256,3 +256,18 @@ CACHE_MISTAKES = [
     (dict(new_keys_only=True), "a lone new token's one score is spread over every key held, so it weighs every "
                                "cached token the same (its output is the mean of their values): " + NEW_KEYS_ONLY),
 ]
+
+
+# An assert for the length check (assert len(cache) + t <= context_length) refuses the right calls, before the mask,
+# but with AssertionError, which the docstring does not promise (and python -O skips every assert).
+ASSERTED_LENGTH = ("is the length checked with an assert? An assert raises AssertionError (and python -O skips it); "
+                   "the docstring promises ValueError: raise ValueError(...) when len(cache) + t > context_length")
+
+
+def refused_otherwise(what, error):
+    """The CaseFailure of a call that should raise ValueError (too many tokens for context_length) and raised `error`
+    (a RemoteError) instead: an AssertionError is named as an assert."""
+    if error.type_name == "AssertionError":
+        return CaseFailure(f"{what} raised AssertionError where it should raise ValueError: {ASSERTED_LENGTH}")
+    return CaseFailure(f"{what} raised {error.type_name}; it should raise ValueError (check the length "
+                       "before using the mask: raise ValueError(...) when len(cache) + t > context_length)")

@@ -1,7 +1,7 @@
 """Rungs of SelfAttention's suite, whose own file is full: slips in a softmax or a scale written by hand.
 
 `softmax_slips(scores, d_k)`: (weights, symptom) of the scaled `scores` (..., T, T) weighed so: the sums of the
-exponentials taken without keepdim, and the divisor written keys.shape[-1] ** 1 / 2.
+exponentials taken without keepdim, and the divisor written keys.shape[-1] ** 1 / 2 or keys.shape[-1] ** -0.5.
 `explain_on_one_sequence`: a forward that raised on a batch but runs on one sequence, where the sums taken without
 keepdim show.
 `explain_item_alone`: an item of a batch whose output differs from its output alone, named by either output.
@@ -29,13 +29,18 @@ POWER_BEFORE_DIVISION = ("the scores are divided by 2·d_k: keys.shape[-1] ** 1 
                          "binds before / (and scores / d_k / 2 divides twice); the square root is ** 0.5, or "
                          "** (1 / 2) with brackets")
 
+# scores / keys.shape[-1] ** -0.5: d_k ** -0.5 is 1 / sqrt(d_k) already, so dividing by it multiplies by sqrt(d_k).
+NEGATIVE_POWER = ("the scores are multiplied by sqrt(d_k), not divided: keys.shape[-1] ** -0.5 is 1 / sqrt(d_k) "
+                  "already, so dividing by it multiplies; divide by keys.shape[-1] ** 0.5 (or multiply by ** -0.5)")
+
 
 def softmax_slips(scores, d_k):
-    """[(weights, symptom)] of the two slips on the scores Q Kᵀ / sqrt(d_k); the sums without keepdim only where
+    """[(weights, symptom)] of the slips on the scores Q Kᵀ / sqrt(d_k); the sums without keepdim only where
     their shapes broadcast, as in the student's code."""
     with np.errstate(over="ignore", invalid="ignore"):
         exponentials = np.exp(scores)
-    found = [(lambda: softmax(scores * np.sqrt(d_k) / (2 * d_k)), POWER_BEFORE_DIVISION)]
+    found = [(lambda: softmax(scores * np.sqrt(d_k) / (2 * d_k)), POWER_BEFORE_DIVISION),
+             (lambda: softmax(scores * d_k), NEGATIVE_POWER)]
     try:
         np.broadcast_shapes(exponentials.shape, exponentials.shape[:-1])
     except ValueError:
