@@ -98,8 +98,7 @@ def stored_symptoms(record, k):
             (lambda: X @ np.swapaxes(X, -1, -2) * (1 - np.eye(X.shape[-2])), ZERO_DIAGONAL),
             *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
             *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2),
-            *[(lambda: _flattened(X) @ _flattened(X).T, BATCH_FLATTENED)] * (X.ndim > 2),
-            (lambda: np.outer(X, X), OUTER)]
+            *[(lambda: _flattened(X) @ _flattened(X).T, BATCH_FLATTENED)] * (X.ndim > 2)]
 
 
 def _flattened(X):
@@ -110,9 +109,6 @@ def _flattened(X):
 BATCH_FLATTENED = ("merges the batch's axes with the tokens' (X.reshape(-1, d)) before X Xᵀ, so the tokens of "
                    "different items are paired too and the batch's axes are lost: leave the leading axes alone and "
                    "swap only the last two (np.swapaxes(X, -1, -2)), which pairs each item's tokens alone")
-# np.outer flattens both factors, so every entry of X meets every entry: an (n·d, n·d) array of single products.
-OUTER = ("takes np.outer(X, X), which flattens X and multiplies every entry by every entry, an (n·d, n·d) array of "
-         "single products: the scores are the matrix product X Xᵀ, each entry a sum over the features")
 
 
 # Two readings of "every token's dot product with every token": the next assignment's scale taken early, and
