@@ -88,6 +88,7 @@ def _forward(module, x, cache, start, size, call):
     try:
         return module(x[:, start:start + size], cache=cache)
     except RemoteError as error:
+        whole_said = ""
         if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
             # A shape mistake of the layer itself (the tokens read from the batch axis, ...) fails through a
             # cache too: the whole input's forward, which `Layer` retries, names it before the cache is blamed.
@@ -97,9 +98,9 @@ def _forward(module, x, cache, start, size, call):
             for batch in {whole.shape[0], 3 if start + size == 2 else 2}:
                 try:
                     module(whole[:1].expand(batch, *whole.shape[1:]).clone() if batch != whole.shape[0] else whole)
-                except RemoteError:
-                    pass
-        cached.explain_failed_forward(error, cache, start, size, call)
+                except RemoteError as whole_error:
+                    whole_said = str(whole_error)
+        cached.explain_failed_forward(error, cache, start, size, call, whole_said)
         raise
 
 
@@ -353,8 +354,7 @@ def _expect_value_error(call, what):
     except ValueError:
         return
     except RemoteError as error:
-        raise CaseFailure(f"{what} raised {error.type_name}; it should raise ValueError (check the length "
-                          "before using the mask: raise ValueError(...) when len(cache) + t > context_length)") from None
+        raise cached.refused_otherwise(what, error) from None
     raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
 
 

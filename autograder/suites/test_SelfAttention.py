@@ -125,9 +125,7 @@ def forward(impl, module, x, label, d_in, d_out):
         if d_in != d_out:
             square = toolkit.construct(impl, STEP, (d_in, d_in)).to(x.dtype)
             if _works(square, x):
-                raise CaseFailure(f"{detail}, but not when d_out = d_in: call the layers (self.W_query(x)); "
-                                  "nn.Linear stores its weight as (d_out, d_in), so x @ self.W_query.weight "
-                                  "does not fit") from None
+                toolkit.self_attention_slips.explain_square_only(impl, detail)
         raise
     checks.expect_tensor(out, f"the output on {label}")
     if d_in != d_out and tuple(out.shape) == tuple(x.shape):

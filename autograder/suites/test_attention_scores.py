@@ -97,7 +97,18 @@ def stored_symptoms(record, k):
             (lambda: np.sum(X * X, axis=-1), EACH_WITH_ITSELF),
             (lambda: X @ np.swapaxes(X, -1, -2) * (1 - np.eye(X.shape[-2])), ZERO_DIAGONAL),
             *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
-            *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2)]
+            *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2),
+            *[(lambda: _flattened(X) @ _flattened(X).T, BATCH_FLATTENED)] * (X.ndim > 2)]
+
+
+def _flattened(X):
+    """X's tokens as one (n, d) matrix, its leading axes merged with the tokens' (X.reshape(-1, d))."""
+    return X.reshape(-1, X.shape[-1])
+
+
+BATCH_FLATTENED = ("merges the batch's axes with the tokens' (X.reshape(-1, d)) before X Xᵀ, so the tokens of "
+                   "different items are paired too and the batch's axes are lost: leave the leading axes alone and "
+                   "swap only the last two (np.swapaxes(X, -1, -2)), which pairs each item's tokens alone")
 
 
 # Two readings of "every token's dot product with every token": the next assignment's scale taken early, and

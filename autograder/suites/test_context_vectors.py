@@ -143,7 +143,14 @@ def _square_only(w, v):
             (v @ w, "computes values @ weights: the weights come first, one row per query"),
             (w @ v.T, "pairs each row of the weights with each row of the values (np.inner, or the values "
                       "transposed): row i of the weights holds query i's weight of every key, and the values "
-                      "hold one row per key, so the sum over the keys meets the weights' columns")]
+                      "hold one row per key, so the sum over the keys meets the weights' columns"),
+            (v @ w.T, VALUES_TIMES_WEIGHTS_T)]
+
+
+# values @ weights.T runs only where the values are as wide as there are keys; it is (weights @ values.T)ᵀ.
+VALUES_TIMES_WEIGHTS_T = ("computes values @ weightsᵀ (the product turned round, the weights transposed to fit): "
+                          "each entry sums a value row's features against the keys' weights; the weights come "
+                          "first, as they are, weights @ values, one row per query summed over the keys")
 
 
 COLUMN_SUMS = ("gives key j's value row scaled by its column sum of weights: the sum runs over the keys for each "
@@ -162,7 +169,15 @@ def stored_symptoms(record, k):
             (lambda: w[..., :, -1:] * v[..., -1:, :], LAST_KEY_ONLY),
             (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v),
             (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN), (lambda: w @ v / np.shape(w)[-1], BY_THE_KEYS),
-            (lambda: w @ v / np.shape(w)[-2], BY_THE_QUERIES)]
+            (lambda: w @ v / np.shape(w)[-2], BY_THE_QUERIES),
+            (lambda: w * np.sum(v, axis=-1)[..., None, :], SUMMED_OVER_FEATURES)]
+
+
+# (weights[..., None] * values[..., None, :, :]).sum(-1): the products of query i, key j and feature k summed over
+# the features, which leaves weight (i, j) times the sum of value row j, one entry per key.
+SUMMED_OVER_FEATURES = ("sums the products of the weights and the values over the features (the last axis), not "
+                        "over the keys: entry (i, j) is query i's weight of key j times the sum of value row j; a "
+                        "context vector sums weight (i, j) times value row j over the keys j, keeping the features")
 
 
 LAST_KEY_ONLY = ("keeps only the last key's term, its weight times its value row: a loop over the keys that assigns "

@@ -43,7 +43,25 @@ def mask_to_end(context_length, num_tokens, said):
         return False, MASK_COLUMNS_TO_END
     if num_tokens == 1 and product and (int(product.group(1)), int(product.group(2))) == (context_length, 1):
         return True, MASK_COLUMNS_TO_END
+    if mismatch and _one_column_more(said, num_tokens):  # where num_tokens + 1 is context_length, the above
+        return False, MASK_ONE_COLUMN_MORE
     return None
+
+
+# self.mask[start:start + t, :start + t + 1]: an off-by-one in the columns' stop, which fails without a cache too.
+MASK_ONE_COLUMN_MORE = ("the mask slice has one column more than there are keys (its stop one past len(cache) + t, "
+                        "an off-by-one): the scores have a column per key held, len(cache) + t, and so must the "
+                        "mask's slice, self.mask[start:start + t, :start + t]")
+
+
+def _one_column_more(said, num_tokens):
+    """Whether `said`, the error of a forward of `num_tokens` tokens without a cache, is a mask slice one column
+    wider than the scores: masked_fill's mismatch (mask, then scores) on dimension 2, or, for one token, whose scores
+    broadcast against the mask, the product of those weights with the values."""
+    mismatch, product = _MISMATCH.search(said), _BATCH2.search(said)
+    if mismatch:
+        return (int(mismatch.group(1)), int(mismatch.group(2)), mismatch.group(3)) == (num_tokens + 1, num_tokens, "2")
+    return bool(product) and (int(product.group(1)), int(product.group(2))) == (num_tokens + 1, num_tokens)
 
 
 EMPTY_CACHE = ("an empty KVCache holds no tensors yet (its keys and values are None until the first update), so "
@@ -56,17 +74,18 @@ AFTER_UPDATE = ("the new tokens' position is read from len(cache) after cache.up
                 "the first new token sits where the cache ended before this call")
 
 
-def explain_failed_forward(error, cache, start, size, call):
+def explain_failed_forward(error, cache, start, size, call, whole_said=""):
     """Name the cause of a forward of `size` new tokens after `start` cached ones (that fit in
     context_length) that raised `error`, if a known one: the cache grown by the wrong number, a length
     check that refuses what fits, the position read after the cache grew (a ValueError, or a mask slice
-    one chunk too far on), a mask slice of the wrong width or height. Otherwise return, for the caller to re-raise."""
+    one chunk too far on), a mask slice of the wrong width or height, one column too wide where `whole_said`, the error
+    of a forward of the same tokens without a cache, shows it too. Otherwise return, for the caller to re-raise."""
     if isinstance(error, ValueError) and len(cache) == start:  # refused before the cache grew
         raise CaseFailure(f"{call} raised {error.type_name}, but {start} cached and {size} new tokens make "
                           f"{start + size}, which context_length fits: refuse only MORE than context_length "
                           "tokens") from None
-    if error.type_name == "AttributeError" and "'NoneType' object has no attribute" in str(error) and \
-            start == len(cache) == 0:
+    if (error.type_name == "AttributeError" and "'NoneType' object has no attribute" in str(error) or
+            error.type_name == "TypeError" and "'NoneType' has no len()" in str(error)) and start == len(cache) == 0:
         raise CaseFailure(f"{call} raised {error.type_name} with a new, empty cache: {EMPTY_CACHE}") from None
     joined = _JOINED.search(str(error))
     if start and joined and (int(joined.group(1)), int(joined.group(2))) == (start, size):
@@ -85,6 +104,9 @@ def explain_failed_forward(error, cache, start, size, call):
     said = str(error)
     found = _MISMATCH.search(said) or _BATCH2.search(said)
     sizes = {int(found.group(1)), int(found.group(2))} if found else set()
+    if whole_said and len(cache) == start + size and _one_column_more(whole_said, start + size):  # not the position
+        raise CaseFailure(f"{call} raised {error.type_name}, as the same tokens' forward without a cache does: "
+                          f"{MASK_ONE_COLUMN_MORE}") from None
     if len(cache) == start + size and (isinstance(error, ValueError) or sizes == {start + size, start + 2 * size}):
         raise CaseFailure(f"{call} raised {error.type_name}: {AFTER_UPDATE}") from None
     if start and found and found.re is _BATCH2 and (int(found.group(1)), int(found.group(2))) == (start + size, size):
@@ -256,3 +278,18 @@ CACHE_MISTAKES = [
     (dict(new_keys_only=True), "a lone new token's one score is spread over every key held, so it weighs every "
                                "cached token the same (its output is the mean of their values): " + NEW_KEYS_ONLY),
 ]
+
+
+# An assert for the length check (assert len(cache) + t <= context_length) refuses the right calls, before the mask,
+# but with AssertionError, which the docstring does not promise (and python -O skips every assert).
+ASSERTED_LENGTH = ("is the length checked with an assert? An assert raises AssertionError (and python -O skips it); "
+                   "the docstring promises ValueError: raise ValueError(...) when len(cache) + t > context_length")
+
+
+def refused_otherwise(what, error):
+    """The CaseFailure of a call that should raise ValueError (too many tokens for context_length) and raised `error`
+    (a RemoteError) instead: an AssertionError is named as an assert."""
+    if error.type_name == "AssertionError":
+        return CaseFailure(f"{what} raised AssertionError where it should raise ValueError: {ASSERTED_LENGTH}")
+    return CaseFailure(f"{what} raised {error.type_name}; it should raise ValueError (check the length "
+                       "before using the mask: raise ValueError(...) when len(cache) + t > context_length)")

@@ -1,17 +1,21 @@
 """Rungs of SelfAttention's suite, whose own file is full: slips in a softmax or a scale written by hand.
 
 `softmax_slips(scores, d_k)`: (weights, symptom) of the scaled `scores` (..., T, T) weighed so: the sums of the
-exponentials taken without keepdim, and the divisor written keys.shape[-1] ** 1 / 2.
+exponentials taken without keepdim, and the divisor written keys.shape[-1] ** 1 / 2 or keys.shape[-1] ** -0.5.
 `explain_on_one_sequence`: a forward that raised on a batch but runs on one sequence, where the sums taken without
 keepdim show.
 `explain_item_alone`: an item of a batch whose output differs from its output alone, named by either output.
+`explain_square_only`: a forward that raises unless d_out = d_in, named by a square layer's output.
 """
 
 import numpy as np
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.model import SCALED_BY_TOKENS, softmax
+from autograder.suites.toolkit.cases import rng
+from autograder.suites.toolkit.model import SCALED_BY_TOKENS, attention, softmax
+from autograder.suites.toolkit.modules import loaded_module, random_projections, tensor
+from autograder.suites.toolkit.properties import close
 
 # e / e.sum(dim=-1): the sums (..., T) line up with the last axis of e (..., T, T), so entry (i, j) is divided by
 # row j's sum; on one sequence that runs, on a batch (B, T, T) / (B, T) fits only where B is 1 or T.
@@ -29,13 +33,18 @@ POWER_BEFORE_DIVISION = ("the scores are divided by 2·d_k: keys.shape[-1] ** 1 
                          "binds before / (and scores / d_k / 2 divides twice); the square root is ** 0.5, or "
                          "** (1 / 2) with brackets")
 
+# scores / keys.shape[-1] ** -0.5: d_k ** -0.5 is 1 / sqrt(d_k) already, so dividing by it multiplies by sqrt(d_k).
+NEGATIVE_POWER = ("the scores are multiplied by sqrt(d_k), not divided: keys.shape[-1] ** -0.5 is 1 / sqrt(d_k) "
+                  "already, so dividing by it multiplies; divide by keys.shape[-1] ** 0.5 (or multiply by ** -0.5)")
+
 
 def softmax_slips(scores, d_k):
-    """[(weights, symptom)] of the two slips on the scores Q Kᵀ / sqrt(d_k); the sums without keepdim only where
+    """[(weights, symptom)] of the slips on the scores Q Kᵀ / sqrt(d_k); the sums without keepdim only where
     their shapes broadcast, as in the student's code."""
     with np.errstate(over="ignore", invalid="ignore"):
         exponentials = np.exp(scores)
-    found = [(lambda: softmax(scores * np.sqrt(d_k) / (2 * d_k)), POWER_BEFORE_DIVISION)]
+    found = [(lambda: softmax(scores * np.sqrt(d_k) / (2 * d_k)), POWER_BEFORE_DIVISION),
+             (lambda: softmax(scores * d_k), NEGATIVE_POWER)]
     try:
         np.broadcast_shapes(exponentials.shape, exponentials.shape[:-1])
     except ValueError:
@@ -64,3 +73,26 @@ def explain_item_alone(i, batch_out, alone_out, batch_right, batch_ladder, item_
     if (checks.named_mistake(batch_out, [(batch_right, "right")]) is not None
             and checks.named_mistake(alone_out, item_ladder()) == SCALED_BY_TOKENS):
         raise CaseFailure(f"item {i} of the batch gets another output alone: {KEYS_FIRST_AXIS}")
+
+
+# queries @ x.transpose(-2, -1): the raw inputs for the keys fit the scores' product only where d_out = d_in, as
+# x @ self.W_query.weight (the layers' weights multiplied untransposed) does; a square layer's output tells them apart.
+KEYS_ARE_INPUTS = ("the keys are the raw inputs x, not self.W_key(x): the scores compare the queries with x itself, "
+                   "which fits only where d_out = d_in; the keys are W_key's projection of x")
+
+
+def explain_square_only(impl, detail):
+    """A forward that raised (`detail`) where d_out != d_in, and runs where d_out = d_in: the raw inputs taken for the
+    keys, where a square layer's output (4 tokens, d_in = d_out = 3) is theirs, else the layers' weights multiplied
+    untransposed."""
+    r = rng(1561)
+    linears, x = random_projections(r, 3, 3, False), r.normal(size=(4, 3))
+    try:
+        out = loaded_module(impl, "SelfAttention", (3, 3, False), linears, explained=False)(tensor(x))
+        keys_are_inputs = close(out, attention(x, linears, mask="none", roles="qxv"))
+    except (RemoteError, CaseFailure):
+        keys_are_inputs = False
+    if keys_are_inputs:
+        raise CaseFailure(f"{detail}, and runs where d_out = d_in, which shows why: {KEYS_ARE_INPUTS}") from None
+    raise CaseFailure(f"{detail}, but not when d_out = d_in: call the layers (self.W_query(x)); nn.Linear stores its "
+                      "weight as (d_out, d_in), so x @ self.W_query.weight does not fit") from None
