@@ -151,3 +151,41 @@ def test_a_formula_is_shown_as_text_and_a_number_stays_a_number(value, shown):
     csvsafe.Writer(handle).writerow([value])
     assert next(csv.reader(io.StringIO(handle.getvalue())))[0] == str(shown)
 
+
+
+def _nested(folder, depth):
+    """`depth` folders `d`, each inside the last, under `folder`, with a link at the bottom: made
+    through folder descriptors, as a path that long could not be named."""
+    fd = os.open(folder, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.symlink("/etc/shadow", "shadow.txt", dir_fd=fd)
+    os.close(fd)
+
+
+def test_a_thousand_nested_folders_are_dropped_below_the_depth_limit_without_recursion(tmp_path):
+    """os.walk and shutil.copytree recurse once per folder: a submission of 1100 nested folders
+    raised RecursionError in intake, which stopped `coursekit autograde` for the whole class
+    (and would stop `nbgrader collect`). The folder below MAX_SUBMITTED_DEPTH is dropped whole,
+    quarantined twice without error, and nothing under it is followed."""
+    from autograder.limits import MAX_SUBMITTED_DEPTH
+
+    submitted = tmp_path / "course" / "submitted" / "deep" / "01"
+    submitted.mkdir(parents=True)
+    (submitted / "notebook.ipynb").write_text("{}")
+    _nested(submitted, 1100)
+    too_deep = "/".join(["d"] * (MAX_SUBMITTED_DEPTH + 1))
+    assert [d.path for d in intake.unsafe_entries(submitted)] == [too_deep]
+    copied = intake.safe_copy(submitted, tmp_path / "copy")
+    assert [d.path for d in copied] == [too_deep] and "nested" in copied[0].reason
+    assert (tmp_path / "copy" / "notebook.ipynb").is_file()
+    assert not (tmp_path / "copy" / too_deep).exists()
+    root = tmp_path / "course"
+    for _ in range(2):  # a second autograde of the same hand-in finds the first one's quarantine
+        assert [d.path for d in intake.quarantine(root, "01", "deep", submitted)] == [too_deep]
+        assert not (submitted / too_deep).exists()
+        _nested(submitted / "/".join(["d"] * MAX_SUBMITTED_DEPTH), 1100 - MAX_SUBMITTED_DEPTH)
+    subprocess.run(["rm", "-rf", str(tmp_path)], check=True)  # pytest's own clean-up recurses too
