@@ -173,19 +173,21 @@ def test_a_thousand_nested_folders_are_dropped_below_the_depth_limit_without_rec
     quarantined twice without error, and nothing under it is followed."""
     from autograder.limits import MAX_SUBMITTED_DEPTH
 
-    submitted = tmp_path / "course" / "submitted" / "deep" / "01"
-    submitted.mkdir(parents=True)
-    (submitted / "notebook.ipynb").write_text("{}")
-    _nested(submitted, 1100)
-    too_deep = "/".join(["d"] * (MAX_SUBMITTED_DEPTH + 1))
-    assert [d.path for d in intake.unsafe_entries(submitted)] == [too_deep]
-    copied = intake.safe_copy(submitted, tmp_path / "copy")
-    assert [d.path for d in copied] == [too_deep] and "nested" in copied[0].reason
-    assert (tmp_path / "copy" / "notebook.ipynb").is_file()
-    assert not (tmp_path / "copy" / too_deep).exists()
-    root = tmp_path / "course"
-    for _ in range(2):  # a second autograde of the same hand-in finds the first one's quarantine
-        assert [d.path for d in intake.quarantine(root, "01", "deep", submitted)] == [too_deep]
-        assert not (submitted / too_deep).exists()
-        _nested(submitted / "/".join(["d"] * MAX_SUBMITTED_DEPTH), 1100 - MAX_SUBMITTED_DEPTH)
-    subprocess.run(["rm", "-rf", str(tmp_path)], check=True)  # pytest's own clean-up recurses too
+    try:
+        submitted = tmp_path / "course" / "submitted" / "deep" / "01"
+        submitted.mkdir(parents=True)
+        (submitted / "notebook.ipynb").write_text("{}")
+        _nested(submitted, 1100)
+        too_deep = "/".join(["d"] * (MAX_SUBMITTED_DEPTH + 1))
+        assert [d.path for d in intake.unsafe_entries(submitted)] == [too_deep]
+        copied = intake.safe_copy(submitted, tmp_path / "copy")
+        assert [d.path for d in copied] == [too_deep] and "nested" in copied[0].reason
+        assert (tmp_path / "copy" / "notebook.ipynb").is_file()
+        assert not (tmp_path / "copy" / too_deep).exists()
+        root = tmp_path / "course"
+        for _ in range(2):  # a second autograde of the same hand-in finds the first one's quarantine
+            assert [d.path for d in intake.quarantine(root, "01", "deep", submitted)] == [too_deep]
+            assert not (submitted / too_deep).exists()
+            _nested(submitted / "/".join(["d"] * MAX_SUBMITTED_DEPTH), 1100 - MAX_SUBMITTED_DEPTH)
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path)], check=True)  # pytest's own clean-up recurses too
