@@ -41,7 +41,11 @@ class Dropped:
     reason: str
 
     def __str__(self):
-        return f"{self.path} ({self.reason})"
+        # The name is the student's: bytes that are not UTF-8 (held as lone surrogates) failed the
+        # saving of the graded notebook that shows it, and a newline put a line of their choosing
+        # among the instructor's flags. Each unprintable character is shown as its escape.
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in self.path)
+        return f"{shown} ({self.reason})"
 
 
 KIND_REASONS = {

@@ -191,3 +191,16 @@ def test_a_thousand_nested_folders_are_dropped_below_the_depth_limit_without_rec
             _nested(submitted / "/".join(["d"] * MAX_SUBMITTED_DEPTH), 1100 - MAX_SUBMITTED_DEPTH)
     finally:
         subprocess.run(["rm", "-rf", str(tmp_path)], check=True)  # pytest's own clean-up recurses too
+
+
+def test_a_dropped_name_that_is_no_text_is_shown_escaped_on_one_line():
+    """A link named with bytes that are not UTF-8 (b"\\xff") failed `coursekit autograde`'s saving of
+    that student's graded notebook (UnicodeEncodeError from the feedback's note), and a newline in
+    a name put a line of the student's choosing among the instructor's flags."""
+    from coursekit.nbgrader_plugins import _markdown_text
+
+    dropped = intake.Dropped(os.fsdecode(b"\xff\xfe-x.txt") + "\nsoftmax: GRADER ERROR", "a symbolic link, not followed")
+    shown = str(dropped)
+    assert shown.isprintable() and "\n" not in shown
+    assert shown == "\\udcff\\udcfe-x.txt\\nsoftmax: GRADER ERROR (a symbolic link, not followed)"
+    _markdown_text(shown).encode("utf-8")
