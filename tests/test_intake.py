@@ -204,3 +204,36 @@ def test_a_dropped_name_that_is_no_text_is_shown_escaped_on_one_line():
     assert shown.isprintable() and "\n" not in shown
     assert shown == "\\udcff\\udcfe-x.txt\\nsoftmax: GRADER ERROR (a symbolic link, not followed)"
     _markdown_text(shown).encode("utf-8")
+
+
+def test_the_resume_hash_takes_a_name_that_is_no_text_and_a_thousand_nested_folders(tmp_path):
+    """`resume.submission_hash` (which `coursekit autograde` without --force runs before intake)
+    encoded each name as UTF-8 and walked with os.walk: a file named b"\\xff" failed the recording
+    of that student's grades, 1100 nested folders stopped the run. Names are hashed as the bytes
+    they are, and a plain folder hashes as before."""
+    import hashlib
+
+    from coursekit import resume
+
+    def before(folder):  # the hash as it was, for a folder it could take
+        digest = hashlib.sha256()
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames.sort()
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()
+
+    plain = tmp_path / "plain"
+    for relative in ("b.txt", "a/z.txt", "a/b/c.txt", "c/x.txt", "a.txt"):
+        (plain / relative).parent.mkdir(parents=True, exist_ok=True)
+        (plain / relative).write_text(relative)
+    assert resume.submission_hash(plain) == before(plain)
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / os.fsdecode(b"\xff.npy")).write_bytes(b"x")
+    try:
+        _nested(odd, 1100)
+        assert resume.submission_hash(odd) != resume.submission_hash(plain)
+    finally:
+        subprocess.run(["rm", "-rf", str(odd)], check=True)
