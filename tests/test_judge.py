@@ -301,3 +301,19 @@ def test_a_kernel_stuck_before_its_step_is_judged_costs_that_step_not_the_run(tm
                             timeout=5, submission_timeout=30)
     assert points(judged, "dot_product") == 0
     assert judged.steps["dot_product"].kernel_lost
+
+
+def test_a_judge_error_that_is_no_exception_fails_its_submission_not_the_task(monkeypatch):
+    """The task of one submission catches the judge's BaseExceptions too (KernelStuck, a case's
+    timeout): one that escaped stopped the class run in process, and would end a Dask worker's task
+    with no result (red-team round r25)."""
+    from autograder.errors import KernelStuck
+    from coursekit import grading_task
+
+    def stuck(*args):
+        raise KernelStuck()
+
+    monkeypatch.setattr(grading_task, "_worker_exporter", stuck)
+    result = grading_task.judge_submission({"student": "s", "assignment": "a", "config": {}, "preprocessors": [],
+                                            "notebooks": {}})
+    assert not result["ok"] and "KernelStuck" in result["problem"]
