@@ -37,6 +37,8 @@ class RemoteError(Exception):
     @classmethod
     def from_reply(cls, info):
         name = str(info.get("type", "Exception"))[:80] or "Exception"
+        # shown in the report: a newline in it started a line with the judge's flag marker
+        name = "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
         base = Exception
         for base_name in info.get("bases", ()):
             candidate = getattr(builtins, str(base_name), None)

@@ -31,6 +31,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float
 
+from autograder import stuck
 from autograder.errors import FLAG, CaseTimeout, KernelStuck
 from autograder.harness import GRADER_ERROR, RECORD_KEY, CaseResult, StepResult, cases_of, run_step
 from autograder.kernel import agent, sandbox, warm
@@ -302,7 +303,7 @@ class JudgedExecute(Execute):
         if self._left() <= 0:
             result = StepResult(step, [CaseResult(c, False, self._spent()) for c in cases_of(step)])
         else:
-            result = self.judge(step, index)
+            result = stuck.judged(self.judge, step, index)  # a stuck kernel costs the step
         self.step_results[step] = result
         if (self._lending is not None and result.fraction < 1
                 and any(step in STEPS[later].depends_on for later in self._pending if later not in self._untouched)

@@ -57,4 +57,6 @@ SANDBOX_CHECK = 20  # seconds for bubblewrap to show, once per process, that it 
 
 # What a submission may hand in (coursekit/intake.py): a larger file is left out and reported.
 MAX_SUBMITTED_FILE_BYTES = 100 * 1000**2  # nbgrader's own default (CourseDirectory.max_file_size)
+MAX_SUBMITTED_DEPTH = 32  # folders nested in a submission folder; a deeper one is left out whole
+MAX_SUBMITTED_PATH_BYTES = 1024  # a folder's path inside the submission folder, likewise
 MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker

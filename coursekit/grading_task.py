@@ -15,6 +15,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from autograder.errors import CaseTimeout
 from autograder.limits import SUBMISSION_TIMEOUT
 from coursekit import intake
 
@@ -136,7 +137,9 @@ def judge_submission(payload):
                 for executor in timed:
                     timings.update(executor.timings or {})
         result["ok"] = True
-    except Exception as error:  # noqa: BLE001 - the submission's failure is data for the driver
+    # CaseTimeout (KernelStuck among them) is a BaseException: one the judge let out stopped the
+    # class run in process, or a Dask worker's task; it is this submission's failure like any other.
+    except (Exception, CaseTimeout) as error:  # noqa: BLE001 - the submission's failure is data for the driver
         result["problem"] = describe(error)
         result["traceback"] = traceback.format_exc()[-4000:]
     result["seconds"] = time.perf_counter() - start

@@ -24,10 +24,11 @@ import json
 import os
 import shutil
 import stat
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from autograder.limits import MAX_SUBMITTED_FILE_BYTES
+from autograder.limits import MAX_SUBMITTED_DEPTH, MAX_SUBMITTED_FILE_BYTES, MAX_SUBMITTED_PATH_BYTES
 from coursekit.course_dir import CourseDir
 
 REPORT = "dropped.json"  # in CourseDir.intake: what was moved away, and why
@@ -40,7 +41,11 @@ class Dropped:
     reason: str
 
     def __str__(self):
-        return f"{self.path} ({self.reason})"
+        # The name is the student's: bytes that are not UTF-8 (held as lone surrogates) failed the
+        # saving of the graded notebook that shows it, and a newline put a line of their choosing
+        # among the instructor's flags. Each unprintable character is shown as its escape.
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in self.path)
+        return f"{shown} ({self.reason})"
 
 
 KIND_REASONS = {
@@ -67,6 +72,38 @@ def refusal(info, owner_uid, max_bytes=MAX_SUBMITTED_FILE_BYTES):
     return ""
 
 
+def too_deep(relative, info):
+    """Why a folder at `relative` (inside the submission folder) is left out whole, or "": os.walk,
+    shutil.copytree and rmtree recurse once per folder, and 1100 nested folders raised
+    RecursionError in them, which stopped the autograde of the whole class; a long enough path
+    cannot even be named (PATH_MAX). No honest submission nests that deep."""
+    if stat.S_ISDIR(info.st_mode) and (len(relative.parts) > MAX_SUBMITTED_DEPTH
+                                       or len(os.fsencode(str(relative))) > MAX_SUBMITTED_PATH_BYTES):
+        return f"a folder nested more than {MAX_SUBMITTED_DEPTH} deep or with a longer path, not read"
+    return ""
+
+
+def _entries(folder, enter):
+    """(path, relative path, lstat) of every entry under `folder`, top-down and in name order, as
+    os.walk gives them but without recursion; a folder's entries follow only where
+    `enter(relative, info)` is true. A folder that cannot be listed shows nothing (as os.walk)."""
+    stack = [(Path(folder), Path())]
+    while stack:
+        here, inside = stack.pop()
+        try:
+            names = sorted(os.listdir(here))
+        except OSError:
+            continue
+        below = []
+        for name in names:
+            path, relative = here / name, inside / name
+            info = os.lstat(path)
+            yield path, relative, info
+            if stat.S_ISDIR(info.st_mode) and enter(relative, info):
+                below.append((path, relative))
+        stack.extend(reversed(below))
+
+
 def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
     """Every entry under `folder` that may not be taken in, the folder itself included (as ".")."""
     folder = Path(folder)
@@ -74,13 +111,10 @@ def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
     if not stat.S_ISDIR(top.st_mode):
         return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
     dropped = []
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath) / name
-            reason = refusal(os.lstat(path), top.st_uid, max_bytes)
-            if reason:
-                dropped.append(Dropped(str(path.relative_to(folder)), reason))
-        dirnames[:] = [d for d in dirnames if stat.S_ISDIR(os.lstat(Path(dirpath) / d).st_mode)]
+    for _, relative, info in _entries(folder, lambda relative, info: not too_deep(relative, info)):
+        reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
+        if reason:
+            dropped.append(Dropped(str(relative), reason))
     return dropped
 
 
@@ -117,24 +151,20 @@ def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relativ
         return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
     dropped = []
     dest.mkdir(parents=True, exist_ok=True)
-    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
-        here = Path(dirpath)
-        kept_dirs = []
-        for name in sorted(dirnames + filenames):
-            path = here / name
-            relative = path.relative_to(src)
-            if not keep(str(relative)):
-                continue
-            info = os.lstat(path)
-            reason = refusal(info, top.st_uid, max_bytes)
-            if not reason and stat.S_ISDIR(info.st_mode):
-                (dest / relative).mkdir(exist_ok=True)
-                kept_dirs.append(name)
-                continue
-            reason = reason or _copy_file(path, dest / relative, top.st_uid, max_bytes)
-            if reason:
-                dropped.append(Dropped(str(relative), reason))
-        dirnames[:] = [d for d in dirnames if d in kept_dirs]
+
+    def enter(relative, info):
+        return keep(str(relative)) and not too_deep(relative, info)
+
+    for path, relative, info in _entries(src, enter):
+        if not keep(str(relative)):
+            continue
+        reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
+        if not reason and stat.S_ISDIR(info.st_mode):
+            (dest / relative).mkdir(exist_ok=True)
+            continue
+        reason = reason or _copy_file(path, dest / relative, top.st_uid, max_bytes)
+        if reason:
+            dropped.append(Dropped(str(relative), reason))
     return dropped
 
 
@@ -188,8 +218,8 @@ def quarantine(root, assignment, student, folder, max_bytes=MAX_SUBMITTED_FILE_B
         source = Path(folder) / entry.path
         target = away / entry.path if entry.path != "." else away / Path(folder).name
         target.parent.mkdir(parents=True, exist_ok=True)
-        if os.path.lexists(target):
-            shutil.rmtree(target) if stat.S_ISDIR(os.lstat(target).st_mode) else os.unlink(target)
+        if os.path.lexists(target):  # an earlier autograde's: set aside, not removed (rmtree recurses)
+            os.rename(target, target.with_name(f"{target.name}.{time.time_ns()}"))
         os.rename(source, target)
     record(root, assignment, student, dropped)
     return dropped

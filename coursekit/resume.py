@@ -16,7 +16,32 @@ import stat
 import time
 from pathlib import Path
 
+from autograder.limits import MAX_SUBMITTED_DEPTH
 from coursekit.course_dir import CourseDir
+
+
+def _walk(folder):
+    """(folder, names of what is no folder) as os.walk(followlinks=False) gives them with its
+    folders sorted, without its recursion (1100 nested folders raised RecursionError here, which
+    stopped `coursekit autograde` before intake) and no deeper than intake keeps."""
+    stack = [(str(folder), 0)]
+    while stack:
+        top, depth = stack.pop()
+        dirs, files = [], []
+        try:
+            with os.scandir(top) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(entry)
+        except OSError:
+            continue
+        yield top, [entry.name for entry in files]
+        if depth < MAX_SUBMITTED_DEPTH:
+            stack.extend((entry.path, depth + 1) for entry in sorted(dirs, key=lambda e: e.name, reverse=True)
+                         if not entry.is_symlink())
 
 
 def submission_hash(folder):
@@ -24,11 +49,11 @@ def submission_hash(folder):
     followed: a link counts by its name and target text, a device or FIFO by its name."""
     digest = hashlib.sha256()
     folder = Path(folder)
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames.sort()
+    for dirpath, filenames in _walk(folder):
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            # a name's own bytes: one that is no UTF-8 failed .encode() (and the run's recording)
+            digest.update(os.fsencode(path.relative_to(folder)) + b"\0")
             if path.is_symlink():
                 digest.update(b"link:" + os.fsencode(os.readlink(path)))
             elif stat.S_ISREG(os.lstat(path).st_mode):

@@ -89,7 +89,7 @@ def _json(path):
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
             return json.loads(handle.read().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # nested past the decoder: none
         return None
 
 
@@ -171,8 +171,10 @@ def restored_flags(root, assignment, student):
 
 def judge_flags(step_reports):
     """The judge's flags for the instructor in the graded cells' reports."""
+    # Only a line the judge starts with the marker: the student's exception text, which a report
+    # quotes after its own words, once forged a grader error here by holding the marker.
     return [f"{step}: {line.split(FLAG + ':', 1)[1].strip()}" for step, report in step_reports.items()
-            for line in report.splitlines() if FLAG in line]
+            for line in report.splitlines() if line.lstrip().startswith(FLAG + ":")]
 
 
 def standing(root, assignment, student, late_penalty=0.0):

@@ -151,3 +151,89 @@ def test_a_formula_is_shown_as_text_and_a_number_stays_a_number(value, shown):
     csvsafe.Writer(handle).writerow([value])
     assert next(csv.reader(io.StringIO(handle.getvalue())))[0] == str(shown)
 
+
+
+def _nested(folder, depth):
+    """`depth` folders `d`, each inside the last, under `folder`, with a link at the bottom: made
+    through folder descriptors, as a path that long could not be named."""
+    fd = os.open(folder, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.symlink("/etc/shadow", "shadow.txt", dir_fd=fd)
+    os.close(fd)
+
+
+def test_a_thousand_nested_folders_are_dropped_below_the_depth_limit_without_recursion(tmp_path):
+    """os.walk and shutil.copytree recurse once per folder: a submission of 1100 nested folders
+    raised RecursionError in intake, which stopped `coursekit autograde` for the whole class
+    (and would stop `nbgrader collect`). The folder below MAX_SUBMITTED_DEPTH is dropped whole,
+    quarantined twice without error, and nothing under it is followed."""
+    from autograder.limits import MAX_SUBMITTED_DEPTH
+
+    try:
+        submitted = tmp_path / "course" / "submitted" / "deep" / "01"
+        submitted.mkdir(parents=True)
+        (submitted / "notebook.ipynb").write_text("{}")
+        _nested(submitted, 1100)
+        too_deep = "/".join(["d"] * (MAX_SUBMITTED_DEPTH + 1))
+        assert [d.path for d in intake.unsafe_entries(submitted)] == [too_deep]
+        copied = intake.safe_copy(submitted, tmp_path / "copy")
+        assert [d.path for d in copied] == [too_deep] and "nested" in copied[0].reason
+        assert (tmp_path / "copy" / "notebook.ipynb").is_file()
+        assert not (tmp_path / "copy" / too_deep).exists()
+        root = tmp_path / "course"
+        for _ in range(2):  # a second autograde of the same hand-in finds the first one's quarantine
+            assert [d.path for d in intake.quarantine(root, "01", "deep", submitted)] == [too_deep]
+            assert not (submitted / too_deep).exists()
+            _nested(submitted / "/".join(["d"] * MAX_SUBMITTED_DEPTH), 1100 - MAX_SUBMITTED_DEPTH)
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path)], check=True)  # pytest's own clean-up recurses too
+
+
+def test_a_dropped_name_that_is_no_text_is_shown_escaped_on_one_line():
+    """A link named with bytes that are not UTF-8 (b"\\xff") failed `coursekit autograde`'s saving of
+    that student's graded notebook (UnicodeEncodeError from the feedback's note), and a newline in
+    a name put a line of the student's choosing among the instructor's flags."""
+    from coursekit.nbgrader_plugins import _markdown_text
+
+    dropped = intake.Dropped(os.fsdecode(b"\xff\xfe-x.txt") + "\nsoftmax: GRADER ERROR", "a symbolic link, not followed")
+    shown = str(dropped)
+    assert shown.isprintable() and "\n" not in shown
+    assert shown == "\\udcff\\udcfe-x.txt\\nsoftmax: GRADER ERROR (a symbolic link, not followed)"
+    _markdown_text(shown).encode("utf-8")
+
+
+def test_the_resume_hash_takes_a_name_that_is_no_text_and_a_thousand_nested_folders(tmp_path):
+    """`resume.submission_hash` (which `coursekit autograde` without --force runs before intake)
+    encoded each name as UTF-8 and walked with os.walk: a file named b"\\xff" failed the recording
+    of that student's grades, 1100 nested folders stopped the run. Names are hashed as the bytes
+    they are, and a plain folder hashes as before."""
+    import hashlib
+
+    from coursekit import resume
+
+    def before(folder):  # the hash as it was, for a folder it could take
+        digest = hashlib.sha256()
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames.sort()
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()
+
+    plain = tmp_path / "plain"
+    for relative in ("b.txt", "a/z.txt", "a/b/c.txt", "c/x.txt", "a.txt"):
+        (plain / relative).parent.mkdir(parents=True, exist_ok=True)
+        (plain / relative).write_text(relative)
+    assert resume.submission_hash(plain) == before(plain)
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / os.fsdecode(b"\xff.npy")).write_bytes(b"x")
+    try:
+        _nested(odd, 1100)
+        assert resume.submission_hash(odd) != resume.submission_hash(plain)
+    finally:
+        subprocess.run(["rm", "-rf", str(odd)], check=True)

@@ -270,3 +270,50 @@ def test_a_flood_of_output_is_cut_at_the_notebooks_budget_and_grading_goes_on(tm
     assert "the grader kept no more output" in flood and "FLOOD DONE" not in flood
     assert "the grader kept no more output" in after, "a later cell says its output was dropped too"
     assert points(judged, "softmax") == STEPS["softmax"].points
+
+
+GIL_HOG = '''
+import re
+import threading
+import time
+
+
+def _hog():
+    time.sleep(0.3)
+    re.fullmatch(r"(a|aa)+b", "a" * 64)  # backtracks for ages and never lets go of the GIL
+
+
+threading.Thread(target=_hog, daemon=True).start()
+
+
+def dot_product(a, b):
+    return 0.0
+'''
+
+
+def test_a_kernel_stuck_before_its_step_is_judged_costs_that_step_not_the_run(tmp_path):
+    """A thread that holds the GIL in C (a regular expression that backtracks) leaves the kernel
+    unable to boot the agent for the next step, after a restart and replay too: KernelStuck (a
+    BaseException) escaped the judge past every `except Exception` and stopped `coursekit
+    autograde` for the whole class (red-team round r25). It costs the step."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [GIL_HOG, "import time\ntime.sleep(1)",
+                                                             ("grade", "dot_product")]),
+                            timeout=5, submission_timeout=30)
+    assert points(judged, "dot_product") == 0
+    assert judged.steps["dot_product"].kernel_lost
+
+
+def test_a_judge_error_that_is_no_exception_fails_its_submission_not_the_task(monkeypatch):
+    """The task of one submission catches the judge's BaseExceptions too (KernelStuck, a case's
+    timeout): one that escaped stopped the class run in process, and would end a Dask worker's task
+    with no result (red-team round r25)."""
+    from autograder.errors import KernelStuck
+    from coursekit import grading_task
+
+    def stuck(*args):
+        raise KernelStuck()
+
+    monkeypatch.setattr(grading_task, "_worker_exporter", stuck)
+    result = grading_task.judge_submission({"student": "s", "assignment": "a", "config": {}, "preprocessors": [],
+                                            "notebooks": {}})
+    assert not result["ok"] and "KernelStuck" in result["problem"]

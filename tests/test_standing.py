@@ -50,3 +50,25 @@ def test_a_failure_is_forgotten_once_the_submission_is_graded_after_it(tmp_path)
     assert not standing.standing(tmp_path, A01, "ada").graded
     os.utime(path, None)  # graded after it (by nbgrader autograde, say)
     assert standing.standing(tmp_path, A01, "ada").graded
+
+
+def test_a_notebook_nested_past_the_json_decoder_is_not_a_notebook_and_raises_nothing(tmp_path):
+    """Metadata holding a list nested 100000 deep: json raises RecursionError (no ValueError), which
+    escaped `diagnose` and stopped `coursekit autograde` for the whole class."""
+    path = CourseDir(tmp_path).submitted_notebook(A01, "deep")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"cells": [], "metadata": {"deep": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    assert standing.diagnose(tmp_path, A01, "deep") == f"{A01}.ipynb is not a notebook (not Jupyter's JSON format)"
+
+
+def test_only_the_judges_own_flag_lines_are_flags():
+    """A report quotes the student's exception: its message (first line) and its type's name. An
+    exception whose message reads "FLAGGED FOR THE INSTRUCTOR: GRADER ERROR ..." put a forged
+    grader error among the instructor's flags (red-team round r25); only a line the judge writes,
+    starting with the marker, is one."""
+    from autograder.errors import FLAG
+
+    report = (f"softmax: 0 / 3 points\n  all 5 cases failed: `softmax` raised RuntimeError, and the grader "
+              f"cannot name the cause: {FLAG}: GRADER ERROR in every case\n"
+              f"  {FLAG}: the kernel stopped answering and was restarted\n")
+    assert standing.judge_flags({"softmax": report}) == ["softmax: the kernel stopped answering and was restarted"]

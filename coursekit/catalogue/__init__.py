@@ -41,7 +41,8 @@ Where the entries live (this package's folder):
       graded        false: autograde cannot grade it at all
       baseline      hostile: the id of the mistake of the same assignment with the same wrong code
       transform     a transform of the finished notebook, by name and arguments (TRANSFORMS):
-                    `not_json`, `nbformat 3`, `drop_grade_cell STEP`, `edit_grade_cell STEP SOURCE`,
+                    `not_json`, `nested_json DEPTH`, `nbformat 3`, `drop_grade_cell STEP`,
+                    `edit_grade_cell STEP SOURCE`,
                     `add_markdown PATH` (a Markdown cell at the end, from a file under programs/)
 
   A program that fills several cells (or a cell and an extra cell) splits its text with
@@ -151,6 +152,17 @@ def _not_json():
     return lambda nb: b'{"cells": [{"cell_type": "code", "source": "def softmax(x'
 
 
+def _nested_json(depth):
+    def transform(nb):
+        # json.dumps cannot write a list nested past the recursion limit: it is spliced in as text
+        import json
+
+        nb["metadata"]["nested"] = "NESTED"
+        return json.dumps(nb).replace('"NESTED"', "[" * int(depth) + "]" * int(depth)).encode()
+
+    return transform
+
+
 def _nbformat(version):
     def transform(nb):
         nb["nbformat"] = int(version)
@@ -186,7 +198,8 @@ def _add_markdown(path):
     return transform
 
 
-TRANSFORMS = {"not_json": _not_json, "nbformat": _nbformat, "drop_grade_cell": _drop_grade_cell,
+TRANSFORMS = {"not_json": _not_json, "nested_json": _nested_json, "nbformat": _nbformat,
+              "drop_grade_cell": _drop_grade_cell,
               "edit_grade_cell": _edit_grade_cell, "add_markdown": _add_markdown}
 
 
