@@ -70,6 +70,7 @@ their rows; `tests/test_step_mistakes.py` grades the other mistakes at their own
 the points the matrix records.
 """
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -155,8 +156,6 @@ def _not_json():
 def _nested_json(depth):
     def transform(nb):
         # json.dumps cannot write a list nested past the recursion limit: it is spliced in as text
-        import json
-
         nb["metadata"]["nested"] = "NESTED"
         return json.dumps(nb).replace('"NESTED"', "[" * int(depth) + "]" * int(depth)).encode()
 
