@@ -83,10 +83,11 @@ def too_deep(relative, info):
     return ""
 
 
-def _entries(folder, enter):
+def entries_under(folder, enter=lambda relative, info: not too_deep(relative, info)):
     """(path, relative path, lstat) of every entry under `folder`, top-down and in name order, as
     os.walk gives them but without recursion; a folder's entries follow only where
-    `enter(relative, info)` is true. A folder that cannot be listed shows nothing (as os.walk)."""
+    `enter(relative, info)` is true (by default, where it is not too deep to take in). A folder
+    that cannot be listed shows nothing (as os.walk). The resume hash walks with it too."""
     stack = [(Path(folder), Path())]
     while stack:
         here, inside = stack.pop()
@@ -111,7 +112,7 @@ def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
     if not stat.S_ISDIR(top.st_mode):
         return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
     dropped = []
-    for _, relative, info in _entries(folder, lambda relative, info: not too_deep(relative, info)):
+    for _, relative, info in entries_under(folder):
         reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
         if reason:
             dropped.append(Dropped(str(relative), reason))
@@ -155,7 +156,7 @@ def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relativ
     def enter(relative, info):
         return keep(str(relative)) and not too_deep(relative, info)
 
-    for path, relative, info in _entries(src, enter):
+    for path, relative, info in entries_under(src, enter):
         if not keep(str(relative)):
             continue
         reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)

@@ -14,53 +14,29 @@ import json
 import os
 import stat
 import time
-from pathlib import Path
 
-from autograder.limits import MAX_SUBMITTED_DEPTH
+from coursekit import intake
 from coursekit.course_dir import CourseDir
 
 
-def _walk(folder):
-    """(folder, names of what is no folder) as os.walk(followlinks=False) gives them with its
-    folders sorted, without its recursion (1100 nested folders raised RecursionError here, which
-    stopped `coursekit autograde` before intake) and no deeper than intake keeps."""
-    stack = [(str(folder), 0)]
-    while stack:
-        top, depth = stack.pop()
-        dirs, files = [], []
-        try:
-            with os.scandir(top) as entries:
-                for entry in entries:
-                    try:
-                        is_dir = entry.is_dir()
-                    except OSError:
-                        is_dir = False
-                    (dirs if is_dir else files).append(entry)
-        except OSError:
-            continue
-        yield top, [entry.name for entry in files]
-        if depth < MAX_SUBMITTED_DEPTH:
-            stack.extend((entry.path, depth + 1) for entry in sorted(dirs, key=lambda e: e.name, reverse=True)
-                         if not entry.is_symlink())
-
-
 def submission_hash(folder):
-    """sha256 over every regular file of a submitted folder (names and contents). Nothing is
-    followed: a link counts by its name and target text, a device or FIFO by its name."""
+    """sha256 over every regular file of a submitted folder (names and contents), walked as intake
+    walks it (without recursion, and no deeper than it takes in). Nothing is followed: a link
+    counts by its name and target text, a device or FIFO by its name; a link to a folder does not
+    count, as os.walk, which this walk replaced, left it out."""
     digest = hashlib.sha256()
-    folder = Path(folder)
-    for dirpath, filenames in _walk(folder):
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            # a name's own bytes: one that is no UTF-8 failed .encode() (and the run's recording)
-            digest.update(os.fsencode(path.relative_to(folder)) + b"\0")
-            if path.is_symlink():
-                digest.update(b"link:" + os.fsencode(os.readlink(path)))
-            elif stat.S_ISREG(os.lstat(path).st_mode):
-                with path.open("rb") as handle:
-                    for block in iter(lambda: handle.read(1 << 20), b""):
-                        digest.update(block)
-            digest.update(b"\0")
+    for path, relative, info in intake.entries_under(folder):
+        if stat.S_ISDIR(info.st_mode) or (stat.S_ISLNK(info.st_mode) and os.path.isdir(path)):
+            continue  # a folder counts by what it holds, which the walk gives after its own files
+        # a name's own bytes: one that is no UTF-8 failed .encode() (and the run's recording)
+        digest.update(os.fsencode(relative) + b"\0")
+        if stat.S_ISLNK(info.st_mode):
+            digest.update(b"link:" + os.fsencode(os.readlink(path)))
+        elif stat.S_ISREG(info.st_mode):
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        digest.update(b"\0")
     return digest.hexdigest()
 
 
