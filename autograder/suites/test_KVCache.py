@@ -245,13 +245,14 @@ def _expect_lengths(lengths, want, sizes, shape, label, kept=False):
                           "dim; return the number of tokens, keys.shape[1]")
     if (lengths == np.arange(1, len(sizes) + 1)).all() and list(want) != list(range(1, len(sizes) + 1)):
         raise CaseFailure(f"{what}: len(cache) counts the calls to update, not the tokens held")
-    if kept and len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
-        raise CaseFailure(f"{what}: len(cache) is the size of the latest update, though the cache keeps every token: "
-                          "does update set a count to k_new's tokens (= where += belongs)? Return the size of the "
-                          "token axis of what the cache holds, self.keys.shape[1]")
     if not kept and len(sizes) > 1 and (lengths == sizes[0]).all():
         raise CaseFailure(f"{what}: len(cache) never grows after the first update: the later updates are not kept")
-    if not kept and len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
+    if len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths == np.asarray(sizes)).all():
+        # each update's own size: a count set where it should grow if the keys came back whole, else a cache replaced
+        if kept:
+            raise CaseFailure(f"{what}: len(cache) is the size of the latest update, though the cache keeps every "
+                              "token: does update set a count to k_new's tokens (= where += belongs)? Return the size "
+                              "of the token axis of what the cache holds, self.keys.shape[1]")
         raise CaseFailure(f"{what}: len(cache) is each update's own size: every update replaces what the cache held, "
                           "so only the latest is kept")
     if len(sizes) > 1 and lengths.shape == np.shape(sizes) and (lengths[1:] == 1).all() and want[-1] > 2 and \
