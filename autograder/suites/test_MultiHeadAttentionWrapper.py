@@ -139,9 +139,12 @@ def _wrapper_mistakes(x, heads):
             (lambda: toolkit.heads_side_by_side(x, [heads[0]] * len(heads)), SAME_HEAD),
             (lambda: toolkit.heads_side_by_side(x, heads, mask="none"), "the heads are not causal: use causal "
              "single-head modules (CausalAttention)"),
-            # one head's output alone (right with one head, where no case fails): the loop keeps the last or the first
-            *[(lambda head=head: toolkit.attention(x, head), ONE_HEAD) for head in (heads[-1], heads[0])],
-            *_joined_wrongly(x, heads)]
+            *_one_head_alone(x, heads), *_joined_wrongly(x, heads)]
+
+
+def _one_head_alone(x, heads):
+    """One head's output alone (right with one head, where no case fails): the loop keeps the last or the first."""
+    return [(lambda head=head: toolkit.attention(x, head), ONE_HEAD) for head in (heads[-1], heads[0])]
 
 
 def _joined_wrongly(x, heads):
@@ -230,8 +233,7 @@ def test_head_zero_first(impl):
     out = checks.to_array(module(x), "MultiHeadAttentionWrapper(x)")
     what = "MultiHeadAttentionWrapper(3, 2, 5, 0.0, num_heads=3)(x)"
     # as wide as one head: one head's output alone, the one wrong width the shape's relation cannot name
-    one_head = [(candidate, symptom) for candidate, symptom in _wrapper_mistakes(x.numpy(), heads) if symptom == ONE_HEAD]
-    if out.shape != (2, 5, 6) and checks.named_mistake(out, one_head):
+    if out.shape != (2, 5, 6) and checks.named_mistake(out, _one_head_alone(x.numpy(), heads)):
         raise CaseFailure(f"{what}: {ONE_HEAD}")
     checks.expect_shape(out, (2, 5, 6), what)
     for i in range(3):
