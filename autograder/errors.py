@@ -7,6 +7,13 @@ import builtins
 FLAG = "FLAGGED FOR THE INSTRUCTOR"
 
 
+def one_line(text):
+    """`text` with each unprintable character shown as its escape (a newline as \\n): a name the
+    student chose, put on a line of a report or of the instructor's flags, cannot start a line
+    of its own (a forged flag) or carry bytes a page cannot encode."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class CaseFailure(AssertionError):
     """A wrong answer. Its message is shown to the student as is."""
 
@@ -38,7 +45,7 @@ class RemoteError(Exception):
     def from_reply(cls, info):
         name = str(info.get("type", "Exception"))[:80] or "Exception"
         # shown in the report: a newline in it started a line with the judge's flag marker
-        name = "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+        name = one_line(name)
         base = Exception
         for base_name in info.get("bases", ()):
             candidate = getattr(builtins, str(base_name), None)

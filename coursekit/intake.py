@@ -28,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autograder.errors import one_line
 from autograder.limits import MAX_SUBMITTED_DEPTH, MAX_SUBMITTED_FILE_BYTES, MAX_SUBMITTED_PATH_BYTES
 from coursekit.course_dir import CourseDir
 
@@ -44,8 +45,7 @@ class Dropped:
         # The name is the student's: bytes that are not UTF-8 (held as lone surrogates) failed the
         # saving of the graded notebook that shows it, and a newline put a line of their choosing
         # among the instructor's flags. Each unprintable character is shown as its escape.
-        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in self.path)
-        return f"{shown} ({self.reason})"
+        return f"{one_line(self.path)} ({self.reason})"
 
 
 KIND_REASONS = {
