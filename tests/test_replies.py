@@ -118,3 +118,44 @@ def test_the_kernels_word_on_whose_fault_an_error_was_is_not_asked_for():
         raise ValueError("x")
 
     assert set(agent.Agent({"f": raises}).handle({"op": "call", "target": "f"})["error"]) == {"type", "bases", "message"}
+
+
+class _UnreadableMessage(Exception):
+    def __str__(self):
+        raise RuntimeError("a message that raises when read")
+
+    __repr__ = __str__  # a KeyError's message is its key's repr
+
+
+class _NamelessMeta(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("a class whose name raises when read")
+
+
+class _Nameless(Exception, metaclass=_NamelessMeta):
+    pass
+
+
+@pytest.mark.parametrize("error", [_UnreadableMessage, _Nameless, lambda: KeyError(_UnreadableMessage())],
+                         ids=["message", "class-name", "key"])
+def test_an_exception_that_cannot_be_described_costs_its_request_and_the_agent_serves_on(error):
+    """Describing a submission's exception runs its code (`__str__`, a metaclass's `__name__`); what
+    that raises is described as UNDESCRIBABLE, and the thread that serves the judge answers the next
+    request, where the exception used to end it (and the step, through a deadline)."""
+    def raises():
+        raise error()
+
+    ours, theirs = socket.socketpair()
+    serving = agent.Agent({"f": raises, "g": lambda: 7})
+    thread = threading.Thread(target=serving.serve, args=(theirs,), daemon=True)
+    thread.start()
+    try:
+        agent.send(ours, {"op": "call", "target": "f"})
+        assert agent.receive(ours) == {"error": agent.UNDESCRIBABLE}
+        agent.send(ours, {"op": "call", "target": "g"})
+        assert agent.receive(ours) == {"ok": 7}
+    finally:
+        ours.close()
+        thread.join(5)
+    assert not thread.is_alive()

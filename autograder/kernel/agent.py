@@ -16,6 +16,8 @@ The judge imports the same file for `encode` and `decode`, so both ends share on
 """
 
 import base64
+import copy
+import dis
 import io
 import json
 import socket
@@ -178,11 +180,20 @@ def receive(sock, limit=None):
 
 # --- errors ---------------------------------------------------------------------------------
 
+# A submission's exception whose `__str__` or class name raises: escaping, it would end the agent's
+# thread, and so the step through a deadline, where it should cost one case.
+UNDESCRIBABLE = {"type": "Exception", "bases": ["Exception", "BaseException"],
+                 "message": "(its message raised when read)"}
+
+
 def describe_error(error):
     """An exception as data. Whose fault it was is the judge's to decide, from what it sees."""
-    return {"type": type(error).__name__,
-            "bases": [c.__name__ for c in type(error).__mro__ if c.__module__ == "builtins"],
-            "message": str(error)[:2000]}
+    try:
+        return {"type": type(error).__name__,
+                "bases": [c.__name__ for c in type(error).__mro__ if c.__module__ == "builtins"],
+                "message": str(error)[:2000]}
+    except BaseException:  # noqa: BLE001 - whatever a submission's method raises
+        return dict(UNDESCRIBABLE)
 
 
 # --- the agent ------------------------------------------------------------------------------
@@ -270,8 +281,6 @@ class Agent:
         if isinstance(obj, (int, float, bool, str)) or obj is None:
             info["value"] = obj
         if type(obj).__name__ == "function" and hasattr(obj, "__code__"):  # is it still the stub?
-            import dis
-
             info["code"] = {"names": list(obj.__code__.co_names)[:64],
                             "ops": sorted({op.opname for op in dis.get_instructions(obj.__code__)})}
         return info
@@ -290,8 +299,6 @@ class Agent:
         return None
 
     def op_copy(self, request):
-        import copy
-
         return Encoded(self._register(copy.deepcopy(self._target(request))))
 
     def op_backward(self, request):
@@ -321,10 +328,7 @@ class Agent:
             (out * cotangent).sum().backward()
         except RuntimeError as error:
             return {"differentiable": True, "backward_error": str(error)[:300]}
-        grads = {}
-        for path in request.get("paths", []):
-            grad = self._path(module, path).grad
-            grads[path] = grad
+        grads = {path: self._path(module, path).grad for path in request.get("paths", [])}
         return {"differentiable": True, "grads": grads, "called": sorted(called)}
 
     def op_begin(self, request):
@@ -372,7 +376,7 @@ class Agent:
         try:
             return {"ok": encode(op(request), self._register)}
         except LookupError as error:
-            if isinstance(request.get("target"), str) and str(error).strip("'") == request["target"]:
+            if isinstance(request.get("target"), str) and describe_error(error)["message"].strip("'") == request["target"]:
                 return {"undefined": request["target"]}
             return {"error": describe_error(error)}
         except KeyboardInterrupt:
