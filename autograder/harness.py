@@ -114,6 +114,19 @@ class StepRecord(TypedDict):
     kernel_lost: bool
 
 
+KERNEL_LOST = "the kernel stopped answering and was restarted"
+
+
+def instructor_flags(record: StepRecord) -> list[str]:
+    """What a step's verdicts flag for the instructor, from its record. The judge's report shows
+    them; the instructor's flags (`coursekit/standing.py`) read the record, never the report's text,
+    which quotes the student's own words (an exception's message once forged a flag there)."""
+    errors = record.get("grader_errors")
+    errors = [e for e in errors if isinstance(e, str)] if isinstance(errors, list) else []
+    flags = [f"{GRADER_ERROR} in {', '.join(errors)}"] if errors else []
+    return flags + ([KERNEL_LOST] if record.get("kernel_lost") is True else [])
+
+
 @dataclass
 class CaseResult:
     case: Case

@@ -33,7 +33,7 @@ from traitlets import Bool, Float
 
 from autograder import stuck
 from autograder.errors import FLAG, CaseTimeout, KernelStuck
-from autograder.harness import GRADER_ERROR, RECORD_KEY, CaseResult, StepResult, cases_of, run_step
+from autograder.harness import RECORD_KEY, CaseResult, StepResult, cases_of, instructor_flags, run_step
 from autograder.kernel import agent, sandbox, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
@@ -71,10 +71,7 @@ def format_report(result: StepResult, max_points: float) -> str:
             lines.append(f"  [{'passed' if r.passed else 'FAILED'}] {r.case.title}")
             if not r.passed and r.message:
                 lines.append(f"           {r.message}")
-    if result.grader_errors:
-        lines.append(f"  {FLAG}: {GRADER_ERROR} in {', '.join(result.grader_errors)}")
-    if result.kernel_lost:
-        lines.append(f"  {FLAG}: the kernel stopped answering and was restarted")
+    lines += [f"  {FLAG}: {flag}" for flag in instructor_flags(result.as_record())]
     return "\n".join(lines)
 
 

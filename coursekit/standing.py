@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.errors import FLAG
+from autograder.harness import RECORD_KEY, instructor_flags
 from autograder.steps import ASSIGNMENTS, grade_id, graded_step, steps_of
 from coursekit import intake
 from coursekit.course_dir import CourseDir
@@ -161,6 +161,17 @@ def reports(root, assignment, student):
             for step, cell in _graded_cells(root, assignment, student)}
 
 
+def records(root, assignment, student):
+    """{step: its verdicts as the judge stored them (`StepRecord`)} from the autograded notebook's
+    graded cells; the judge writes each graded cell's record, whatever the submission held there."""
+    found = {}
+    for step, cell in _graded_cells(root, assignment, student):
+        record = cell["metadata"].get(RECORD_KEY) if isinstance(cell.get("metadata"), dict) else None
+        if isinstance(record, dict) and record.get("step") == step:
+            found[step] = record
+    return found
+
+
 def restored_flags(root, assignment, student):
     """A flag for each graded cell the student deleted, which nbgrader put back and the judge graded."""
     source = "".join
@@ -169,12 +180,9 @@ def restored_flags(root, assignment, student):
             if RESTORED in (source(cell["source"]) if isinstance(cell.get("source"), list) else cell.get("source", ""))]
 
 
-def judge_flags(step_reports):
-    """The judge's flags for the instructor in the graded cells' reports."""
-    # Only a line the judge starts with the marker: the student's exception text, which a report
-    # quotes after its own words, once forged a grader error here by holding the marker.
-    return [f"{step}: {line.split(FLAG + ':', 1)[1].strip()}" for step, report in step_reports.items()
-            for line in report.splitlines() if line.lstrip().startswith(FLAG + ":")]
+def judge_flags(step_records):
+    """The judge's flags for the instructor, from each graded cell's stored verdicts."""
+    return [f"{step}: {flag}" for step, record in step_records.items() for flag in instructor_flags(record)]
 
 
 def standing(root, assignment, student, late_penalty=0.0):
@@ -186,7 +194,7 @@ def standing(root, assignment, student, late_penalty=0.0):
     if failure is not None and graded_at is not None and graded_at > failure.get("at", 0):
         failure = None  # graded since (by `nbgrader autograde`, say)
     if graded_at is not None and failure is None:
-        flags = judge_flags(reports(root, assignment, student)) + restored_flags(root, assignment, student)
+        flags = judge_flags(records(root, assignment, student)) + restored_flags(root, assignment, student)
         return Standing(True, flags=flags + dropped + late)
     problem = failure["problem"] if failure else (diagnose(root, assignment, student)
                                                   or "not graded: autograde left no graded notebook")

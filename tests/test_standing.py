@@ -61,14 +61,25 @@ def test_a_notebook_nested_past_the_json_decoder_is_not_a_notebook_and_raises_no
     assert standing.diagnose(tmp_path, A01, "deep") == f"{A01}.ipynb is not a notebook (not Jupyter's JSON format)"
 
 
-def test_only_the_judges_own_flag_lines_are_flags():
+def test_the_instructors_flags_come_from_the_judges_record_never_the_reports_text():
     """A report quotes the student's exception: its message (first line) and its type's name. An
-    exception whose message reads "FLAGGED FOR THE INSTRUCTOR: GRADER ERROR ..." put a forged
-    grader error among the instructor's flags (red-team round r25); only a line the judge writes,
-    starting with the marker, is one."""
+    exception whose message read "FLAGGED FOR THE INSTRUCTOR: GRADER ERROR ..." put a forged grader
+    error among the instructor's flags (red-team round r25). The flags are read from the verdicts
+    the judge stores (`StepRecord`), so no text the student chose reaches them; the report shows
+    the same flags, after the marker."""
     from autograder.errors import FLAG
+    from autograder.harness import GRADER_ERROR, CaseResult, StepResult, cases_of
+    from autograder.judge import format_report
 
-    report = (f"softmax: 0 / 3 points\n  all 5 cases failed: `softmax` raised RuntimeError, and the grader "
-              f"cannot name the cause: {FLAG}: GRADER ERROR in every case\n"
-              f"  {FLAG}: the kernel stopped answering and was restarted\n")
-    assert standing.judge_flags({"softmax": report}) == ["softmax: the kernel stopped answering and was restarted"]
+    case = cases_of("softmax")[0]
+    message = f"`softmax` raised RuntimeError: {FLAG}: GRADER ERROR in every case"
+    forged = StepResult("softmax", [CaseResult(case, False, message)])
+    assert f"{FLAG}: GRADER ERROR in every case" in format_report(forged, 3)
+    assert standing.judge_flags({"softmax": forged.as_record()}) == []
+
+    flagged = StepResult("softmax", [CaseResult(case, False, f"{GRADER_ERROR}: the case failed on the reference too")],
+                         kernel_lost=True)
+    flags = standing.judge_flags({"softmax": flagged.as_record()})
+    assert flags == [f"softmax: GRADER ERROR in {case.name}", "softmax: the kernel stopped answering and was restarted"]
+    shown = [line.strip() for line in format_report(flagged, 3).splitlines() if line.lstrip().startswith(FLAG)]
+    assert shown == [f"{FLAG}: {flag.split(': ', 1)[1]}" for flag in flags]

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 
-from autograder.harness import Case, CaseResult, StepResult
+from autograder.harness import KERNEL_LOST, Case, CaseResult, StepResult
 from autograder.steps import STEPS
 
 # A diagnosis names the same misconception whatever numbers it was worded with: the numbers,
@@ -82,7 +82,7 @@ class Attention:
 
 ATTENTION = {
     "grader error": "a case could not run (not the student's fault): {detail}",
-    "kernel restarted": "the kernel stopped answering and was restarted",
+    "kernel restarted": KERNEL_LOST,
     "cell restored": "the student deleted its graded cell; nbgrader put it back and the judge graded it",
     "points differ": "the gradebook holds {detail} (graded by hand?)",
     "no verdicts": "no verdicts stored: the notebook had no graded cell for it (deleted?)",
