@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder.errors import CaseTimeout
-from autograder.limits import SUBMISSION_TIMEOUT
+from autograder.limits import CELL_TIMEOUT, SUBMISSION_TIMEOUT
 from coursekit import intake
 
 # What a task's time is spent on, per notebook (the benchmark's breakdown).
@@ -41,7 +41,16 @@ class SubmissionTimeout(Exception):
 def _timed(execute_class, deadline):
     """`execute_class` (nbgrader's Execute, or the judge) with a timing breakdown and a deadline
     for the whole notebook. It inherits the configuration of the class it extends."""
+    from autograder.judge import JudgedExecute
     from autograder.steps import graded_step
+
+    if issubclass(execute_class, JudgedExecute):
+        # The judge keeps the notebook's time itself: once it is spent, each cell left is marked
+        # not run and the notebook is graded, as under `nbgrader autograde`. This deadline, which
+        # starts earlier (before the kernel), is then only a backstop, a cell's time later: at the
+        # same moment it failed the whole notebook where nbgrader's path graded it (a thread that
+        # holds the interpreter in C: 0 points through the command, 6.6 through nbgrader).
+        deadline += CELL_TIMEOUT
 
     class Timed(execute_class):
         timings = None
