@@ -116,8 +116,11 @@ def _steady_speeds(out):
     scaled = next((f"every speed is the right one divided by {n}: the positions p are divided by {n} (scaled into "
                    "[0, 1]), while the angle takes p itself" for n in (out.shape[0], out.shape[0] - 1)
                    if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)), None) or _speeds_named(speeds, out.shape[1])
+    # Read from one step, a speed is known only up to whole turns: say so, or a pair turning by 5 radians
+    # reads as turning backwards, by -1.283.
     return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
-                             f"{float(speeds[worst]):.4g} radians per position; pair i must turn by "
+                             f"{float(speeds[worst]):.4g} radians per position (give or take whole turns of 2π); "
+                             "pair i must turn by "
                              f"1 / 10000**(2i / d_model) ({scaled})")]
 
 
