@@ -32,6 +32,12 @@ c.Autograde.autograde_preprocessors = [
 ]
 c.InertContent.course_root = str(_HERE)  # Markdown cells as released are rendered; others shown as text
 
+# A notebook is checked against nbformat's schema once, after the last preprocessor of each
+# pipeline, not after every one: each check took about 9 ms, fourteen of them per submission
+# between sanitize and autograde (benchmarks/results.md, "thirteenth session"). An invalid notebook
+# still fails; the error then names the last preprocessor rather than the first that broke it.
+c.Exporter.optimistic_validation = True
+
 # Each cell gets this long; the judge bounds each graded step below it (autograder/limits.py).
 # Once a cell has timed out, each later ordinary cell gets ENDLESS_CELL_RETRY instead
 # (c.JudgedExecute.endless_cell_timeout; 0 turns that off).
