@@ -9,6 +9,7 @@ import warnings
 import jsonschema
 import nbformat
 import pytest
+import sqlalchemy
 from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
@@ -58,6 +59,7 @@ def test_a_block_inside_another_leaves_nbgrader_as_the_outer_one_found_it():
             assert nbgrader.api.create_engine is patched
         assert nbgrader.api.create_engine is patched
     assert nbgrader.api.create_engine is original
+    assert nbgrader.api.inspect is sqlalchemy.inspect and "create_all" not in vars(nbgrader.api.Base.metadata)
 
 
 def test_the_metadata_schema_is_checked_once_and_every_cell_against_it(monkeypatch):
@@ -85,3 +87,21 @@ def test_broken_metadata_fails_with_nbgrader_s_own_error(broken):
     with lean_nbgrader(), pytest.raises(ValidationError) as lean:
         MetadataValidator().validate_nb(copy.deepcopy(nb))
     assert str(lean.value) == str(plain.value)
+
+
+def test_a_gradebooks_schema_is_checked_once_per_engine_and_a_new_database_still_made(tmp_path, monkeypatch):
+    import nbgrader.api
+
+    checks = []
+    create_all = type(nbgrader.api.Base.metadata).create_all
+    monkeypatch.setattr(type(nbgrader.api.Base.metadata), "create_all",
+                        lambda self, *args, **kwargs: checks.append(1) or create_all(self, *args, **kwargs))
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with lean_nbgrader():
+        for _ in range(5):
+            with Gradebook(url) as gradebook:
+                gradebook.update_or_create_student("ada")
+    assert len(checks) == 1
+    with Gradebook(url) as plain:  # nbgrader's own behaviour again, on the database made above
+        assert plain.find_student("ada").id == "ada" and len(checks) == 2
+        assert plain.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar()
