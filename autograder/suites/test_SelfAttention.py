@@ -114,9 +114,9 @@ def forward(impl, module, x, label, d_in, d_out):
                               "too; transpose the keys with transpose(-2, -1), which works for both"
                               ) from None
         if x.ndim == 3 and _works(module, x[0]):
-            raise CaseFailure(f"{detail}, but not on one item of it: forward must accept "
-                              "(batch, num_tokens, d_in); transpose only the last two axes of the keys "
-                              "(keys.transpose(-2, -1)); keys.T reverses every axis") from None
+            raise CaseFailure(f"{detail}, but not on one item of it: forward must accept (batch, num_tokens, "
+                              "d_in); transpose only the last two axes of the keys (keys.transpose(-2, -1)); keys.T "
+                              "reverses every axis, and keys.reshape(d_out, T) fits one sequence only") from None
         other = torch.float64 if x.dtype == torch.float32 else torch.float32
         if x.dtype in (torch.float32, torch.float64) and _works(_converted(module, other), x.to(other)):
             raise CaseFailure(f"{detail} ({str(x.dtype)[6:]} input, {str(x.dtype)[6:]} layers), but works in "
@@ -188,7 +188,7 @@ def mistakes(x, weights):
          "returns the attention weights (T by T): the layer's output is the context, the weights times the values"),
         (lambda: np.matmul(*_scaled_scores_and_values(x, weights)) * np.sqrt(d_k),
          "mixes the values by the raw scores themselves: scale them and apply the softmax over each row first"),
-        *_hand_written_softmax(x, weights)]
+        *_hand_written_softmax(x, weights), *toolkit.self_attention_slips.keys_reshaped(x, weights)]
 
 
 def _scores_divided_by(x, weights, c):

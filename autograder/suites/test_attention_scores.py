@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import batches, checks, reshapes
+from autograder.suites.toolkit import batches, cases, checks, reshapes
 from autograder.suites.toolkit.cases import (
     check_stored,
     explain_batch_error,
@@ -15,7 +15,8 @@ from autograder.suites.toolkit.cases import (
 from autograder.suites.toolkit.model import truncation_mistakes
 
 STEP = "attention_scores"
-test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k),
+test_notes = notes_cases(STEP, replayed=lambda record, k: [*stored_symptoms(record, k), _cut_to_zeros(record)],
+                         confirmed=lambda impl, ladder: _confirmed(impl, ladder),
                          probe=lambda impl: apply(impl, dict(X=rng(504).normal(size=(5, 3)), label="5 tokens")))
 
 
@@ -57,6 +58,33 @@ def apply(impl, record):
         raise
 
 
+# X.astype(int) on tokens whose every entry lies within (-1, 1), as the notes' small examples do: each becomes 0,
+# and so does every score. All zeros is no evidence on its own (an array never filled), so the probe, whose tokens
+# are larger, must show the same cut.
+INTEGER_TOKENS_ZEROS = ("converts the tokens to integers first (an int dtype): every entry of these tokens lies within "
+                        "(-1, 1), so each is cut to 0 and so is every score; keep floats (no astype(int), dtype=int)")
+
+
+def _cut_to_zeros(record, zeros_only=True):
+    """(candidate, INTEGER_TOKENS_ZEROS) of the scores of the tokens of `record` converted to integers; with
+    `zeros_only`, a candidate only where every token is cut to 0 (elsewhere the truncation's own rung names it)."""
+    X = np.trunc(np.asarray(record["X"], dtype=float))
+
+    def cut():
+        if zeros_only and X.any():
+            raise LookupError(INTEGER_TOKENS_ZEROS)  # does not apply: checks.named_mistake skips it
+        return X @ np.swapaxes(X, -1, -2)
+    return (cut, INTEGER_TOKENS_ZEROS)
+
+
+def _confirmed(impl, ladder):
+    """`ladder` with the tokens cut to zeros kept only where the code cuts larger tokens (3 times a normal draw) to
+    integers too, which leaves most of them whole numbers other than 0."""
+    X = 3 * rng(505).normal(size=(4, 3))
+    return cases.confirmed(ladder, lambda: impl.attention_scores(X.copy()), lambda: [_cut_to_zeros(dict(X=X), zeros_only=False)],
+                           only=lambda symptom: symptom == INTEGER_TOKENS_ZEROS)
+
+
 def _right_on_a_3d_batch(impl, X):
     """Whether the code gives the right scores of X's tokens laid out as a 3-d batch: merely running there is no
     evidence of a transpose written for (batch, n, d), as X * X.T broadcasts a batch of one item into something."""
@@ -83,7 +111,8 @@ def stored_symptoms(record, k):
     X = record["X"]
     truncated = truncation_mistakes(X @ np.swapaxes(X, -1, -2), np.trunc(X) @ np.swapaxes(np.trunc(X), -1, -2),
                                     "the tokens", "scores", divides=False)
-    return [*truncated, (lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
+    return [*truncated, (lambda: np.outer(X, X), OUTER),
+            (lambda: np.swapaxes(X, -1, -2) @ X, "computes Xᵀ X (features by features); the scores are X Xᵀ (tokens by tokens)"),
             (lambda: X @ X.T, X_T_ON_A_BATCH),
             (lambda: X @ X, "multiplies X by X itself: the scores pair every token with every token, so the "
                             "second factor is X transposed"),
@@ -109,6 +138,11 @@ def _flattened(X):
 BATCH_FLATTENED = ("merges the batch's axes with the tokens' (X.reshape(-1, d)) before X Xᵀ, so the tokens of "
                    "different items are paired too and the batch's axes are lost: leave the leading axes alone and "
                    "swap only the last two (np.swapaxes(X, -1, -2)), which pairs each item's tokens alone")
+
+
+# np.outer flattens both arguments first, whatever their shape: one row and column per entry of X.
+OUTER = ("computes np.outer(X, X), which flattens X and multiplies every entry by every entry (n·d by n·d): the "
+         "scores pair whole tokens, each entry a sum over the features, the matrix product X Xᵀ")
 
 
 # Two readings of "every token's dot product with every token": the next assignment's scale taken early, and

@@ -80,6 +80,22 @@ def _unnormalised(s):
     return [(unshifted, EXPONENTIALS_ONLY), (lambda: exponentials(s), EXPONENTIALS_ONLY)]
 
 
+# exp(s - max) / sum(exp(s)): the numerator shifted and the sum not, so each row comes out exp(-its maximum) times
+# the right one (the softmax suite names the converse, the sum shifted alone).
+SHIFTED_NUMERATOR_ONLY = ("shifts the exponentials in the numerator but not in the sum (np.exp(s - max) / "
+                          "sum(np.exp(s))): each row comes out exp(-its maximum) times too small and no longer sums "
+                          "to 1; the shift cancels only where both are shifted by the same maximum")
+
+
+def _shifted_numerator_only(s):
+    """(candidate, SHIFTED_NUMERATOR_ONLY): each row's maximum subtracted in the numerator alone."""
+    def shifted():
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.exp(s - s.max(axis=-1, keepdims=True)) / np.exp(s).sum(axis=-1, keepdims=True)
+
+    return (shifted, SHIFTED_NUMERATOR_ONLY)
+
+
 def _shifted_by_columns(s):
     """The row softmax shifted by each column's maximum (axis 0 and axis -2, one on a single matrix)."""
     def shifted(axis):
@@ -127,7 +143,7 @@ def stored_symptoms(record, k):
              "takes the softmax of the negated scores, which gives the lowest score the most weight; a "
              "higher score must get more"),
             *_without_keepdims(s, symmetric), *_shifted_by_columns(s),
-            (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE), *_unnormalised(s),
+            (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE), *_unnormalised(s), _shifted_numerator_only(s),
             (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
             *hand_written_softmax_mistakes(s)]

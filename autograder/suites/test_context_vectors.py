@@ -170,7 +170,15 @@ def stored_symptoms(record, k):
             (lambda: w.sum(axis=-2)[..., :, None] * v, COLUMN_SUMS), *_like_the_values(w, v),
             (lambda: _softmax_rows(w) @ v, SOFTMAX_AGAIN), (lambda: w @ v / np.shape(w)[-1], BY_THE_KEYS),
             (lambda: w @ v / np.shape(w)[-2], BY_THE_QUERIES),
-            (lambda: w * np.sum(v, axis=-1)[..., None, :], SUMMED_OVER_FEATURES)]
+            (lambda: w * np.sum(v, axis=-1)[..., None, :], SUMMED_OVER_FEATURES),
+            (lambda: (w / w.sum(axis=-2, keepdims=True)) @ v, COLUMNS_RENORMALISED),
+            *[(lambda: (w / w.sum(axis=0)) @ v, COLUMNS_RENORMALISED)] * (np.ndim(w) > 2)]  # axis 0: the batch's
+
+
+# weights / weights.sum(axis=0): each column divided by its sum, so no row of weights sums to 1 any more.
+COLUMNS_RENORMALISED = ("divides the weights by their column sums (weights.sum(axis=0)) before the product: each "
+                        "query's row of weights sums to 1 already, and a column's sum, over the queries, means nothing "
+                        "to any one query; use the weights as they are, weights @ values")
 
 
 # (weights[..., None] * values[..., None, :, :]).sum(-1): the products of query i, key j and feature k summed over
@@ -206,7 +214,8 @@ def _confirmed(impl, ladder):
     w, v = _drawn(707, 3, 7, 2)
     return cases.confirmed(ladder, lambda: impl.context_vectors(w.copy(), v.copy()),
                            lambda: stored_symptoms(dict(weights=w, values=v), 0),
-                           only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS, BY_THE_KEYS, BY_THE_QUERIES))
+                           only=lambda symptom: symptom in (KEYS_CUT, COLUMN_SUMS, BY_THE_KEYS, BY_THE_QUERIES,
+                                                    COLUMNS_RENORMALISED))
 
 
 @case(STEP, "stored", weight=3)

@@ -156,6 +156,8 @@ def _zeroed_parts(cosines):
             (np.tril(cosines), "the upper triangle (np.tril keeps one half)", twice),
             (cosines - np.diag(np.diag(cosines)), "the diagonal",
              "entry (i, i) compares row i with itself, whose cosine is 1"),
+            (np.triu(cosines, 1), "the diagonal and the lower triangle (a loop over j in range(i + 1, n) fills only "
+                                  "the pairs above the diagonal)", f"{twice}, and entry (i, i), row i with itself, is 1"),
             (np.maximum(cosines, 0), "every negative cosine (a clip at 0)",
              "rows that point apart have cosines below 0, down to -1 for opposite rows"),
             ]

@@ -79,7 +79,9 @@ def _checked_call(impl, record):
         if Q.ndim > 2 and _works(impl, q, k):
             raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
                               "one item of it: with a batch, transpose only the last two axes of K "
-                              "(np.swapaxes(K, -1, -2)); K.T reverses every axis") from None
+                              "(np.swapaxes(K, -1, -2)); K.T reverses every axis, and K.transpose(-1, -2), torch's "
+                              "spelling, lists the order of every axis in NumPy, which a batch's K does not fit"
+                              ) from None
         _named_on_square_keys(impl, error, label)
         raise
     got = tuple(checks.to_array(out, "the scores").shape)
@@ -127,7 +129,8 @@ def mistakes(Q, K):
                                     "Q and K", "scores", divides=True)
     return [*truncated,
         (lambda: raw, "scores look unscaled: divide by sqrt(d_k)"),
-        (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead"),
+        (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead, once (Q and K each divided "
+                            "by sqrt(d_k) divide their product by d_k)"),
         (lambda: raw / d_k / 2, TWICE_D_K),
         (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),
         (lambda: raw / (d_k / 2), HALF_D_K),

@@ -120,9 +120,7 @@ def stored_symptoms(record, k):
         return [(lambda: s @ X, "the context vectors use the raw scores: apply softmax first"),
                 (lambda: w, "returns (weights, context) in the wrong order"),
                 # X Xᵀ is symmetric, so a softmax down the columns is the transposed weights: one message
-                (lambda: np.swapaxes(w, -1, -2) @ X, "the context is weightsᵀ @ X, each token mixed by a column "
-                                                     "of the weights: row i (a softmax along the last axis) "
-                                                     "belongs to token i, and it comes first: weights @ X"),
+                (lambda: np.swapaxes(w, -1, -2) @ X, WEIGHTS_T_OR_COLUMN_SOFTMAX),
                 (lambda: w @ X + X, "adds X to the context vectors: each context vector is the weighted sum "
                                     "of the rows alone"),
                 (lambda: w @ s, "mixes the rows of the scores: each context vector is a weighted sum of the "
@@ -131,6 +129,15 @@ def stored_symptoms(record, k):
                 *batches.np_dot_mistakes(w, X, "the context"),
                 *[(lambda f=f: f() @ X, message) for f, message in wrong_weights]]
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
+
+
+# The context alone cannot tell the transposed weights from weights that are a softmax down the columns: either
+# both are named, and which (the weights item, or the axis of the softmax) says itself.
+WEIGHTS_T_OR_COLUMN_SOFTMAX = ("the context is weightsᵀ @ X, each token mixed by a column of the weights: the weights "
+                               "are transposed in the product, or taken as a softmax down the columns (axis=0, or "
+                               "axis=1 on a batch, whose rows are the last axis), which on the symmetric scores X Xᵀ "
+                               "is the same; row i (a softmax along the last axis, axis=-1) belongs to token i, and "
+                               "it comes first: weights @ X")
 
 
 test_notes = notes_cases(STEP, replayed=stored_symptoms, correct=_model,

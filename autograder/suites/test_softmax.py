@@ -211,9 +211,7 @@ def _mistakes(x, axis):
                                                            (-1, axis, "the last axis", "`axis`"),
                                                            (axis, 0, "`axis`", "axis 0"))
               if total != 0 or axis % np.ndim(x) != 0],  # a sum along axis 0 is right where `axis` is 0
-            (lambda: _exp_normalise(x - x.max(), axis),
-             "subtracts the maximum of the whole array, not of each slice along the axis: a row far "
-             "below it underflows to 0 / 0 (take the maximum along axis, with keepdims=True)"),
+            *_whole_array_shifts(np.asarray(x, dtype=float), axis),
             *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis),
             *batches.reshaped_sums_mistakes(np.asarray(x, dtype=float), axis),
             *_new_last_axis_mistakes(np.asarray(x, dtype=float), axis),
@@ -221,6 +219,44 @@ def _mistakes(x, axis):
             *truncation_mistakes(_shifted_then_normalised(np.asarray(x, dtype=float), axis, axis),
                                  _shifted_then_normalised(np.trunc(np.asarray(x, dtype=float)), axis, axis),
                                  "x", "weights", divides=True)]
+
+
+WHOLE_MAX = ("subtracts the maximum of the whole array, not of each slice along the axis: a row far below it "
+             "underflows to 0 / 0 (take the maximum along axis, with keepdims=True)")
+# np.max(np.abs(x)): one shift for the whole array, and larger than its maximum wherever an entry is more negative
+# than the largest is positive, so a row of large negative entries underflows even on its own.
+ABS_MAX = ("subtracts the largest magnitude of the whole array (np.max(np.abs(x))), not each slice's maximum of x "
+           "itself: a shift above a row's own maximum pushes all its exponentials down, so a row of large negative "
+           "entries underflows to 0 / 0; take np.max(x, axis=axis, keepdims=True)")
+
+
+def _whole_array_shifts(x, axis):
+    """(candidate, symptom) of a softmax along `axis` shifted by one number for the whole array: its maximum, or its
+    largest magnitude. Where the two are one number (the largest magnitude is positive), one symptom names both."""
+    def by_max():
+        return _exp_normalise(x - x.max(), axis)
+
+    def by_magnitude():
+        return _exp_normalise(x - np.abs(x).max(), axis)
+
+    if x.size and x.max() == np.abs(x).max():
+        return [(by_max, checks.one_or_all([WHOLE_MAX, ABS_MAX]))]
+    return [(by_max, WHOLE_MAX), (by_magnitude, ABS_MAX)]
+
+
+# One row far below 0: shifted by the largest magnitude (801) both rows underflow; by the whole array's maximum (4)
+# only the second does; by each row's maximum neither.
+MAGNITUDE_PROBE = np.array([[1.0, 2.0, 4.0], [-800.0, -801.0, -799.0]])
+
+
+def _abs_shift_hint(impl):
+    """ABS_MAX where the code on MAGNITUDE_PROBE gives what a shift by the largest magnitude gives; "" otherwise."""
+    try:
+        out = checks.to_array(impl.softmax(MAGNITUDE_PROBE.copy()), "softmax")
+    except (RemoteError, CaseFailure):
+        return ""
+    with np.errstate(all="ignore"):
+        return checks.named_mistake(out, [(_exp_normalise(MAGNITUDE_PROBE - 801.0, -1), ABS_MAX)]) or ""
 
 
 SMALL = np.array([1.0, 2.0, 4.0])
@@ -278,7 +314,7 @@ def test_large_inputs_stay_finite(impl):
             if symptom is not None:
                 raise CaseFailure(f"softmax({x}) is not finite, and softmax([1.0, 2.0, 4.0]) {symptom}")
         if not np.isfinite(out).all():  # the probes of a shift by the maximum's index run only where it can matter
-            checks.expect_finite(out, f"softmax({x})", _argmax_shift_hint(impl)
+            checks.expect_finite(out, f"softmax({x})", _argmax_shift_hint(impl) or _abs_shift_hint(impl)
                                  or "exp overflows or underflows: subtract the maximum first")
         _explained(impl, lambda out=out, x=x: checks.expect_rows_sum_to_one(out, f"softmax({x})"))
 

@@ -6,12 +6,13 @@ exponentials taken without keepdim, and the divisor written keys.shape[-1] ** 1 
 keepdim show.
 `explain_item_alone`: an item of a batch whose output differs from its output alone, named by either output.
 `explain_square_only`: a forward that raises unless d_out = d_in, named by a square layer's output.
+`keys_reshaped(x, linears)`: the output with the keys reshaped to the shape of their transpose.
 """
 
 import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import checks, reshapes
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import SCALED_BY_TOKENS, attention, softmax
 from autograder.suites.toolkit.modules import loaded_module, random_projections, tensor
@@ -96,3 +97,22 @@ def explain_square_only(impl, detail):
         raise CaseFailure(f"{detail}, and runs where d_out = d_in, which shows why: {KEYS_ARE_INPUTS}") from None
     raise CaseFailure(f"{detail}, but not when d_out = d_in: call the layers (self.W_query(x)); nn.Linear stores its "
                       "weight as (d_out, d_in), so x @ self.W_query.weight does not fit") from None
+
+
+# keys.reshape(d_out, T) (or .view) where keys.transpose(-2, -1) belongs: the product fits, and only its values show
+# that row i of the reshaped keys is not column i of the keys.
+KEYS_RESHAPED = ("the keys are reshaped to the transposed shape where the transpose belongs (keys.reshape(d_out, T) or "
+                 ".view for keys.T): a reshape keeps the entries in their order and only cuts them into new rows, so "
+                 "row i of the result is not column i of the keys; transpose them: keys.transpose(-2, -1)")
+
+
+def keys_reshaped(x, linears):
+    """[(output, KEYS_RESHAPED)] of one-head attention without a mask on x, its keys reshaped to (..., d_out, T);
+    none where the keys are square or one row or column (`reshapes.reshape_mistakes`)."""
+    def project(name):
+        weight, bias = (None if p is None else np.asarray(p, dtype=np.float64) for p in linears[name])
+        return np.asarray(x, dtype=np.float64) @ weight.T + (0 if bias is None else bias)
+
+    queries, keys, values = project("W_query"), project("W_key"), project("W_value")
+    return [(lambda candidate=candidate: candidate(), KEYS_RESHAPED) for candidate, _ in reshapes.reshape_mistakes(
+        queries, keys, lambda product: softmax(product / np.sqrt(keys.shape[-1])) @ values)]
