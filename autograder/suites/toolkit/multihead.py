@@ -88,7 +88,8 @@ INPUT_WIDTH_MISTAKES = [(dict(scale="d_q"), FROM_D_Q), (dict(scale="d_q_heads"),
 
 KEY_PADDING_MISTAKES = [
     (dict(mask="ignored"), "key_padding_mask is ignored: padded keys still get weight; fill the blocked "
-                           "scores with -inf before the softmax"),
+                           "scores with -inf before the softmax, and keep what masked_fill returns (scores = "
+                           "scores.masked_fill(...)): it makes a new tensor, only masked_fill_ fills in place"),
     (dict(mask="inverted"), "key_padding_mask is used the wrong way round: True means blocked (padding), "
                             "as in nn.MultiheadAttention, so fill the scores where the mask is True"),
     (dict(mask="zero"), NOT_MINUS_INF),
