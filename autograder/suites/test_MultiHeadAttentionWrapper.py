@@ -54,9 +54,13 @@ def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False, 
 
 
 def _check_arguments_in_place(module, dropout, bias, what):
-    """Heads whose bias follows dropout and whose dropout rate is qkv_bias got the two in each other's place."""
+    """Heads without the bias qkv_bias asks for never got it; heads whose bias follows dropout and whose dropout
+    rate is qkv_bias got the two in each other's place."""
     head_bias = bool(module.describe("heads.0.W_query").get("bias"))
     rate = module.describe("heads.0.dropout").get("p")
+    if bias and not head_bias and rate is not None and float(rate) == float(dropout):
+        raise CaseFailure(f"{what}: its heads' projections have no bias though qkv_bias=True, and their dropout is "
+                          "right: is qkv_bias passed on to the heads? CausalAttention's own qkv_bias defaults to False")
     if head_bias != bias and head_bias == bool(dropout) and rate is not None and float(rate) == float(bias):
         raise CaseFailure(f"{what}: its heads' dropout rate is {float(rate):g} (qkv_bias) and their projections "
                           f"{'have' if head_bias else 'lack'} a bias as dropout={dropout} is {bool(dropout)}: "

@@ -154,6 +154,12 @@ def _diagnose(what, got, lengths, num_tokens, probe=None):
     if np.array_equal(got, last_lengths):
         raise CaseFailure(f"{what} blocks the last lengths[b] positions of each sequence, as if lengths counted "
                           "the padding tokens; lengths[b] is the number of REAL tokens of sequence b")
+    if not got.any():  # nothing written, whatever the loop or the index that should have written it
+        raise CaseFailure(f"{what} blocks nothing, every entry False as the mask was made, though sequence "
+                          f"{int(np.argmax(want.any(axis=(1, 2))))} has padding: is the mask ever written? A loop whose "
+                          "range misses the padded sequences writes nothing, and so do an index such as mask[b, "
+                          "length:], which slices the query axis of size 1 (mask[b, 0, length:] reaches the key "
+                          "positions), and a return after an unpadded first sequence")
     # a loop over the sequences that returns (or breaks) in its body: the rows after the first keep what the mask
     # was made with, all False (torch.zeros) or all True (torch.ones)
     rest = got[1:]
@@ -200,9 +206,8 @@ def _explain_unfilled_rows(what, got, want):
         return
     (row,) = wrong
     unfilled = f"{what}: sequence {row}'s row is never filled, all {bool(made.all())} as the mask was made: does"
-    if row == 0 == len(got) - 1:
-        raise CaseFailure(f"{unfilled} the loop over the sequences start at 1 or stop one short? It runs over "
-                          "every sequence")
+    if len(got) == 1:  # the only row: either bound of the range may have missed it
+        return
     if row == 0:
         raise CaseFailure(f"{unfilled} the loop over the sequences start at 1 (range(1, len(lengths)))? It runs "
                           "over every sequence, from 0")
