@@ -202,12 +202,11 @@ def _explain_unfilled_rows(what, got, want):
     a loop over the sequences whose range misses one leaves it."""
     wrong = np.flatnonzero((got != want).any(axis=(1, 2)))
     made = got[wrong]
-    if len(wrong) != 1 or not (made.all() or not made.any()):
+    # the only row of a batch of one: either bound of the range may have missed it
+    if len(got) == 1 or len(wrong) != 1 or not (made.all() or not made.any()):
         return
     (row,) = wrong
     unfilled = f"{what}: sequence {row}'s row is never filled, all {bool(made.all())} as the mask was made: does"
-    if len(got) == 1:  # the only row: either bound of the range may have missed it
-        return
     if row == 0:
         raise CaseFailure(f"{unfilled} the loop over the sequences start at 1 (range(1, len(lengths)))? It runs "
                           "over every sequence, from 0")
