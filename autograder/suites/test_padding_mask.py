@@ -154,6 +154,10 @@ def _diagnose(what, got, lengths, num_tokens, probe=None):
     if np.array_equal(got, last_lengths):
         raise CaseFailure(f"{what} blocks the last lengths[b] positions of each sequence, as if lengths counted "
                           "the padding tokens; lengths[b] is the number of REAL tokens of sequence b")
+    if _stops_short(got, want, lengths, num_tokens, probe):
+        raise CaseFailure(f"{what} never blocks the last key position, num_tokens - 1: does a slice stop at "
+                          "num_tokens - 1 (mask[b, 0, lengths[b]:num_tokens - 1])? A slice leaves its stop out "
+                          "already, so mask[b, 0, lengths[b]:] reaches the last position")
     if not got.any():  # nothing written, whatever the loop or the index that should have written it
         raise CaseFailure(f"{what} blocks nothing, every entry False as the mask was made, though sequence "
                           f"{int(np.argmax(want.any(axis=(1, 2))))} has padding: is the mask ever written? A loop whose "
@@ -195,6 +199,22 @@ def _fits_past_the_end(got, want, lengths, num_tokens, probe):
     except CaseFailure:
         return True
     return np.array_equal(longer, _blocked(np.asarray(lengths) + 1, num_tokens + 1))
+
+
+def _stops_short(got, want, lengths, num_tokens, probe):
+    """Whether got is the right mask without its last key position. Where that leaves nothing blocked, a mask never
+    written looks the same: one key position more tells them apart."""
+    last_left_open = want.copy()
+    last_left_open[..., -1] = False
+    if not np.array_equal(got, last_left_open) or np.array_equal(got, want):
+        return False
+    if got.any() or probe is None:
+        return True
+    try:
+        longer = probe(num_tokens + 1)
+    except CaseFailure:
+        return False
+    return bool(longer.any())
 
 
 def _explain_unfilled_rows(what, got, want):
