@@ -269,6 +269,15 @@ ERROR_CAUSES = (
       "stack() takes from 1 to 2 positional arguments"),
      "torch.cat and torch.stack take the tensors to join as ONE list (or tuple), then dim; here they were "
      "passed one by one, or a single tensor in place of the list"),
+    (("must be tuple of Tensors, not generator",),
+     "torch.cat and torch.stack got a generator, (f(t) for t in ...), where they take a list (or tuple) of "
+     "tensors: build it in square brackets, [head(x) for head in self.heads]"),
+    # torch's tensor makers word a float as their first size like a wrong call of theirs
+    (("ones() takes 1 positional argument but", "zeros() takes 1 positional argument but",
+      "empty() takes 1 positional argument but"),
+     "a tensor maker (torch.ones, torch.zeros, torch.empty) got a size that is a float: a size computed with / "
+     "(// keeps it whole), or a float passed where a count belongs (a dropout rate in context_length's place, "
+     "say: are the arguments passed on in the order of each signature?)"),
     (("'Tensor' object has no attribute 'append'", "'Tensor' object has no attribute 'extend'"),
      "a list's method called on a tensor: a tensor has a fixed size and cannot grow in place; joining "
      "tensors (torch.cat) makes a new, longer one, which is kept in place of the old"),

@@ -65,7 +65,17 @@ def _mistakes(x, linears, num_heads):
     # sqrt(T) equals head_dim where T = head_dim ** 2: mistakes whose outputs coincide are named together
     compute = toolkit.merging_feature_major(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), linears, num_heads)
     return toolkit.told_apart(toolkit.symptoms(compute, mistakes) + [
-        (lambda: _scaled_after_softmax(compute, linears, num_heads), SCALED_AFTER_SOFTMAX)])
+        (lambda: _scaled_after_softmax(compute, linears, num_heads), SCALED_AFTER_SOFTMAX),
+        (lambda: _out_proj_untransposed(compute(out_proj=False), linears), OUT_PROJ_UNTRANSPOSED)])
+
+
+OUT_PROJ_UNTRANSPOSED = ("out_proj's weight multiplies the merged heads untransposed (merged @ out_proj.weight): "
+                         "nn.Linear computes x @ weight.T + bias, so call self.out_proj(merged) itself")
+
+
+def _out_proj_untransposed(merged, linears):
+    weight, bias = (np.asarray(part, dtype=np.float64) for part in linears["out_proj"])
+    return merged @ weight + bias
 
 
 # The weights divided by sqrt(head_dim) after the softmax, the scores left unscaled: each head's context shrinks by
@@ -277,6 +287,8 @@ def test_out_proj_applied_once_at_the_end(impl):
     out = _mha(impl, 3, 4, 5, 2, linears)(x)
     weight, bias = linears["out_proj"]
     if not toolkit.close(out, merged @ weight.T.astype(np.float64) + bias):
+        if toolkit.close(out, _out_proj_untransposed(merged, linears)):
+            raise CaseFailure(f"MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x): {OUT_PROJ_UNTRANSPOSED}")
         raise CaseFailure("with out_proj set to the identity the output is M; with out_proj = (W, b) it "
                           "should be M @ W.T + b, and it is not: apply self.out_proj once, to the merged "
                           "heads (batch, T, d_out), as the last step")

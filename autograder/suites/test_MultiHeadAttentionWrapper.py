@@ -44,9 +44,32 @@ def _wrapper(impl, d_in, d_out, context_length, heads, dropout=0.0, bias=False, 
         raise CaseFailure(f"{what}: each head is d_out // num_heads = {width} wide; in the wrapper d_out is the "
                           "width of ONE head, and the output is num_heads * d_out wide")
     linears = {f"heads.{i}.{name}": head[name] for i, head in enumerate(heads) for name in PROJECTIONS}
-    for path, (weight, b) in linears.items():
-        toolkit.load_linear(module, path, weight, b, what)
+    try:
+        for path, (weight, b) in linears.items():
+            toolkit.load_linear(module, path, weight, b, what)
+    except CaseFailure:
+        _check_arguments_in_place(module, dropout, bias, what)  # a bias missing may be a dropout rate's place
+        raise
     return module.eval()
+
+
+def _check_arguments_in_place(module, dropout, bias, what):
+    """Heads without the bias qkv_bias asks for never got it; heads whose bias follows dropout and whose dropout
+    rate is qkv_bias got the two in each other's place."""
+    head_bias = bool(module.describe("heads.0.W_query").get("bias"))
+    rate = module.describe("heads.0.dropout").get("p")
+    if bias and not head_bias and rate is not None and float(rate) == float(dropout):
+        raise CaseFailure(f"{what}: its heads' projections have no bias though qkv_bias=True, and their dropout is "
+                          "right: is qkv_bias passed on to the heads? CausalAttention's own qkv_bias defaults to False")
+    if head_bias != bias and head_bias == bool(dropout) and rate is not None and float(rate) == float(bias):
+        raise CaseFailure(f"{what}: its heads' dropout rate is {float(rate):g} (qkv_bias) and their projections "
+                          f"{'have' if head_bias else 'lack'} a bias as dropout={dropout} is {bool(dropout)}: "
+                          f"{ARGUMENTS_SWAPPED}")
+
+
+HEAD_ARGUMENTS = "CausalAttention takes (d_in, d_out, context_length, dropout, qkv_bias)"
+ARGUMENTS_SWAPPED = ("are dropout and qkv_bias passed to the heads in each other's place? CausalAttention takes "
+                     "(d_in, d_out, context_length, dropout, qkv_bias)")
 
 
 CHAINED = ("the heads run one after another, each on the previous head's output (calling an nn.Sequential "
@@ -142,9 +165,21 @@ def _wrapper_mistakes(x, heads):
             *_one_head_alone(x, heads), *_joined_wrongly(x, heads)]
 
 
+# With two heads, all but the last is head 0 alone: its message says both.
+LAST_LEFT_OUT = ("the last head's output is left out: does the loop over the heads stop one short (self.heads[:-1], "
+                 "range(num_heads - 1))? Every head's output goes into the concatenation")
+HEAD_ZERO_TWICE = ("head 0's output comes twice, before every head's output, head 0's included: is the result "
+                   "started with heads[0](x) before a loop over all the heads? Start from an empty list (or from "
+                   "heads[0] and loop over the rest)")
+
+
 def _one_head_alone(x, heads):
-    """One head's output alone (right with one head, where no case fails): the loop keeps the last or the first."""
-    return [(lambda head=head: toolkit.attention(x, head), ONE_HEAD) for head in (heads[-1], heads[0])]
+    """One head's output alone (right with one head, where no case fails): the loop keeps the last or the first;
+    all the heads but the last, and head 0's output twice."""
+    first_alone = ONE_HEAD if len(heads) != 2 else f"{ONE_HEAD}; or {LAST_LEFT_OUT}"
+    return [(lambda: toolkit.attention(x, heads[-1]), ONE_HEAD), (lambda: toolkit.attention(x, heads[0]), first_alone),
+            *[(lambda: toolkit.heads_side_by_side(x, heads[:-1]), LAST_LEFT_OUT)] * (len(heads) > 2),
+            (lambda: toolkit.heads_side_by_side(x, [heads[0], *heads]), HEAD_ZERO_TWICE)]
 
 
 def _joined_wrongly(x, heads):
@@ -232,9 +267,9 @@ def test_head_zero_first(impl):
     x = toolkit.tensor(r.normal(size=(2, 5, 3)))
     out = checks.to_array(module(x), "MultiHeadAttentionWrapper(x)")
     what = "MultiHeadAttentionWrapper(3, 2, 5, 0.0, num_heads=3)(x)"
-    # as wide as one head: one head's output alone, the one wrong width the shape's relation cannot name
-    if out.shape != (2, 5, 6) and checks.named_mistake(out, _one_head_alone(x.numpy(), heads)):
-        raise CaseFailure(f"{what}: {ONE_HEAD}")
+    # as wide as one head, or a head too few or too many: wrong widths the shape's relation cannot name
+    if out.shape != (2, 5, 6) and (symptom := checks.named_mistake(out, _one_head_alone(x.numpy(), heads))):
+        raise CaseFailure(f"{what}: {symptom}")
     checks.expect_shape(out, (2, 5, 6), what)
     for i in range(3):
         try:
@@ -316,7 +351,7 @@ def _dropout_probe(impl, num_tokens, num_heads, p):
 def test_dropout_passed_to_heads(impl):
     """passes dropout to its heads: off in eval mode, on the attention weights in train mode"""
     toolkit.check_dropout("MultiHeadAttentionWrapper", lambda p: _dropout_probe(impl, 5, 2, p), 5, 2,
-                          not_applied="pass the dropout argument on to every head",
+                          not_applied=f"pass the dropout argument on to every head, in its place: {HEAD_ARGUMENTS}",
                           expected=toolkit.heads_side_by_side(np.eye(5)[None], _probe_heads(5, 2)))
 
 

@@ -46,15 +46,24 @@ def _call(impl, lengths, num_tokens, strict=False):
     checks.expect_tensor(out, what)
     if not strict:
         return what, out.numpy() != 0
+    if out.dtype.is_floating_point and set(out.unique().tolist()) <= {0.0, float("-inf")}:
+        raise CaseFailure(f"{what} is {ADDITIVE}; padding_mask returns a torch.bool mask, True = blocked, which "
+                          "masked_fill and `|` with causal_mask take")
     if out.dtype != torch.bool:
         raise CaseFailure(f"{what} has dtype {out.dtype}; return a torch.bool tensor (True = blocked): "
                           "a comparison such as >= gives one")
     return what, out.numpy()
 
 
+ADDITIVE = "an additive mask (0 where a key is kept, -inf where it is blocked), the form that is added to the scores"
+
 # How torch words an elementwise comparison of shapes that do not broadcast, or a result with fewer axes
 # than the indexing after it expects.
 _NOT_BROADCAST = ("must match the size of tensor", "too many indices for tensor", "does not match the broadcast shape")
+
+
+def _probe(impl, lengths):
+    return lambda num_tokens: _call(impl, lengths, num_tokens)[1]
 
 
 def _which_sizes(got, want):
@@ -67,8 +76,9 @@ def _which_sizes(got, want):
         ": is the batch size or num_tokens hard-coded?" if set(named) <= {"the batch size", "num_tokens"} else "")
 
 
-def _diagnose(what, got, lengths, num_tokens):
-    """got == the right mask, or a CaseFailure naming the mistake."""
+def _diagnose(what, got, lengths, num_tokens, probe=None):
+    """got == the right mask, or a CaseFailure naming the mistake. probe(t): the mask made for the same lengths
+    and t key positions, to tell apart mistakes that one input cannot."""
     want = _blocked(lengths, num_tokens)
     batch = want.shape[0]
     if got.shape == want.shape and np.array_equal(got, want):
@@ -120,7 +130,8 @@ def _diagnose(what, got, lengths, num_tokens):
         # the second: `positions <= lengths[b]`, the comparison turned round (and so off by one as well)
         raise CaseFailure(f"{what}: True and False are swapped; True means blocked, so True marks the "
                           "padding, key positions j >= lengths[b]")
-    if np.array_equal(got, _blocked(np.asarray(lengths) + 1, num_tokens)):
+    if np.array_equal(got, _blocked(np.asarray(lengths) + 1, num_tokens)) and _fits_past_the_end(
+            got, want, lengths, num_tokens, probe):
         raise CaseFailure(f"{what} is off by one: position lengths[b] is already padding (positions "
                           "count from 0): use j >= lengths[b], not j > lengths[b]")
     if np.array_equal(got, _blocked(np.asarray(lengths) - 1, num_tokens)):
@@ -143,6 +154,16 @@ def _diagnose(what, got, lengths, num_tokens):
     if np.array_equal(got, last_lengths):
         raise CaseFailure(f"{what} blocks the last lengths[b] positions of each sequence, as if lengths counted "
                           "the padding tokens; lengths[b] is the number of REAL tokens of sequence b")
+    if _stops_short(got, want, lengths, num_tokens, probe):
+        raise CaseFailure(f"{what} never blocks the last key position, num_tokens - 1: does a slice stop at "
+                          "num_tokens - 1 (mask[b, 0, lengths[b]:num_tokens - 1])? A slice leaves its stop out "
+                          "already, so mask[b, 0, lengths[b]:] reaches the last position")
+    if not got.any():  # nothing written, whatever the loop or the index that should have written it
+        raise CaseFailure(f"{what} blocks nothing, every entry False as the mask was made, though sequence "
+                          f"{int(np.argmax(want.any(axis=(1, 2))))} has padding: is the mask ever written? A loop whose "
+                          "range misses the padded sequences writes nothing, and so do an index such as mask[b, "
+                          "length:], which slices the query axis of size 1 (mask[b, 0, length:] reaches the key "
+                          "positions), and a return after an unpadded first sequence")
     # a loop over the sequences that returns (or breaks) in its body: the rows after the first keep what the mask
     # was made with, all False (torch.zeros) or all True (torch.ones)
     rest = got[1:]
@@ -151,15 +172,67 @@ def _diagnose(what, got, lengths, num_tokens):
         raise CaseFailure(f"{what}: only sequence 0's row is right; every later row is all {bool(rest.all())}, as the "
                           "mask was made: does the loop over the sequences return (or break) after its first "
                           "sequence? The return belongs after the loop, once every row is filled")
+    _explain_unfilled_rows(what, got, want)
     for length, which in ((np.min(lengths), "the shortest"), (np.max(lengths), "the longest"),
                           (lengths[0], "the first sequence's"), (lengths[-1], "the last sequence's")):
         if batch > 1 and np.array_equal(got, _blocked(np.full(batch, length), num_tokens)):
             raise CaseFailure(f"{what}: every sequence's row uses one length, {which} ({int(length)}): each "
                               "sequence b is blocked from its own lengths[b] on")
+    for order, which in ((np.sort(lengths)[::-1], "longest first"), (np.sort(lengths), "shortest first")):
+        if np.array_equal(got, _blocked(order, num_tokens)):
+            raise CaseFailure(f"{what}: the rows follow the lengths sorted {which}, not the batch's order: row b "
+                              "belongs to sequence b, so lengths are used as they come, unsorted")
     row = int(np.argmax((got != want).any(axis=(1, 2))))
     raise CaseFailure(f"{what}: sequence {row} (length {int(np.asarray(lengths)[row])}) should be True "
                       "exactly at key positions j >= its length; this mistake has no name in the grader, "
                       "compare your row with that rule")
+
+
+def _fits_past_the_end(got, want, lengths, num_tokens, probe):
+    """Whether `j > lengths[b]` explains got. Where every wrong row blocks nothing (lengths[b] = num_tokens - 1), a
+    row the mask was made with and never filled looks the same: one key position more tells them apart."""
+    wrong = (got != want).any(axis=(1, 2))
+    if probe is None or got[wrong].any():
+        return True
+    try:
+        longer = probe(num_tokens + 1)
+    except CaseFailure:
+        return True
+    return np.array_equal(longer, _blocked(np.asarray(lengths) + 1, num_tokens + 1))
+
+
+def _stops_short(got, want, lengths, num_tokens, probe):
+    """Whether got is the right mask without its last key position. Where that leaves nothing blocked, a mask never
+    written looks the same: one key position more tells them apart."""
+    last_left_open = want.copy()
+    last_left_open[..., -1] = False
+    if not np.array_equal(got, last_left_open) or np.array_equal(got, want):
+        return False
+    if got.any() or probe is None:
+        return True
+    try:
+        longer = probe(num_tokens + 1)
+    except CaseFailure:
+        return False
+    return bool(longer.any())
+
+
+def _explain_unfilled_rows(what, got, want):
+    """Every row right but the first or the last, which is all False (torch.zeros) or all True (torch.ones), as
+    a loop over the sequences whose range misses one leaves it."""
+    wrong = np.flatnonzero((got != want).any(axis=(1, 2)))
+    made = got[wrong]
+    # the only row of a batch of one: either bound of the range may have missed it
+    if len(got) == 1 or len(wrong) != 1 or not (made.all() or not made.any()):
+        return
+    (row,) = wrong
+    unfilled = f"{what}: sequence {row}'s row is never filled, all {bool(made.all())} as the mask was made: does"
+    if row == 0:
+        raise CaseFailure(f"{unfilled} the loop over the sequences start at 1 (range(1, len(lengths)))? It runs "
+                          "over every sequence, from 0")
+    if row == len(got) - 1:
+        raise CaseFailure(f"{unfilled} the loop over the sequences stop one short (range(len(lengths) - 1))? It "
+                          "runs over every sequence, to the last")
 
 
 def stored_inputs():
@@ -186,7 +259,7 @@ def test_stored_outputs(impl):
         what, got = _call(impl, lengths, num_tokens)
         want = stored.expected_outputs(record)[0]
         if got.shape != want.shape or not np.array_equal(got, want):
-            _diagnose(f"{what} ({record['label']})", got, lengths, num_tokens)
+            _diagnose(f"{what} ({record['label']})", got, lengths, num_tokens, _probe(impl, lengths))
             raise CaseFailure(f"{what} differs from the stored reference ({record['label']}), in a way the "
                               "grader cannot name")
 
@@ -196,7 +269,7 @@ def test_bool_tensor_with_a_query_axis(impl):
     """returns a torch.bool tensor (batch, 1, num_tokens), whatever the batch size"""
     for lengths, num_tokens in (([2, 3], 3), ([5], 6), ([1, 2, 3, 4, 5], 5)):
         what, got = _call(impl, lengths, num_tokens, strict=True)
-        _diagnose(what, got, lengths, num_tokens)
+        _diagnose(what, got, lengths, num_tokens, _probe(impl, lengths))
 
 
 @case(STEP, "property", weight=0.5)
@@ -213,7 +286,7 @@ def test_combines_with_causal_mask(impl):
     # What this case asks is the combination: a mask of another shape that still combines into the
     # right (batch, T, T) mask passes here, and loses its points in the cases about its shape.
     if combined is None or not np.array_equal(combined, want):  # array_equal compares the shapes too
-        _diagnose(what, got, lengths, num_tokens)
+        _diagnose(what, got, lengths, num_tokens, _probe(impl, lengths))
         raise CaseFailure(f"{what} | causal_mask({num_tokens}) does not block exactly the future and the "
                           f"padding, and {checks.UNNAMED}")
 
@@ -232,13 +305,13 @@ def test_matches_torch_key_padding_mask(impl):
     try:  # one (T, T) mask per sequence and head, as attn_mask takes it
         blocked = torch.as_tensor(got).expand(3, num_tokens, num_tokens).repeat_interleave(2, dim=0)
     except RuntimeError:
-        _diagnose(what, got, lengths, num_tokens)
+        _diagnose(what, got, lengths, num_tokens, _probe(impl, lengths))
         raise
     with torch.no_grad():
         want = mha(x, x, x, key_padding_mask=key_padding, need_weights=False)[0]
         mine = mha(x, x, x, attn_mask=blocked, need_weights=False)[0]
     if not toolkit.close(mine, want):
-        _diagnose(what, got, lengths, num_tokens)
+        _diagnose(what, got, lengths, num_tokens, _probe(impl, lengths))
         raise CaseFailure(f"nn.MultiheadAttention with attn_mask={what} differs from its own key_padding_mask")
 
 

@@ -41,6 +41,9 @@ def _split(impl, x, num_heads):
     try:
         return impl.split_heads(x, num_heads)
     except RemoteError as error:
+        if VIEW_AFTER_TRANSPOSE in str(error):  # x comes in contiguous: only the student's own transpose reorders it
+            raise CaseFailure(f"split_heads raised {error.type_name}: it views x after transposing it, {SPLIT_FIRST}") \
+                from None
         batch, num_tokens, _ = x.shape
 
         def works_on(easier):
@@ -66,6 +69,9 @@ def _split(impl, x, num_heads):
         raise
 
 
+VIEW_AFTER_TRANSPOSE = "view size is not compatible with input tensor's size and stride"
+SPLIT_FIRST = ("and a transpose before the cut would mix features and tokens even with .reshape: view x as (batch, T, "
+               "num_heads, head_dim) first, while the features are the last axis, then transpose(1, 2)")
 RAISED = object()  # what a retry that raised gives: None is an answer (of the wrong kind)
 SIZED_BY_TOKENS = ("a size in its view or reshape comes from the number of tokens (num_tokens // num_heads?) "
                    "where the number of features belongs: each head is head_dim = D // num_heads features wide")
@@ -105,7 +111,12 @@ def _mistakes(x, h):
             *[(lambda dim=dim: np.concatenate(np.split(x, h, axis=-1), axis=dim), CONCATENATED) for dim in (0, 1)],
             # x.shape unpacked as (T, batch, D): the view reads the batch's memory in the wrong sizes
             *[(lambda: x.reshape(t, b, h, hd).transpose(0, 2, 1, 3), UNPACKED_SWAPPED)] * (b != t),
-            *_wrong_number_of_heads(x, h)]
+            *_wrong_number_of_heads(x, h),
+            (lambda: right.reshape(b * h, t, hd), FOLDED_INTO_BATCH)]
+
+
+FOLDED_INTO_BATCH = ("the heads are folded into the batch axis, (batch * num_heads, T, head_dim), the layout some "
+                     "libraries use; here the heads get an axis of their own: (batch, num_heads, T, head_dim)")
 
 
 UNPACKED_SWAPPED = ("views x as (T, batch, num_heads, head_dim), the batch and token counts swapped (x.shape "

@@ -88,13 +88,18 @@ INPUT_WIDTH_MISTAKES = [(dict(scale="d_q"), FROM_D_Q), (dict(scale="d_q_heads"),
 
 KEY_PADDING_MISTAKES = [
     (dict(mask="ignored"), "key_padding_mask is ignored: padded keys still get weight; fill the blocked "
-                           "scores with -inf before the softmax"),
+                           "scores with -inf before the softmax, and keep what masked_fill returns (scores = "
+                           "scores.masked_fill(...)): it makes a new tensor, only masked_fill_ fills in place"),
     (dict(mask="inverted"), "key_padding_mask is used the wrong way round: True means blocked (padding), "
                             "as in nn.MultiheadAttention, so fill the scores where the mask is True"),
     (dict(mask="zero"), NOT_MINUS_INF),
     (dict(mask="added"), NOT_MINUS_INF),
-    (dict(mask="plus_inf"), "blocked scores are filled with +inf (float(\"inf\")), not -inf: the softmax of a row "
-                            "that holds +inf is nan (inf - inf); fill with float(\"-inf\")"),
+    # -inf written into the weights after the softmax makes the same nan rows (the product with the values
+    # meets -inf * 0 or inf - inf), so the message names both
+    (dict(mask="plus_inf"), "the padded sequences' rows are nan: blocked scores are filled with +inf "
+                            "(float(\"inf\")), not -inf, and the softmax of a row that holds +inf is nan (inf - "
+                            "inf); or -inf is written into the weights after the softmax, which the product with "
+                            "the values turns into nan: fill the scores with float(\"-inf\") before the softmax"),
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
 ]

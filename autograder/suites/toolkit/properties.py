@@ -42,9 +42,19 @@ def check_finite_and_causal(name, module, d_in, num_tokens, seed, mistakes=None)
         changed[:, t:] = tensor(r.normal(size=(2, num_tokens - t, d_in)))
         after = checks.to_array(module(changed), f"{name}(x)")
         if not close(after[:, :t], out[:, :t]):
+            explain_unsteady(name, module, x)
             symptom = None if mistakes is None else checks.named_mistake(out, mistakes(x.numpy()))
             raise CaseFailure(f"{name} is not causal: changing the tokens from position {t} on changed the "
                               f"outputs of earlier tokens; " + (symptom or "token i may only attend to tokens 0..i"))
+
+
+def explain_unsteady(name, module, x):
+    """A module whose eval-mode output changes from one call to the next on the same x draws something new in
+    forward (a layer built there): no property of its output can hold, and that, not the property, is why."""
+    if not close(module(x), module(x), 0, 0):
+        raise CaseFailure(f"{name} in eval mode gives another output on each call with the same input: forward "
+                          "draws something new every time it runs (a layer built inside forward, with fresh "
+                          "random weights, or dropout that ignores eval mode); build every layer once, in __init__")
 
 
 def check_last_token(name, module, x, unmasked, expected, mistakes):
@@ -88,6 +98,7 @@ def check_short_input(name, make, d_in, context_length, lengths, seed):
                 f"({error.type_name}: {first_line(error, 120)}); inputs may be shorter than "
                 "context_length: slice the mask to the input's length, mask[:T, :T]") from None
         if not close(out, make(num_tokens)(x)):
+            explain_unsteady(name, long_module, x)
             raise CaseFailure(f"{name} with context_length={context_length} gives other outputs on "
                               f"{num_tokens} tokens than a module built with context_length={num_tokens}: "
                               "use the top-left T x T corner of the mask, mask[:T, :T]")
@@ -100,6 +111,7 @@ def check_batches(name, module, d_in, num_tokens, seed):
     checks.expect_shape(out, (4, num_tokens, out.shape[-1]), f"{name} on a batch of 4")
     for i in range(4):
         if not close(module(x[i:i + 1]), out[i:i + 1]):
+            explain_unsteady(name, module, x)
             raise CaseFailure(f"{name}: item {i} of a batch of 4 gets another output than when it is run "
                               "alone (batch of 1); nothing in forward may depend on the batch size "
                               "or mix batch items")
@@ -196,6 +208,7 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     module.eval()
     first, second = module(x), module(x)
     if not close(first, second, 0, 0) or not close(first, plain(x)):
+        explain_unsteady(name, plain, x)  # without dropout it should give one output
         raise CaseFailure(f"{name} in eval mode (after .eval()) gives other outputs with dropout={p} than "
                           "with dropout=0.0: dropout must be off in eval mode (use the nn.Dropout module, "
                           "which follows .train()/.eval(), not F.dropout(..., training=True))")
@@ -278,5 +291,6 @@ def check_eval_mode_without_dropout(name, make, x, p=0.5):
     module = make(p)
     first = module(x)
     if not close(first, module(x), 0, 0) or not close(first, make(0.0)(x)):
+        explain_unsteady(name, make(0.0), x)  # without dropout it should give one output
         raise CaseFailure(f"{name} in eval mode (after .eval()) gives other outputs with dropout={p} "
                           "than with dropout=0.0: dropout must be off in eval mode (use nn.Dropout)")
