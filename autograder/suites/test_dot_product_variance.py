@@ -135,15 +135,18 @@ def diagnose(unscaled, scaled, d_k, rel):
     # squeeze that drops the features' axis does that with axis=-1 too: its own message, in test_width_one)
     if unscaled == 0 and scaled == 0 and d_k > 1:
         return ("both variances are exactly 0, the variance of a single number: the products of every sample "
-                "were summed into one (np.sum with no axis); sum each pair's d_k products only, one dot product "
-                "per sample (the last axis)")
+                "were summed into one (np.sum with no axis), or only one pair q, k was drawn, as "
+                "rng.normal((num_samples, d_k)) draws (it reads the tuple as the mean: two numbers, not that shape; "
+                "the shape is size=, or rng.standard_normal((num_samples, d_k))); sum each pair's d_k products "
+                "only, one dot product per sample (the last axis)")
     # below 0.1, but not the 7/144 of uniform entries of width 1 (the means of the dot products are ~0.005)
     if 0 < abs(unscaled) < 0.1 and 0 < abs(scaled) < 0.1 and not _near(unscaled, 7 / 144 * d_k, rel):
         return ("both values are near 0, as the mean of the dot products is: return their variance (np.var), "
                 "about d_k before scaling")
     if _near(unscaled, 2 * d_k, rel) and _near(scaled, 2, rel):
         return ("var_unscaled is near 2·d_k and var_scaled near 2, as when k is q itself: each q·k is then a "
-                "sum of squares; draw the keys separately from the queries")
+                "sum of squares; draw the keys separately from the queries, from the same generator (two "
+                "generators made from one seed, np.random.default_rng(seed) twice, draw the same numbers)")
     if _near(unscaled, 7 / 144 * d_k, rel):
         return ("var_unscaled is far below d_k, as for uniform entries: draw q and k with standard-normal "
                 "entries (rng.standard_normal)")
