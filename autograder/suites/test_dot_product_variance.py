@@ -104,8 +104,22 @@ def _near(value, target, rel):
     return abs(value - target) <= rel * abs(target)
 
 
+# scaled = dots; scaled /= np.sqrt(d_k): one array under two names, so var_unscaled is taken of the scaled dot products
+# too. Both come out the same number near 1, which no swap (d_k and 1) and no missing scale (both near d_k) gives.
+BOTH_SCALED = ("var_unscaled equals var_scaled, both near 1: var_unscaled is taken of dot products already divided by "
+               "sqrt(d_k), as when they are divided in place (dots /= np.sqrt(d_k), or scaled = dots, then scaled /= "
+               "..., which divides the one array both names hold); take var_unscaled first, or divide into a new "
+               "array, dots / np.sqrt(d_k)")
+
+
+def _both_scaled(unscaled, scaled, d_k, rel):
+    return d_k > 1 and scaled == unscaled and _near(unscaled, 1, rel)
+
+
 def diagnose(unscaled, scaled, d_k, rel):
     """A symptom naming the mistake that (unscaled, scaled) points to, or None."""
+    if _both_scaled(unscaled, scaled, d_k, rel):
+        return BOTH_SCALED
     if _near(unscaled, d_k, rel):
         if _near(scaled, 1 / d_k, rel) and d_k > 1:
             return "var_scaled is near 1/d_k: the dot products were divided by d_k; divide by sqrt(d_k)"
@@ -311,6 +325,8 @@ def test_same_dot_products_scaled(impl):
         if abs(ratio - 1 / d_k) < 1e-4 / d_k:
             raise CaseFailure(f"{call}: var_scaled = var_unscaled / d_k², the dot products were divided by "
                               "d_k; divide by sqrt(d_k)")
+        if _both_scaled(unscaled, scaled, d_k, 0.25):  # the two equal, as unscaled, but near 1: both scaled
+            raise CaseFailure(f"{call}: {BOTH_SCALED}")
         if abs(ratio - d_k) < 1e-4 * d_k:
             raise CaseFailure(f"{call}: var_scaled equals var_unscaled; divide the dot products by sqrt(d_k)")
         if abs(ratio - d_k ** 2) < 1e-4 * d_k ** 2:
