@@ -96,6 +96,21 @@ def _shifted_numerator_only(s):
     return (shifted, SHIFTED_NUMERATOR_ONLY)
 
 
+# e = exp(s - each row's max); e / e.sum(axis=0): the shift is right, the sum down the columns (the batch's axis on
+# a batch), so no row sums to 1.
+ROW_SHIFT_COLUMN_SUM = ("shifts by each row's maximum but divides by the sums down the columns (e.sum(axis=0)): "
+                        "the shift and the sum both belong to one row, one query, along the last axis (axis=-1, "
+                        "keepdims=True), so that each row's weights sum to 1")
+
+
+def _row_shifted_column_summed(s):
+    """The row-shifted exponentials divided by their sums down the columns (axis -2, and axis 0 as written, the
+    batch's on a batch)."""
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return [(lambda: e / e.sum(axis=-2, keepdims=True), ROW_SHIFT_COLUMN_SUM),
+            (lambda: e / e.sum(axis=0, keepdims=True), ROW_SHIFT_COLUMN_SUM)]
+
+
 def _shifted_by_columns(s):
     """The row softmax shifted by each column's maximum (axis 0 and axis -2, one on a single matrix)."""
     def shifted(axis):
@@ -144,7 +159,7 @@ def stored_symptoms(record, k):
              "higher score must get more"),
             *_without_keepdims(s, symmetric), *_shifted_by_columns(s),
             (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE), *_unnormalised(s), _shifted_numerator_only(s),
-            (lambda: whole / whole.sum(), at_once),
+            *_row_shifted_column_summed(s), (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
             *hand_written_softmax_mistakes(s)]
 

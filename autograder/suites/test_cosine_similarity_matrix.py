@@ -3,6 +3,7 @@
 import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.fixtures import notes
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks, reshapes
 from autograder.suites.toolkit.cases import check_stored, named_on_a_square, notes_cases, rng, rounded
@@ -10,6 +11,7 @@ from autograder.suites.toolkit.cases import check_stored, named_on_a_square, not
 STEP = "cosine_similarity_matrix"
 test_notes = notes_cases(STEP, replayed=lambda record, k: _mistakes(record["X"]),
                          confirmed=lambda impl, ladder: _confirmed(impl, ladder),
+                         unnamed=lambda actual, example, what: _explain_cut(actual, notes.expected(example), what),
                          probe=lambda impl: _call(impl, rng(304).normal(size=(4, 3)), "4 rows"))
 
 
@@ -23,19 +25,51 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return _call(impl, record["X"], record["label"])
+    return _cut_named(_call(impl, record["X"], record["label"]), record["X"], record["label"])
 
 
 def _call(impl, X, label):
     """cosine_similarity_matrix(X); a mistake that raises on rectangular X but runs on a square one
     is named by what it gives there."""
     try:
-        return impl.cosine_similarity_matrix(X)
+        out = impl.cosine_similarity_matrix(X)
     except RemoteError as error:
         named_on_a_square("cosine_similarity_matrix", error, label, X, impl.cosine_similarity_matrix,
                           lambda square: stored_symptoms({"X": square}, 0))
         _named_on_tall_rows(impl, error, label)
         raise
+    return out
+
+
+def _cut_named(out, X, label):
+    """`out`, the table of X, unless it is the cosines cut toward 0, which a CaseFailure names."""
+    try:
+        actual = checks.to_array(out, "cosine_similarity_matrix(X)")
+    except CaseFailure:  # a value of the wrong kind is for the case's own check to name
+        return out
+    _explain_cut(actual, _unit_rows(X) @ _unit_rows(X).T, f"cosine_similarity_matrix(X) on {label}")
+    return out
+
+
+# A table made with np.zeros((n, n), dtype=int) and filled in loops: each cosine is cut toward 0 as it is stored, so
+# only a row's own cosine, 1, can stay (or 0, where it comes out as 0.9999999999999999).
+INTEGER_TABLE = ("holds whole numbers only, each cosine cut toward 0 (every pair of rows that are not parallel gets "
+                 "0): is the table an integer array (np.zeros((n, n), dtype=int))? Storing a cosine there drops its "
+                 "fractional part; make the table of floats (np.zeros((n, n)))")
+
+
+def _explain_cut(actual, right, what):
+    """A CaseFailure naming INTEGER_TABLE where `actual` is the cosines `right` cut toward 0 entry by entry: whole
+    numbers only, not all 0 (a table never filled) and not right; an entry whose cosine is within 1e-9 of a whole
+    number (a row with itself) may be cut either way. Quiet otherwise."""
+    actual, right = np.asarray(actual, dtype=float), np.asarray(right, dtype=float)
+    if actual.shape != right.shape or not actual.any() or not np.isfinite(actual).all() or not np.isfinite(
+            right).all() or np.allclose(actual, right, rtol=1e-4, atol=1e-5):
+        return
+    near_whole = abs(right - np.round(right)) < 1e-9
+    either_cut = (actual == np.round(right)) | (actual == np.trunc(right - 1e-9 * np.sign(right)))
+    if np.all(np.where(near_whole, either_cut, actual == np.trunc(right))):
+        raise CaseFailure(f"{what} {INTEGER_TABLE}")
 
 
 def _named_on_tall_rows(impl, error, label):
@@ -136,6 +170,7 @@ def _mistakes(X):
           for scale, name in _wrong_lengths(X)],
         *[(lambda divisor=divisor: (X @ X.T) / divisor, f"divides X Xᵀ by {name}; {OWN_LENGTH}")
           for divisor, name in _wrong_divisors(lengths)],
+        (lambda: (X @ X.T) / np.linalg.norm(X @ X.T, axis=-1, keepdims=True), GRAM_ROWS_NORMALISED),
         (lambda: np.abs(unit @ unit.T), "takes the absolute value of the cosines, so every negative one turns "
                                         "positive: rows that point apart have cosines below 0, down to -1 for "
                                         "opposite rows, and the sign is what tells them from rows that point alike"),
@@ -165,6 +200,11 @@ def _zeroed_parts(cosines):
 
 INTEGER_ROWS = ("converts X to integers first (an int dtype), which drops the fractional part: a row whose entries "
                 "all lie between -1 and 1 becomes all zeros, whose cosines are 0 / 0 = nan; keep floats (dtype=float)")
+
+
+GRAM_ROWS_NORMALISED = ("normalises the rows of X Xᵀ to length 1, not the rows of X: the cosine of rows i and j "
+                        "divides their dot product by |x_i|·|x_j|, the lengths of those two rows of X; scale each row "
+                        "of X to length 1 first, then multiply (unit @ unit.T)")
 
 
 OWN_LENGTH = "each row is divided by its own length, along the features (axis=-1, keepdims=True)"
@@ -203,7 +243,7 @@ def test_stored_outputs(impl):
 def test_symmetric_with_unit_diagonal(impl):
     """is symmetric, with ones on the diagonal"""
     X = rng(302).normal(size=(6, 5))
-    S = checks.to_array(_call(impl, X, "6 rows"), "cosine_similarity_matrix(X)")
+    S = checks.to_array(_cut_named(_call(impl, X, "6 rows"), X, "6 rows"), "cosine_similarity_matrix(X)")
     # confirmed, as in the stored case: with 5 features for 6 rows, loops over range(n - 1) and over range(d) leave
     # the same row out, which the probe tells apart
     symptom = checks.named_mistake(S, _confirmed(impl, _mistakes(X)))

@@ -104,8 +104,22 @@ def _near(value, target, rel):
     return abs(value - target) <= rel * abs(target)
 
 
+# scaled = dots; scaled /= np.sqrt(d_k): one array under two names, so var_unscaled is taken of the scaled dot products
+# too. Both come out the same number near 1, which no swap (d_k and 1) and no missing scale (both near d_k) gives.
+BOTH_SCALED = ("var_unscaled equals var_scaled, both near 1: var_unscaled is taken of dot products already divided by "
+               "sqrt(d_k), as when they are divided in place (dots /= np.sqrt(d_k), or scaled = dots, then scaled /= "
+               "..., which divides the one array both names hold); take var_unscaled first, or divide into a new "
+               "array, dots / np.sqrt(d_k)")
+
+
+def _both_scaled(unscaled, scaled, d_k, rel):
+    return d_k > 1 and scaled == unscaled and _near(unscaled, 1, rel)
+
+
 def diagnose(unscaled, scaled, d_k, rel):
     """A symptom naming the mistake that (unscaled, scaled) points to, or None."""
+    if _both_scaled(unscaled, scaled, d_k, rel):
+        return BOTH_SCALED
     if _near(unscaled, d_k, rel):
         if _near(scaled, 1 / d_k, rel) and d_k > 1:
             return "var_scaled is near 1/d_k: the dot products were divided by d_k; divide by sqrt(d_k)"
@@ -135,15 +149,18 @@ def diagnose(unscaled, scaled, d_k, rel):
     # squeeze that drops the features' axis does that with axis=-1 too: its own message, in test_width_one)
     if unscaled == 0 and scaled == 0 and d_k > 1:
         return ("both variances are exactly 0, the variance of a single number: the products of every sample "
-                "were summed into one (np.sum with no axis); sum each pair's d_k products only, one dot product "
-                "per sample (the last axis)")
+                "were summed into one (np.sum with no axis), or only one pair q, k was drawn, as "
+                "rng.normal((num_samples, d_k)) draws (it reads the tuple as the mean: two numbers, not that shape; "
+                "the shape is size=, or rng.standard_normal((num_samples, d_k))); sum each pair's d_k products "
+                "only, one dot product per sample (the last axis)")
     # below 0.1, but not the 7/144 of uniform entries of width 1 (the means of the dot products are ~0.005)
     if 0 < abs(unscaled) < 0.1 and 0 < abs(scaled) < 0.1 and not _near(unscaled, 7 / 144 * d_k, rel):
         return ("both values are near 0, as the mean of the dot products is: return their variance (np.var), "
                 "about d_k before scaling")
     if _near(unscaled, 2 * d_k, rel) and _near(scaled, 2, rel):
         return ("var_unscaled is near 2·d_k and var_scaled near 2, as when k is q itself: each q·k is then a "
-                "sum of squares; draw the keys separately from the queries")
+                "sum of squares; draw the keys separately from the queries, from the same generator (two "
+                "generators made from one seed, np.random.default_rng(seed) twice, draw the same numbers)")
     if _near(unscaled, 7 / 144 * d_k, rel):
         return ("var_unscaled is far below d_k, as for uniform entries: draw q and k with standard-normal "
                 "entries (rng.standard_normal)")
@@ -308,6 +325,8 @@ def test_same_dot_products_scaled(impl):
         if abs(ratio - 1 / d_k) < 1e-4 / d_k:
             raise CaseFailure(f"{call}: var_scaled = var_unscaled / d_k², the dot products were divided by "
                               "d_k; divide by sqrt(d_k)")
+        if _both_scaled(unscaled, scaled, d_k, 0.25):  # the two equal, as unscaled, but near 1: both scaled
+            raise CaseFailure(f"{call}: {BOTH_SCALED}")
         if abs(ratio - d_k) < 1e-4 * d_k:
             raise CaseFailure(f"{call}: var_scaled equals var_unscaled; divide the dot products by sqrt(d_k)")
         if abs(ratio - d_k ** 2) < 1e-4 * d_k ** 2:

@@ -141,9 +141,17 @@ def mistakes(Q, K):
         *[(lambda: raw / np.sqrt(K.shape[0]), FIRST_AXIS)] * (K.ndim > 2 and K.shape[0] not in (1, d_k, *K.shape[1:])),
         (lambda: np.swapaxes(raw, -1, -2) / np.sqrt(d_k), "computes K Qᵀ (row i belongs to key i): "
                                                           "the scores are Q Kᵀ, one row per query"),
+        *[(lambda: raw / np.sqrt(d_k) - (raw / np.sqrt(d_k)).max(axis=-1, keepdims=True), ROW_MAX_SUBTRACTED)
+          ] * (K.shape[-2] > 1),  # over one key, every row shifted is 0: no evidence
         (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
                                                "the softmax comes after it, in scaled_dot_product_attention"),
     ]
+
+
+# The softmax's stabilising shift taken here: the weights (a softmax cancels a shift per row) stay right.
+ROW_MAX_SUBTRACTED = ("each row of the scores has its maximum subtracted, so that row's largest score is 0: that shift "
+                      "keeps a softmax from overflowing and belongs inside the softmax, which it leaves unchanged; this "
+                      "step returns the scores themselves, Q Kᵀ / sqrt(d_k)")
 
 
 ROOT_ROUNDED_DOWN = ("the scores are divided by sqrt(d_k) rounded down to a whole number (int(), // or math.isqrt), "

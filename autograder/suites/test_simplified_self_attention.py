@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import batches, checks
+from autograder.suites.toolkit import batches, cases, checks
 from autograder.suites.toolkit.cases import (
     check_stored,
     explain_batch_error,
@@ -78,9 +78,12 @@ def _softmax(s, axis):
     return e / e.sum(axis, keepdims=True)
 
 
+def _unit(X):
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
 def _cosines(X):
-    unit = X / np.linalg.norm(X, axis=-1, keepdims=True)
-    return unit @ np.swapaxes(unit, -1, -2)
+    return _unit(X) @ np.swapaxes(_unit(X), -1, -2)
 
 
 def _scores_and_weights(X):
@@ -95,11 +98,14 @@ def _model(record):
     return w @ record["X"], w
 
 
-def stored_symptoms(record, k):
+def stored_symptoms(record, k, zeros_too=False):
     """[(candidate, diagnosis)] of the known mistakes for item k of (context, weights) on the inputs
-    of `record`: the ladder of the stored outputs and of the notes' worked examples."""
+    of `record`: the ladder of the stored outputs and of the notes' worked examples. A context cut to
+    integers is all 0 where every entry lies in (-1, 1), which is no evidence alone: only with
+    `zeros_too`, for a ladder that confirms it on a probe (`_cut_confirmed`)."""
     X = record["X"]
     s, w = _scores_and_weights(X)
+    context = w @ X
     wrong_weights = [(lambda: s / s.sum(-1, keepdims=True), "divides the scores by their row sums without "
                                                              "exponentiating: the weights are a softmax"),
                      (lambda: _softmax(s / np.sqrt(X.shape[-1]), -1),
@@ -127,7 +133,12 @@ def stored_symptoms(record, k):
                                 "rows of X, the tokens themselves"),
                 *one_query,
                 *batches.np_dot_mistakes(w, X, "the context"),
-                *[(lambda f=f: f() @ X, message) for f, message in wrong_weights]]
+                *[(lambda f=f: f() @ X, message) for f, message in wrong_weights],
+                *[(np.trunc(context), INTEGER_CONTEXT)] * bool(zeros_too or np.trunc(context).any()),
+                *[(np.concatenate([context[..., :-1, :], 0 * context[..., -1:, :]], axis=-2), LAST_ROW_LEFT_OUT)
+                  ] * (X.shape[-2] > 1),
+                (lambda: w.sum(axis=-2)[..., None] * X, SUMMED_OVER_QUERIES),
+                (lambda: _softmax(_cosines(X), -1) @ _unit(X), UNIT_ROWS)]
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
 
 
@@ -140,7 +151,32 @@ WEIGHTS_T_OR_COLUMN_SOFTMAX = ("the context is weightsᵀ @ X, each token mixed 
                                "it comes first: weights @ X")
 
 
-test_notes = notes_cases(STEP, replayed=stored_symptoms, correct=_model,
+# A context filled into an int array (np.zeros(X.shape, dtype=int)) in a loop: each entry cut toward 0 as it is stored.
+INTEGER_CONTEXT = ("every entry of the context is cut toward 0, to a whole number: is it filled into an integer array "
+                   "(np.zeros(..., dtype=int), or zeros_like of an int array)? Storing a float there drops its "
+                   "fractional part; make the context of floats (np.zeros(X.shape)), or return weights @ X")
+LAST_ROW_LEFT_OUT = ("the last token's context is 0 and every other token's is right: a loop over the tokens stops one "
+                     "short (range(len(X) - 1)); every token is a query, range(len(X)), or weights @ X at once")
+# (weights[..., None] * X[..., None, :, :]).sum(axis=-3): row j is (the sum of column j of the weights) times x_j.
+SUMMED_OVER_QUERIES = ("each token's context is its own row of X times the sum of its column of the weights: the "
+                       "weighted rows, weights[i, j] * x_j, are summed over the queries i (axis -3), not over the "
+                       "keys j; token i's context sums over j (axis -2), which is weights @ X")
+UNIT_ROWS = ("the rows of X are scaled to length 1 before the scores and the context: the weights are a softmax of "
+             "cosines and the context mixes the unit rows; the scores are plain dot products X Xᵀ, and the context "
+             "mixes the rows of X as they are")
+
+
+def _cut_confirmed(impl, ladder):
+    """`ladder` with the context cut to integers kept only where the same code cuts it on tokens of larger
+    entries too (3 times standard normal), whose cut context is not all 0: on the notes' small tokens it is, as
+    any array never filled is."""
+    X = 3 * rng(806).normal(size=(5, 3))
+    return cases.confirmed(ladder, lambda: impl.simplified_self_attention(X)[0],
+                           lambda: stored_symptoms(dict(X=X), 0), only=lambda symptom: INTEGER_CONTEXT in symptom)
+
+
+test_notes = notes_cases(STEP, replayed=lambda record, k: stored_symptoms(record, k, zeros_too=True), correct=_model,
+                         confirmed=_cut_confirmed,
                          probe=lambda impl: _call(impl, rng(804).normal(size=(5, 3)), "5 tokens of width 3"))
 
 
@@ -166,5 +202,12 @@ def test_permutation_equivariant(impl):
     if context.shape != X.shape:  # a context of another shape cannot be reordered: named where a mistake is known
         checks.expect_close(context, _model(dict(X=X))[0], "the context of 6 tokens",
                             symptoms=lambda: stored_symptoms(dict(X=X), 0))
-    checks.expect_close(out_perm[0], context[order], "context of reordered tokens", relation=False)
+    try:
+        checks.expect_close(out_perm[0], context[order], "context of reordered tokens", relation=False)
+    except CaseFailure as failure:  # a context that is no reordering: the context itself may show a known mistake
+        found = checks.named_mistake(context, stored_symptoms(dict(X=X), 0)) if checks.UNNAMED in str(failure) else None
+        if found is None:
+            raise
+        raise CaseFailure(f"context of reordered tokens is not the context reordered; the context of 6 tokens shows "
+                          f"why: {found}") from None
     checks.expect_rows_sum_to_one(out[1], "the weights")
