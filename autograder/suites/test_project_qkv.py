@@ -32,6 +32,9 @@ def stored_symptoms(record, k):
     truncated = np.trunc(X)
     if np.any(truncated != X):  # an X of whole numbers is the same cast
         found.append((lambda: truncated @ Ws[k], INT_CAST if np.any(truncated) else ALL_CAST_TO_ZERO))
+    # After X's own cast: where both leave every entry 0, that message names both.
+    found.append((lambda: np.trunc(X @ Ws[k]), f"{ROLES[k]} holds whole numbers, each entry of X @ {WEIGHTS[k]} "
+                                               f"{PRODUCT_INTO_INTEGERS}"))
     for j, W in enumerate(Ws):
         if j != k:
             found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}; {ROLES[k]} = "
@@ -41,10 +44,16 @@ def stored_symptoms(record, k):
 
 INT_CAST = ("X was cast to whole numbers (dtype=int, .astype(int)), which cuts each entry toward 0: keep X's float "
             "values")
-# where every entry of X lies in (-1, 1) the cast leaves all 0, as an array made with zeros and never filled is
+# where every entry of X lies in (-1, 1) the cast leaves all 0, as an array made with zeros and never filled is,
+# and one of integers filled with products in (-1, 1)
 ALL_CAST_TO_ZERO = ("every entry is 0, as when X was cast to whole numbers (dtype=int, .astype(int)), which cuts "
                     "each of its entries, all in (-1, 1) here, to 0 (keep X's float values), or as when an array "
-                    "made with zeros is never filled")
+                    "made with zeros is never filled, or is made of integers (dtype=int) and filled with products "
+                    "that all lie in (-1, 1) here")
+# a loop that writes each token's projection into np.zeros((n, d_out), dtype=int)
+PRODUCT_INTO_INTEGERS = ("cut toward 0: the array the projection was written into holds integers "
+                         "(np.zeros(..., dtype=int)), and a float written into it is truncated; make it a float "
+                         "array, or compute X @ W at once")
 
 
 def _model(record):
