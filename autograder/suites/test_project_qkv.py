@@ -133,7 +133,13 @@ def _named_on_squares(impl):
                                                 "matrix product (@)"),
                                     (X.T @ Ws[0], "computes X.T @ W_q, the tokens transposed: X holds one token "
                                                   "per row, (n, d_in), and W_q (d_in, d_out) projects each row, so "
-                                                  "X is used as it is")])
+                                                  "X is used as it is"),
+                                    (X @ Ws[0], RIGHT_ONLY_ON_SQUARES)])
+
+
+# Last of the square-input ladder: right there, so only a shape taken from the wrong side can break the rest.
+RIGHT_ONLY_ON_SQUARES = ("is right, so an array is made d_in wide, sized from X (np.zeros_like(X), say), where each "
+                         "projection is d_out wide: fill np.zeros((n, W.shape[1])), or compute X @ W at once")
 
 
 CHAINED = ("projects K or V from another projection (Q @ W_k, K @ W_v), not from X: each of Q, K and V projects the "
