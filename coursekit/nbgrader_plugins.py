@@ -23,10 +23,10 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.plugins.zipcollect import ExtractorPlugin
 from nbgrader.preprocessors import OverwriteCells
-from nbgrader.utils import is_ignored, unzip
+from nbgrader.utils import is_ignored
 from traitlets import Bool, Unicode
 
-from coursekit import csvsafe, intake, standing
+from coursekit import archives, csvsafe, intake, standing
 
 
 class SafeCollect(ExchangeCollect):
@@ -49,24 +49,26 @@ class SafeCollect(ExchangeCollect):
 
 
 class SafeZipExtractor(ExtractorPlugin):
-    """zip_collect's extractor: an archive is unpacked as nbgrader unpacks it, a loose file is
+    """zip_collect's extractor: an archive is unpacked as nbgrader unpacks it, within a budget
+    (`coursekit/archives.py`: nbgrader's bounds neither memory nor disk), a loose file is
     copied by `intake.safe_copy`'s rules (nbgrader's own `shutil.copy` follows links)."""
 
     def extract(self, archive_path, extracted_path):
-        archives = tuple(self.zip_ext)
+        extensions = tuple(self.zip_ext)
         top = Path(archive_path)
-        dropped = intake.safe_copy(top, extracted_path, keep=lambda relative: not relative.endswith(archives)
+        dropped = intake.safe_copy(top, extracted_path, keep=lambda relative: not relative.endswith(extensions)
                                    or os.path.isdir(top / relative))
         for entry in dropped:
             self.log.warning("zip_collect: dropped %s", entry)
         for dirpath, _, filenames in os.walk(top, followlinks=False):
             for name in filenames:
                 path = Path(dirpath) / name
-                if name.endswith(archives) and not intake.refusal(os.lstat(path), os.lstat(top).st_uid):
+                if name.endswith(extensions) and not intake.refusal(os.lstat(path), os.lstat(top).st_uid):
                     where = Path(extracted_path) / path.parent.relative_to(top)
                     where.mkdir(parents=True, exist_ok=True)
                     self.log.info("Extracting from: %s", path)
-                    unzip(str(path), str(where), zip_ext=self.zip_ext, create_own_folder=True, tree=True)
+                    # nbgrader's unzip, within a budget: it bounds neither memory nor disk (archives.py)
+                    archives.unpack(path, where, self.zip_ext, self.log)
 
 
 GRADES_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
