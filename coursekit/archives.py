@@ -3,10 +3,10 @@ unpacks to is bounded before anything is written (issue 18: nothing escapes its 
 
 nbgrader's `unzip` (setuptools' `unpack_archive`) reads each member of a zip whole into memory
 before writing it, and with `tree=True` unpacks every archive found inside, to any depth, with no
-bound on either. Zeros compress about a thousandfold, and nesting multiplies: a 2 MB archive that
-unpacks to 1.75 GB took the instructor's `nbgrader zip_collect` that much memory and disk
-(`downloaded/`), then as much again copied into `submitted/`, where autograde moved the files into
-the quarantine, kept as evidence (red-team round r27). A larger one fills the machine.
+bound on either. Zeros compress about a thousandfold, and nesting multiplies: a 785 kB archive
+(768 MiB of zeros and a zip of 4 x 256 MiB inside) took the instructor's `nbgrader zip_collect` to
+1.6 GB resident and 1.8 GB written under `downloaded/` (red-team round r27); what matches a student
+is then copied again into `submitted/`. A larger one fills the machine.
 
 Here each archive (the one handed in, then each found inside it) is unpacked, as nbgrader would,
 only if what it states it holds fits what is left of one budget for the archive handed in and
