@@ -11,15 +11,17 @@ nbgrader_config.py (nbgrader imports them from there, in its own processes).
 - `GradesCsv` (`c.ExportApp.plugin_class`): `nbgrader export`'s grades.csv, safe in a spreadsheet
   and blank where a submission could not be graded.
 """
+import glob
 import html
 import os
+import pwd
 import re
 from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
 from nbgrader import utils
-from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.plugins.zipcollect import ExtractorPlugin
 from nbgrader.preprocessors import OverwriteCells
@@ -33,6 +35,46 @@ class SafeCollect(ExchangeCollect):
     """nbgrader's collect, copying each submission with `intake.safe_copy`: the inbound folder is
     the student's, so nothing in it is followed. nbgrader's ignore patterns still apply; what is
     dropped is recorded for the student and logged."""
+
+    def init_src(self):
+        """nbgrader's, but each student's submission is chosen among the folders they own. Every
+        student may write the inbound folder, and a folder's name says whose submission it is:
+        nbgrader's `check_owner` only warns when someone else owns it, then collects it, so a
+        folder in a classmate's name with a later timestamp replaced the classmate's submission
+        (red-team round r27). A folder is refused when the student it names has an account of
+        their own that does not own it (this course's model: one account per person). Without
+        such an account (one account shared by every student) nbgrader's warning is all there is."""
+        super().init_src()
+        if not self.check_owner:
+            return
+        student = self.coursedir.student_id or "*"
+        paths = glob.glob(os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*"))
+        owned = [r for r in map(self._path_to_record, paths) if not self._in_anothers_name(r)]
+        self.src_records = [self._chosen(records) for records in groupby(owned, lambda r: r["username"]).values()]
+
+    def _in_anothers_name(self, record):
+        try:
+            uid = pwd.getpwnam(record["username"]).pw_uid
+        except KeyError:
+            return False  # no account of that name to compare with
+        path = os.path.join(self.inbound_path, record["filename"])
+        owner = os.lstat(path).st_uid
+        if owner == uid:
+            return False
+        try:
+            owner = pwd.getpwuid(owner).pw_name
+        except KeyError:
+            pass
+        self.log.warning("%s: not collected: it is in %s's name but owned by %s", path, record["username"], owner)
+        return True
+
+    def _chosen(self, records):
+        """nbgrader's choice among one student's submissions: the newest, or with
+        `before_duedate` the newest on time (the newest if none is)."""
+        records = self._sort_by_timestamp(records)
+        if self.duedate is not None and self.before_duedate:
+            return next((r for r in records if r["timestamp"] <= self.duedate), records[0])
+        return records[0]
 
     def do_copy(self, src, dest, log=None):
         student = Path(dest).parent.name
