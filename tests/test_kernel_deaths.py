@@ -16,12 +16,11 @@ the envelope's memory group recorded an out-of-memory kill), then `_restart_and_
 Until then these are expected to fail (strict: a fix makes them pass, and the marks must go)."""
 
 import pytest
+from test_judge import notebook, points
 
 from autograder.judge import judge_notebook
 from autograder.reference import reference_source
 from autograder.steps import STEPS
-
-from test_judge import notebook, points
 
 ENDINGS = {
     "os-exit": "import os\nos._exit(3)",
