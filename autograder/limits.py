@@ -60,3 +60,7 @@ MAX_SUBMITTED_FILE_BYTES = 100 * 1000**2  # nbgrader's own default (CourseDirect
 MAX_SUBMITTED_DEPTH = 32  # folders nested in a submission folder; a deeper one is left out whole
 MAX_SUBMITTED_PATH_BYTES = 1024  # a folder's path inside the submission folder, likewise
 MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker
+# What one archive handed to `nbgrader zip_collect` may unpack to, the archives inside it included
+# (coursekit/archives.py): a larger one is left out whole, before anything is written.
+MAX_UNPACKED_BYTES = 512 * 1024**2
+MAX_UNPACKED_MEMBERS = 10_000

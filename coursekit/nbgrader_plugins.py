@@ -11,28 +11,70 @@ nbgrader_config.py (nbgrader imports them from there, in its own processes).
 - `GradesCsv` (`c.ExportApp.plugin_class`): `nbgrader export`'s grades.csv, safe in a spreadsheet
   and blank where a submission could not be graded.
 """
+import glob
 import html
 import os
+import pwd
 import re
 from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
 from nbgrader import utils
-from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.plugins.zipcollect import ExtractorPlugin
 from nbgrader.preprocessors import OverwriteCells
-from nbgrader.utils import is_ignored, unzip
+from nbgrader.utils import is_ignored
 from traitlets import Bool, Unicode
 
-from coursekit import csvsafe, intake, standing
+from coursekit import archives, csvsafe, intake, standing
 
 
 class SafeCollect(ExchangeCollect):
     """nbgrader's collect, copying each submission with `intake.safe_copy`: the inbound folder is
     the student's, so nothing in it is followed. nbgrader's ignore patterns still apply; what is
     dropped is recorded for the student and logged."""
+
+    def init_src(self):
+        """nbgrader's, but each student's submission is chosen among the folders they own. Every
+        student may write the inbound folder, and a folder's name says whose submission it is:
+        nbgrader's `check_owner` only warns when someone else owns it, then collects it, so a
+        folder in a classmate's name with a later timestamp replaced the classmate's submission
+        (red-team round r27). A folder is refused when the student it names has an account of
+        their own that does not own it (this course's model: one account per person). Without
+        such an account (one account shared by every student) nbgrader's warning is all there is."""
+        super().init_src()
+        if not self.check_owner:
+            return
+        student = self.coursedir.student_id or "*"
+        paths = glob.glob(os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*"))
+        owned = [r for r in map(self._path_to_record, paths) if not self._in_anothers_name(r)]
+        self.src_records = [self._chosen(records) for records in groupby(owned, lambda r: r["username"]).values()]
+
+    def _in_anothers_name(self, record):
+        try:
+            uid = pwd.getpwnam(record["username"]).pw_uid
+        except KeyError:
+            return False  # no account of that name to compare with
+        path = os.path.join(self.inbound_path, record["filename"])
+        owner = os.lstat(path).st_uid
+        if owner == uid:
+            return False
+        try:
+            owner = pwd.getpwuid(owner).pw_name
+        except KeyError:
+            pass
+        self.log.warning("%s: not collected: it is in %s's name but owned by %s", path, record["username"], owner)
+        return True
+
+    def _chosen(self, records):
+        """nbgrader's choice among one student's submissions: the newest, or with
+        `before_duedate` the newest on time (the newest if none is)."""
+        records = self._sort_by_timestamp(records)
+        if self.duedate is not None and self.before_duedate:
+            return next((r for r in records if r["timestamp"] <= self.duedate), records[0])
+        return records[0]
 
     def do_copy(self, src, dest, log=None):
         student = Path(dest).parent.name
@@ -49,24 +91,26 @@ class SafeCollect(ExchangeCollect):
 
 
 class SafeZipExtractor(ExtractorPlugin):
-    """zip_collect's extractor: an archive is unpacked as nbgrader unpacks it, a loose file is
+    """zip_collect's extractor: an archive is unpacked as nbgrader unpacks it, within a budget
+    (`coursekit/archives.py`: nbgrader's bounds neither memory nor disk), a loose file is
     copied by `intake.safe_copy`'s rules (nbgrader's own `shutil.copy` follows links)."""
 
     def extract(self, archive_path, extracted_path):
-        archives = tuple(self.zip_ext)
+        extensions = tuple(self.zip_ext)
         top = Path(archive_path)
-        dropped = intake.safe_copy(top, extracted_path, keep=lambda relative: not relative.endswith(archives)
+        dropped = intake.safe_copy(top, extracted_path, keep=lambda relative: not relative.endswith(extensions)
                                    or os.path.isdir(top / relative))
         for entry in dropped:
             self.log.warning("zip_collect: dropped %s", entry)
         for dirpath, _, filenames in os.walk(top, followlinks=False):
             for name in filenames:
                 path = Path(dirpath) / name
-                if name.endswith(archives) and not intake.refusal(os.lstat(path), os.lstat(top).st_uid):
+                if name.endswith(extensions) and not intake.refusal(os.lstat(path), os.lstat(top).st_uid):
                     where = Path(extracted_path) / path.parent.relative_to(top)
                     where.mkdir(parents=True, exist_ok=True)
                     self.log.info("Extracting from: %s", path)
-                    unzip(str(path), str(where), zip_ext=self.zip_ext, create_own_folder=True, tree=True)
+                    # nbgrader's unzip, within a budget: it bounds neither memory nor disk (archives.py)
+                    archives.unpack(path, where, self.zip_ext, self.log)
 
 
 GRADES_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",

@@ -127,6 +127,36 @@ def test_nbgrader_collect_takes_in_no_link_from_the_exchange(tmp_path):
     assert "secret.txt" in result.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="hands in as two accounts (chown): root only")
+def test_nbgrader_collect_takes_no_submission_in_a_classmates_name(tmp_path):
+    """Every student may write the inbound folder, and a folder's name says whose submission it is.
+    nbgrader's check_owner only warned: a folder named for a classmate, with a later timestamp,
+    replaced the classmate's own submission. Here `daemon` and `nobody` are the two students (two
+    accounts every system has): nobody's folder in daemon's name is refused, each keeps their own."""
+    import pwd
+
+    course = grading.prepare(tmp_path / "course")
+    exchange = tmp_path / "exchange"
+    inbound = exchange / "self-attention" / "inbound"
+    folders = {("daemon", "daemon", "2026-11-20 09:00:00.000000 UTC"): '{"own": "daemon"}',
+               ("daemon", "nobody", "2026-11-21 09:00:00.000000 UTC"): '{"forged": "by nobody"}',
+               ("nobody", "nobody", "2026-11-20 10:00:00.000000 UTC"): '{"own": "nobody"}'}
+    for (named, owner, stamp), text in folders.items():
+        folder = inbound / f"{named}+{A}+{stamp}+{owner}"
+        folder.mkdir(parents=True)
+        (folder / f"{A}.ipynb").write_text(text)
+        (folder / "timestamp.txt").write_text(stamp)
+        for path in (folder, *folder.iterdir()):
+            os.chown(path, pwd.getpwnam(owner).pw_uid, -1)
+    env = dict(with_interpreter_on_path(os.environ), COURSEKIT_EXCHANGE=str(exchange))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "collect", A], cwd=course, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for student in ("daemon", "nobody"):
+        assert (course / "submitted" / student / A / f"{A}.ipynb").read_text() == f'{{"own": "{student}"}}'
+    assert "not collected" in result.stderr and "owned by nobody" in result.stderr
+
+
 def test_zip_collect_copies_loose_files_without_following_links(tmp_path):
     from coursekit.nbgrader_plugins import SafeZipExtractor
 

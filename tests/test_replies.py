@@ -66,6 +66,38 @@ def test_a_proper_reply_passes_unchanged():
     assert checked_reply(agent.json.dumps(error).encode()) == error
 
 
+def test_checking_a_long_flat_reply_costs_no_more_than_decoding_it():
+    """A flat list is one container, so MAX_REPLY_CONTAINERS lets 64 MiB of `0,` through (32
+    million items); the depth walk once held a tuple per item: 2.9 GB and 43 s in the judge (a
+    classmate's Dask worker) for one case's reply (red-team round r27). It walks containers only."""
+    import tracemalloc
+
+    data = b'{"ok": [' + b"0," * (2 * 1024**2) + b'0]}'  # 4 MiB, two million items
+    tracemalloc.start()
+    try:
+        decoded = agent.json.loads(data)
+        decoding = tracemalloc.get_traced_memory()[1]
+        del decoded
+        tracemalloc.reset_peak()
+        assert len(checked_reply(data)["ok"]) == 2 * 1024**2 + 1
+        checking = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert checking < 1.5 * decoding, (checking, decoding)
+    # Nesting is read from the brackets outside strings, and never quadratically (an unclosed string)
+    quoted = {"ok": ['"]]' + "]" * 500, "[\\[" + "[" * 500, *[[]] * 70]}
+    assert checked_reply(agent.json.dumps(quoted).encode()) == quoted
+    nested = []
+    for _ in range(MAX_REPLY_DEPTH):
+        nested = ["]}", nested]
+    with pytest.raises(HostileReply, match="nested"):
+        checked_reply(agent.json.dumps({"ok": nested}).encode())
+    started = time.monotonic()
+    with pytest.raises(HostileReply, match="JSONDecodeError"):
+        checked_reply(b'{"ok": "' + b'\\"' * 10**6 + b"[" * 100)
+    assert time.monotonic() - started < 1.0
+
+
 def test_a_hostile_reply_costs_its_case_as_the_submissions_failure(tmp_path):
     """What the kernel's side writes on the socket, however it is shaped, ends as a plain
     failure of the request, never an exception in the judge."""

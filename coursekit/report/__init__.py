@@ -20,11 +20,11 @@ notebooks (`data.py`). The page shows case titles and diagnoses, as the feedback
 hidden input or an expected value (messages never hold one, `autograder/suites/toolkit/checks.py`).
 """
 
-import csv
 import sys
 import time
 from pathlib import Path
 
+from coursekit import csvsafe
 from coursekit.course_dir import CourseDir
 from coursekit.report import analysis, plots
 from coursekit.report.data import collect
@@ -112,9 +112,12 @@ def write(course_dir, assignments=None, out=None, db_url=None, problems=None):
     html_path.write_text(render(data, stats, course_dir, db_url), encoding="utf-8")
     csv_path = html_path.with_suffix(".csv")
     with csv_path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        # csvsafe, as every CSV of the course: a student's id and their own exception text (a
+        # case's message) reach its cells, and one like `=2+3` was a formula in a spreadsheet.
+        writer = csvsafe.Writer(handle)
         writer.writerow(CSV_COLUMNS)
-        writer.writerows(csv_rows(data))
+        for row in csv_rows(data):
+            writer.writerow(row)
     return html_path, csv_path
 
 

@@ -1,0 +1,96 @@
+"""zip_collect's archives, unpacked within a budget: an archive handed in is data, and what it
+unpacks to is bounded before anything is written (issue 18: nothing escapes its budget).
+
+nbgrader's `unzip` (setuptools' `unpack_archive`) reads each member of a zip whole into memory
+before writing it, and with `tree=True` unpacks every archive found inside, to any depth, with no
+bound on either. Zeros compress about a thousandfold, and nesting multiplies: a 785 kB archive
+(768 MiB of zeros and a zip of 4 x 256 MiB inside) took the instructor's `nbgrader zip_collect` to
+1.6 GB resident and 1.8 GB written under `downloaded/` (red-team round r27); what matches a student
+is then copied again into `submitted/`. A larger one fills the machine.
+
+Here each archive (the one handed in, then each found inside it) is unpacked, as nbgrader would,
+only if what it states it holds fits what is left of one budget for the archive handed in and
+everything inside it: `MAX_UNPACKED_BYTES` and `MAX_UNPACKED_MEMBERS`. The sizes an archive states
+are what its reader writes at most (zipfile stops a member at its stated size and fails its
+check if there is more; tarfile copies exactly a member's stated size). An archive that does not
+fit is left out whole and the instructor is told; its student then has no notebook, which
+autograde reports as not graded. An archive neither reader recognises is left to nbgrader's
+unpacker, which reports it as before.
+"""
+
+import os
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+
+from nbgrader.utils import unzip
+
+from autograder.limits import MAX_UNPACKED_BYTES, MAX_UNPACKED_MEMBERS
+from coursekit import intake
+
+
+class Budget:
+    """What is left to unpack from one archive handed in (nested archives included)."""
+
+    def __init__(self):
+        self.size, self.members = MAX_UNPACKED_BYTES, MAX_UNPACKED_MEMBERS
+
+    def take(self, archive):
+        """Why `archive` may not be unpacked ("" if it may, and then what it holds is spent)."""
+        try:
+            size, members = stated(archive, self.size, self.members)
+        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, ValueError):
+            return ""  # not an archive either reader takes: nbgrader's unpacker says what is wrong
+        if size > self.size or members > self.members:
+            return (f"it unpacks to more than {MAX_UNPACKED_BYTES / 1024**2:g} MiB or {MAX_UNPACKED_MEMBERS} "
+                    "files, archives inside it included (MAX_UNPACKED_BYTES, MAX_UNPACKED_MEMBERS)")
+        self.size -= size
+        self.members -= members
+        return ""
+
+
+def stated(archive, size_left, members_left):
+    """(bytes, members) `archive` states it unpacks to; a tar is read only until either passes
+    what is left (its headers lie between its members: reading on decompresses them)."""
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as opened:
+            infos = opened.infolist()
+            return sum(info.file_size for info in infos), len(infos)
+    size = members = 0
+    with tarfile.open(archive) as opened:
+        for member in opened:
+            size += member.size if member.isreg() else 0
+            members += 1
+            if size > size_left or members > members_left:
+                break
+    return size, members
+
+
+def _own_folder(archive, dest):
+    """Where nbgrader's unzip(create_own_folder=True) puts what `archive` holds."""
+    name = os.path.splitext(os.path.basename(archive))[0]
+    stem, ext = os.path.splitext(name)
+    return Path(dest) / (stem if ext == ".tar" else name)
+
+
+def unpack(archive, dest, zip_ext, log, budget=None):
+    """nbgrader's `unzip(archive, dest, zip_ext, create_own_folder=True, tree=True)`, each archive
+    unpacked only within one `Budget` (nested ones unpacked flat into their own folders beside
+    them, in the order nbgrader's tree walk finds them; the walk does not recurse)."""
+    budget = budget or Budget()
+    extensions = tuple(zip_ext)
+    pending, seen = [Path(archive)], set()
+    top = _own_folder(archive, dest)
+    while pending:
+        path = pending.pop(0)
+        seen.add(path)
+        reason = budget.take(path)
+        if reason:
+            log.warning("zip_collect: left out %s: %s", path, reason)
+            continue
+        unzip(str(path), str(dest if path == Path(archive) else path.parent), zip_ext=zip_ext,
+              create_own_folder=True, tree=False)
+        if not pending:  # the next round of nbgrader's walk: every archive under `top` not yet unpacked
+            pending = [p for p, _, info in intake.entries_under(top)
+                       if stat.S_ISREG(info.st_mode) and p.suffix in extensions and p not in seen]

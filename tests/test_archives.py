@@ -1,0 +1,92 @@
+"""zip_collect unpacks an archive within a budget (`coursekit/archives.py`): a small archive of
+zeros, or one nesting others, unpacked to gigabytes in the instructor's memory and disk
+(red-team round r27: 785 kB became 1.8 GB on disk and 1.6 GB resident). The budget is made
+small here, so the archives stay small."""
+
+import logging
+import shutil
+import zipfile
+
+import pytest
+from nbgrader.utils import unzip
+
+from coursekit import archives
+
+A = "01_simplified_self_attention"
+MB = 1 << 20
+
+
+def _zeros(archive, name, size):
+    info = zipfile.ZipInfo(name)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with archive.open(info, "w") as out:
+        out.write(bytes(size))
+
+
+def _archive(path, inner_sizes=(), notebook=b"{}"):
+    """A zip holding a notebook and, if `inner_sizes`, inner.zip holding files of those sizes."""
+    if inner_sizes:
+        with zipfile.ZipFile(path.with_name("inner.zip"), "w") as inner:
+            for i, size in enumerate(inner_sizes):
+                _zeros(inner, f"part{i}.bin", size)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"eve/{A}.ipynb", notebook)
+        if inner_sizes:
+            archive.write(path.with_name("inner.zip"), "eve/inner.zip")
+    return path
+
+
+def _tree(folder):
+    return sorted((str(p.relative_to(folder)), p.stat().st_size if p.is_file() else None) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def small_budget(monkeypatch):
+    monkeypatch.setattr(archives, "MAX_UNPACKED_BYTES", 4 * MB)
+    monkeypatch.setattr(archives, "MAX_UNPACKED_MEMBERS", 50)
+
+
+def test_an_archive_within_the_budget_unpacks_as_nbgraders_unzip(tmp_path, small_budget):
+    archive = _archive(tmp_path / "eve.zip", inner_sizes=(MB, MB))
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir(), theirs.mkdir()
+    archives.unpack(archive, ours, [".zip", ".gz"], logging.getLogger("test"))
+    unzip(str(archive), str(theirs), zip_ext=[".zip", ".gz"], create_own_folder=True, tree=True)
+    assert _tree(ours) == _tree(theirs) and (ours / "eve" / "eve" / "inner" / "part1.bin").stat().st_size == MB
+
+
+def test_a_nested_archive_past_the_budget_is_left_out_and_said(tmp_path, small_budget, caplog):
+    archive = _archive(tmp_path / "eve.zip", inner_sizes=(3 * MB, 3 * MB))  # 6 MB inside, a few kB handed in
+    assert archive.stat().st_size < 64 * 1024
+    out = tmp_path / "out"
+    out.mkdir()
+    archives.unpack(archive, out, [".zip"], logging.getLogger("test"))
+    assert (out / "eve" / "eve" / f"{A}.ipynb").read_bytes() == b"{}"
+    assert not (out / "eve" / "eve" / "inner").exists()
+    assert "left out" in caplog.text and "inner.zip" in caplog.text and "MAX_UNPACKED_BYTES" in caplog.text
+
+
+def test_an_archive_past_the_budget_is_not_unpacked_at_all(tmp_path, small_budget, caplog):
+    archive = tmp_path / "eve.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        _zeros(opened, f"eve/{A}.ipynb", 5 * MB)
+    out = tmp_path / "out"
+    out.mkdir()
+    archives.unpack(archive, out, [".zip"], logging.getLogger("test"))
+    assert list(out.rglob("*.ipynb")) == [] and "left out" in caplog.text
+
+
+def test_too_many_members_and_a_tar_are_counted_too(tmp_path, small_budget):
+    many = tmp_path / "many.zip"
+    with zipfile.ZipFile(many, "w") as opened:
+        for i in range(51):
+            opened.writestr(f"f{i}", b"")
+    assert archives.Budget().take(many) != ""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "big.bin").write_bytes(bytes(5 * MB))
+    tar = shutil.make_archive(str(tmp_path / "big"), "gztar", folder)
+    assert archives.Budget().take(tar) != ""
+    (folder / "big.bin").write_bytes(bytes(MB))
+    tar = shutil.make_archive(str(tmp_path / "small"), "gztar", folder)
+    assert archives.Budget().take(tar) == ""
