@@ -22,6 +22,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -31,7 +32,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float
 
-from autograder import stuck
+from autograder import dead_kernel, stuck
 from autograder.errors import FLAG, CaseTimeout, KernelStuck
 from autograder.harness import RECORD_KEY, CaseResult, StepResult, cases_of, instructor_flags, run_step
 from autograder.kernel import agent, sandbox, warm
@@ -294,7 +295,7 @@ class JudgedExecute(Execute):
                     self._lending.discard()  # no step to come can be lent anything
             if self._inputs_sent and cell.cell_type == "code":
                 cell.metadata[SEALED_KEY] = True  # what it shows may carry them (`sealed_outputs.py`)
-            return super().preprocess_cell(cell, resources, index)
+            return dead_kernel.ran(partial(super().preprocess_cell, cell, resources, index), self, cell, index)
         if step in self._pending:
             self._pending.remove(step)
         if self._left() <= 0:
