@@ -157,6 +157,28 @@ def test_nbgrader_collect_takes_no_submission_in_a_classmates_name(tmp_path):
     assert "not collected" in result.stderr and "owned by nobody" in result.stderr
 
 
+@pytest.mark.parametrize("named", ["..", ".", ".hidden"])
+def test_nbgrader_collect_takes_no_folder_whose_student_id_is_a_path(tmp_path, named):
+    """A student id comes from the inbound folder's name, which the student chooses: `..` would put
+    the submission at submitted/../<assignment>, outside submitted/, and `.` at submitted/<assignment>
+    (red-team round r27 read this in nbgrader's collect, without running it). Run, nothing is
+    collected: collect finds the folders with a glob, whose `*` matches no name that starts with a
+    dot. This keeps it so."""
+    course = grading.prepare(tmp_path / "course")
+    exchange = tmp_path / "exchange"
+    stamp = "2026-11-20 09:00:00.000000 UTC"
+    folder = exchange / "self-attention" / "inbound" / f"{named}+{A}+{stamp}+x"
+    folder.mkdir(parents=True)
+    (folder / f"{A}.ipynb").write_text("{}")
+    (folder / "timestamp.txt").write_text(stamp)
+    env = dict(with_interpreter_on_path(os.environ), COURSEKIT_EXCHANGE=str(exchange))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "collect", A], cwd=course, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    copied = [p.relative_to(course) for p in course.rglob(f"{A}.ipynb") if p.parts[-3:-1] != ("source", A)]
+    assert copied == [], (copied, result.stderr)
+
+
 def test_zip_collect_copies_loose_files_without_following_links(tmp_path):
     from coursekit.nbgrader_plugins import SafeZipExtractor
 
