@@ -38,6 +38,7 @@ def ran(execute, judge, cell, index):
     if why == "gone" and envelope is not None and envelope.overruns().get("memory"):
         why = "memory"
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=ENDED.format(why=WHY[why]) + "\n")]
+    judge.ended_cells.add(index)  # no replay runs it again, here or in a lending kernel
     # A fresh kernel, then a fresh client for nbclient: its old one may hold messages the ended
     # kernel sent (signed with a key of its own, they would fail the next cell as this one).
     judge.kc.stop_channels()

@@ -166,6 +166,7 @@ class JudgedExecute(Execute):
         self._pending = [step for cell in nb.cells if (step := graded_step(cell))]
         self._untouched = untouched_steps(nb.cells)  # no lending kernel is started ahead for these
         self._inputs_sent = False  # whether the notebook's kernel has been sent a case's inputs
+        self.ended_cells: set[int] = set()  # ordinary cells that ended the kernel: never replayed (`dead_kernel.py`)
         self._warm = warm.warm_parent()
         if self._warm is not None and trains(nb):
             try:
@@ -263,7 +264,7 @@ class JudgedExecute(Execute):
 
     def _ordinary_cells(self, first, upto):
         return [(index, cell.source) for index, cell in enumerate(self.nb.cells[first:upto], first)
-                if cell.cell_type == "code" and not graded_step(cell)]
+                if cell.cell_type == "code" and not graded_step(cell) and index not in self.ended_cells]
 
     def _replay_timeout(self, index):
         return self._get_timeout(self.nb.cells[index]) or CELL_TIMEOUT

@@ -1,9 +1,10 @@
-# description: CausalAttention.forward kills the kernel with os._exit(1)
+# description: CausalAttention.forward kills the kernel with os._exit(1): the demo cells that call it
+#   end the kernel in an ordinary cell, which each says, and a fresh kernel replays the cells before
+#   it; the step's own cases lose their kernel; the notebook is graded (it was not, before
+#   autograder/dead_kernel.py)
 # source: written for this catalogue
 # replaces: CausalAttention
-# flagged: true
-# flag: autograde failed
-# graded: false
+# loses: CausalAttention
 
 class CausalAttention(nn.Module):
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
