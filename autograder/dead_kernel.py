@@ -31,9 +31,9 @@ def ran(execute, judge, cell, index):
     try:
         return execute()
     except Exception as error:  # noqa: BLE001 - only the two below are the kernel's; the rest propagate
-        if not isinstance(error, DeadKernelError) and not _unreadable(error):
+        why = "unreadable" if _unreadable(error) else "gone" if isinstance(error, DeadKernelError) else None
+        if why is None:
             raise
-        why = "unreadable" if _unreadable(error) else "gone"
     envelope = judge._box.envelope
     if why == "gone" and envelope is not None and envelope.overruns().get("memory"):
         why = "memory"
