@@ -89,3 +89,40 @@ def test_the_notebooks_helpers_draw_a_tensor_from_the_gpu():
     spec.loader.exec_module(common)
     weights = torch.softmax(torch.randn(3, 3, device="cuda", requires_grad=True), dim=-1)
     assert common._as_array(weights).tolist() == weights.detach().cpu().double().tolist()
+
+
+def test_a_padding_mask_built_on_the_gpu_stays_there_and_masks_as_on_the_cpu():
+    lengths = torch.tensor([7, 3])
+    scores = torch.randn(2, 7, 7, generator=torch.Generator().manual_seed(1))
+    on_gpu = solutions.padding_mask(lengths.to("cuda"), 7)
+    assert on_gpu.device.type == "cuda", "padding_mask left the mask on the CPU for lengths on the GPU"
+    blocked = on_gpu | solutions.causal_mask(7).to("cuda")
+    got = solutions.masked_softmax(scores.to("cuda"), blocked)
+    expected = solutions.masked_softmax(scores, solutions.padding_mask(lengths, 7) | solutions.causal_mask(7))
+    torch.testing.assert_close(got.cpu(), expected, **TOLERANCE)
+
+
+def test_cross_attention_with_a_key_padding_mask_on_the_gpu_gives_what_it_gives_on_the_cpu():
+    torch.manual_seed(0)
+    on_cpu = solutions.CrossAttention(D_IN, 6, D_OUT, HEADS, dropout=0.1).eval()
+    on_gpu = copy.deepcopy(on_cpu).to("cuda")
+    x, context = _inputs(2)
+    key_padding = solutions.padding_mask(torch.tensor([5, 2]), context.shape[1])[:, 0, :]  # (batch, T_k)
+    with torch.no_grad():
+        expected = on_cpu(x, context, key_padding)
+        got = on_gpu(x.to("cuda"), context.to("cuda"), key_padding.to("cuda"))
+    torch.testing.assert_close(got.cpu(), expected, **TOLERANCE)
+
+
+def test_multi_head_attention_on_the_gpu_agrees_with_pytorchs_fused_kernel():
+    """The independent oracle on the device where it matters: PyTorch's fused causal attention
+    (a flash or memory-efficient kernel on a GPU) given the reference layer's own weights."""
+    torch.manual_seed(0)
+    layer = solutions.MultiHeadAttention(D_IN, D_OUT, CONTEXT, 0.0, HEADS).to("cuda").eval()
+    x = _inputs(1)[0].to("cuda")
+    with torch.no_grad():
+        heads = [solutions.split_heads(w(x), HEADS) for w in (layer.W_query, layer.W_key, layer.W_value)]
+        fused = torch.nn.functional.scaled_dot_product_attention(*heads, is_causal=True)
+        expected = layer.out_proj(solutions.merge_heads(fused))
+        got = layer(x)
+    torch.testing.assert_close(got, expected, **TOLERANCE)
