@@ -161,14 +161,21 @@ def reports(root, assignment, student):
             for step, cell in _graded_cells(root, assignment, student)}
 
 
+def record_of(step, cell):
+    """The judge's StepRecord stored in a graded cell of `step`, or None. Only a record naming the
+    cell's own step counts: the judge writes it there, whatever the submission held in the cell."""
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    record = metadata.get(RECORD_KEY) if isinstance(metadata, dict) else None
+    return record if isinstance(record, dict) and record.get("step") == step else None
+
+
 def records(root, assignment, student):
     """{step: its verdicts as the judge stored them (`StepRecord`)} from the autograded notebook's
-    graded cells; the judge writes each graded cell's record, whatever the submission held there."""
+    graded cells (the first cell of a step that holds one)."""
     found = {}
     for step, cell in _graded_cells(root, assignment, student):
-        record = cell["metadata"].get(RECORD_KEY) if isinstance(cell.get("metadata"), dict) else None
-        if isinstance(record, dict) and record.get("step") == step:
-            found[step] = record
+        if (record := record_of(step, cell)) is not None:
+            found.setdefault(step, record)
     return found
 
 

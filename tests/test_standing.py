@@ -83,3 +83,16 @@ def test_the_instructors_flags_come_from_the_judges_record_never_the_reports_tex
     assert flags == [f"softmax: GRADER ERROR in {case.name}", "softmax: the kernel stopped answering and was restarted"]
     shown = [line.strip() for line in format_report(flagged, 3).splitlines() if line.lstrip().startswith(FLAG)]
     assert shown == [f"{FLAG}: {flag.split(': ', 1)[1]}" for flag in flags]
+
+
+def test_a_graded_cell_counts_only_a_record_the_judge_wrote_for_its_own_step():
+    """Both readers of stored verdicts (this module, and the class report through `read_records`)
+    ask `record_of`: a record naming another step, or metadata of the wrong type, is no record."""
+    from autograder.harness import RECORD_KEY
+
+    record = {"step": "softmax", "cases": []}
+    assert standing.record_of("softmax", {"metadata": {RECORD_KEY: record}}) == record
+    assert standing.record_of("attention_weights", {"metadata": {RECORD_KEY: record}}) is None
+    assert standing.record_of("softmax", {"metadata": {RECORD_KEY: ["softmax"]}}) is None
+    assert standing.record_of("softmax", {"metadata": ["not", "a", "dict"]}) is None
+    assert standing.record_of("softmax", "not a cell") is None

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from autograder.harness import RECORD_KEY
 from autograder.steps import ASSIGNMENTS, GRADE_SUFFIX, STEPS, graded_step
 from coursekit import standing
 from coursekit.course_dir import CourseDir
@@ -111,8 +110,7 @@ def read_records(folder):
             continue
         for cell in cells:
             step = graded_step(cell)
-            record = cell.get("metadata", {}).get(RECORD_KEY)
-            if step and isinstance(record, dict) and record.get("step") == step:
+            if step and (record := standing.record_of(step, cell)) is not None:
                 records.setdefault(step, record)
     return records
 
