@@ -48,6 +48,10 @@ class Dropped:
         return f"{one_line(self.path)} ({self.reason})"
 
 
+# The reason of an entry that was not left out but replaced by the grader's own (timestamp.txt,
+# coursekit/handed_in.py): the student and the instructor are told apart from what was dropped.
+REPLACED = "replaced: "
+
 KIND_REASONS = {
     stat.S_IFLNK: "a symbolic link, not followed",
     stat.S_IFCHR: "a device, not read",
@@ -202,8 +206,9 @@ def forget(root, assignment, student):
 
 
 def flags(root, assignment, student):
-    """The instructor's flags for what intake dropped (one line per file)."""
-    return [f"file dropped: {d}" for d in recorded(root, assignment, student)]
+    """The instructor's flags for what intake dropped or replaced (one line per file)."""
+    return [f"{one_line(d.path)} {d.reason}" if d.reason.startswith(REPLACED) else f"file dropped: {d}"
+            for d in recorded(root, assignment, student)]
 
 
 # --- autograde: quarantine what submitted/ must not hold --------------------------------------------

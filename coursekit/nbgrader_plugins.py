@@ -28,7 +28,7 @@ from nbgrader.preprocessors import OverwriteCells
 from nbgrader.utils import is_ignored
 from traitlets import Bool, Unicode
 
-from coursekit import archives, csvsafe, intake, standing
+from coursekit import archives, csvsafe, handed_in, intake, standing
 
 
 class SafeCollect(ExchangeCollect):
@@ -45,12 +45,18 @@ class SafeCollect(ExchangeCollect):
         their own that does not own it (this course's model: one account per person). Without
         such an account (one account shared by every student) nbgrader's warning is all there is."""
         super().init_src()
-        if not self.check_owner:
-            return
         student = self.coursedir.student_id or "*"
         paths = glob.glob(os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*"))
-        owned = [r for r in map(self._path_to_record, paths) if not self._in_anothers_name(r)]
+        records = [self._handed_in(r) for r in map(self._path_to_record, paths)]
+        owned = [r for r in records if not (self.check_owner and self._in_anothers_name(r))]
         self.src_records = [self._chosen(records) for records in groupby(owned, lambda r: r["username"]).values()]
+
+    def _handed_in(self, record):
+        """The record with the time the submission is taken as handed in (`coursekit/handed_in.py`):
+        the time in the folder's name is the student's, and a name set earlier than the folder's
+        files were last changed chose an old submission as the newest, or a late one as on time."""
+        changed = handed_in.last_change(os.path.join(self.inbound_path, record["filename"]))
+        return dict(record, timestamp=handed_in.trusted(record["timestamp"], changed), changed=changed)
 
     def _in_anothers_name(self, record):
         try:
@@ -85,9 +91,25 @@ class SafeCollect(ExchangeCollect):
             return not is_ignored(os.path.join(src, relative), self.coursedir.ignore)
 
         dropped = intake.safe_copy(src, dest, keep=keep)
+        record = next(r for r in self.src_records if r["filename"] == os.path.basename(src))
+        dropped += self._stamped(Path(dest) / "timestamp.txt", record["timestamp"], record["changed"])
         intake.record(root, assignment, student, dropped)
         for entry in dropped:
             self.log.warning("%s, %s: dropped %s", student, assignment, entry)
+
+
+    @staticmethod
+    def _stamped(path, when, changed):
+        """Write `when` into the copy's timestamp.txt, which autograde reads for the gradebook's
+        lateness, where the student's said anything else -> [Dropped] saying why (or [])."""
+        try:
+            said = utils.parse_utc(path.read_text().strip())
+        except (OSError, ValueError, OverflowError, TypeError, UnicodeDecodeError):
+            said = None
+        if said == when:
+            return []
+        path.write_text(handed_in.stamp(when))
+        return [intake.Dropped("timestamp.txt", handed_in.why_replaced(said, when, changed))]
 
 
 class SafeZipExtractor(ExtractorPlugin):
@@ -192,7 +214,12 @@ class IntakeNote(Preprocessor):
 
     def preprocess(self, nb, resources):
         info = resources.get("nbgrader", {})
-        dropped = intake.recorded(self.course_root, info.get("assignment", ""), info.get("student", ""))
+        recorded = intake.recorded(self.course_root, info.get("assignment", ""), info.get("student", ""))
+        replaced = [d for d in recorded if d.reason.startswith(intake.REPLACED)]
+        dropped = [d for d in recorded if d not in replaced]
+        if replaced:
+            items = "\n".join(f"- {_markdown_text(f'{d.path} {d.reason}')}" for d in replaced)
+            nb.cells.insert(0, new_markdown_cell("**Changed by the grader in your submission:**\n\n" + items))
         if dropped:
             items = "\n".join(f"- {_markdown_text(str(d))}" for d in dropped)
             nb.cells.insert(0, new_markdown_cell(

@@ -16,11 +16,12 @@ import socket
 import subprocess
 import sys
 import zipfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from coursekit import csvsafe, grading, intake
+from coursekit import csvsafe, grading, handed_in, intake
 from coursekit.course_dir import CourseDir
 from coursekit.paths import with_interpreter_on_path
 
@@ -106,14 +107,21 @@ def test_the_autograde_hook_drops_a_linked_notebook_and_a_linked_student_folder(
     assert (ada / f"{A}.ipynb").read_text() == "{}"  # ada's own submission is untouched
 
 
+def now_stamp(earlier=timedelta()):
+    """A time as `nbgrader submit` writes it; honest ones are now (a claim is checked against the
+    folder's ctime, coursekit/handed_in.py)."""
+    return handed_in.stamp(datetime.now(UTC).replace(tzinfo=None) - earlier)
+
+
 def test_nbgrader_collect_takes_in_no_link_from_the_exchange(tmp_path):
     """The inbound folder is the student's to write: a real `nbgrader collect`, as configured."""
     course = grading.prepare(tmp_path / "course")
     exchange = tmp_path / "exchange"
-    inbound = exchange / "self-attention" / "inbound" / f"eve+{A}+2026-11-20 09:00:00.000000 UTC"
+    stamp = now_stamp()
+    inbound = exchange / "self-attention" / "inbound" / f"eve+{A}+{stamp}"
     expected = hostile_folder(inbound)
     (inbound / f"{A}.ipynb").write_text("{}")
-    (inbound / "timestamp.txt").write_text("2026-11-20 09:00:00.000000 UTC")
+    (inbound / "timestamp.txt").write_text(stamp)
     env = dict(with_interpreter_on_path(os.environ), COURSEKIT_EXCHANGE=str(exchange))
     result = subprocess.run([sys.executable, "-m", "nbgrader", "collect", A, "--CollectApp.check_owner=False"],
                             cwd=course, env=env, capture_output=True, text=True, timeout=300)
@@ -138,9 +146,9 @@ def test_nbgrader_collect_takes_no_submission_in_a_classmates_name(tmp_path):
     course = grading.prepare(tmp_path / "course")
     exchange = tmp_path / "exchange"
     inbound = exchange / "self-attention" / "inbound"
-    folders = {("daemon", "daemon", "2026-11-20 09:00:00.000000 UTC"): '{"own": "daemon"}',
-               ("daemon", "nobody", "2026-11-21 09:00:00.000000 UTC"): '{"forged": "by nobody"}',
-               ("nobody", "nobody", "2026-11-20 10:00:00.000000 UTC"): '{"own": "nobody"}'}
+    folders = {("daemon", "daemon", now_stamp(timedelta(minutes=2))): '{"own": "daemon"}',
+               ("daemon", "nobody", now_stamp()): '{"forged": "by nobody"}',
+               ("nobody", "nobody", now_stamp(timedelta(minutes=1))): '{"own": "nobody"}'}
     for (named, owner, stamp), text in folders.items():
         folder = inbound / f"{named}+{A}+{stamp}+{owner}"
         folder.mkdir(parents=True)
@@ -155,6 +163,56 @@ def test_nbgrader_collect_takes_no_submission_in_a_classmates_name(tmp_path):
     for student in ("daemon", "nobody"):
         assert (course / "submitted" / student / A / f"{A}.ipynb").read_text() == f'{{"own": "{student}"}}'
     assert "not collected" in result.stderr and "owned by nobody" in result.stderr
+
+
+def test_nbgrader_collect_takes_when_a_submission_was_handed_in_from_its_files_not_its_word(tmp_path):
+    """The folder's name and timestamp.txt are the student's: renamed to 2020, or set to 1970, they
+    hid lateness from the gradebook (red-team round r27). What collect writes in timestamp.txt, and
+    uses to choose the newest, is the claim where the folder's files bear it out, else when they
+    were last changed (`coursekit/handed_in.py`); each student is told why, in the intake report."""
+    course = grading.prepare(tmp_path / "course")
+    exchange = tmp_path / "exchange"
+    inbound = exchange / "self-attention" / "inbound"
+    started = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=1)  # ctime's clock is coarser
+    submissions = {  # (student, the time in the folder's name, timestamp.txt or None) -> notebook
+        ("eve", now_stamp(timedelta(minutes=1)), "same"): "honest",
+        ("mallory", now_stamp(timedelta(minutes=2)), "same"): "older",
+        ("mallory", "2020-01-01 09:00:00.000000 UTC", None): "newer, renamed early, stamp deleted",
+        ("trudy", now_stamp(timedelta(minutes=1)), "1970-01-01 00:00:00.000000 UTC"): "stamp set to 1970",
+    }
+    for (student, named, written), text in submissions.items():
+        folder = inbound / f"{student}+{A}+{named}"
+        folder.mkdir(parents=True)
+        (folder / f"{A}.ipynb").write_text(text)
+        if written:
+            (folder / "timestamp.txt").write_text(named if written == "same" else written)
+    env = dict(with_interpreter_on_path(os.environ), COURSEKIT_EXCHANGE=str(exchange))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "collect", A, "--CollectApp.check_owner=False"],
+                            cwd=course, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    def taken(student):
+        folder = CourseDir(course).submitted_notebook(A, student).parent
+        when = datetime.strptime((folder / "timestamp.txt").read_text(), handed_in.TIMESTAMP_FORMAT)
+        notes = [d.reason for d in intake.recorded(course, A, student) if d.path == "timestamp.txt"]
+        return (folder / f"{A}.ipynb").read_text(), when, notes
+
+    text, when, notes = taken("eve")
+    assert (text, notes) == ("honest", []) and when < started
+    text, when, notes = taken("mallory")
+    assert text == "newer, renamed early, stamp deleted", "the newest was chosen by the forged name"
+    assert when >= started and len(notes) == 1 and "it was missing" in notes[0] and "last changed at" in notes[0]
+    text, when, notes = taken("trudy")
+    assert when < started and len(notes) == 1
+    assert "it said 1970-01-01" in notes[0] and "which its files bear out" in notes[0]
+    assert intake.flags(course, A, "trudy") == [f"timestamp.txt {notes[0]}"]  # the instructor's
+    from nbformat.v4 import new_notebook
+
+    from coursekit.nbgrader_plugins import IntakeNote
+    feedback, _ = IntakeNote(course_root=str(course)).preprocess(
+        new_notebook(), {"nbgrader": {"assignment": A, "student": "trudy"}})
+    (note,) = [cell.source for cell in feedback.cells]  # the student's, at the top of the feedback
+    assert note.startswith("**Changed by the grader") and "1970" in note and "Left out" not in note
 
 
 @pytest.mark.parametrize("named", ["..", ".", ".hidden"])
