@@ -21,6 +21,7 @@ with both times, so such a run is recognised and not believed.
 """
 
 import os
+import stat
 from datetime import UTC, datetime, timedelta
 
 from coursekit import intake
@@ -34,7 +35,9 @@ TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's own, written in UTC
 def last_change(folder):
     """The latest ctime of the folder and of every entry under it, as a naive UTC datetime (as
     nbgrader's `parse_utc` gives its times). Nothing is followed: links are lstat'ed."""
-    changed = max([os.lstat(folder).st_ctime] + [info.st_ctime for _, _, info in intake.entries_under(folder)])
+    top = os.lstat(folder)
+    below = intake.entries_under(folder) if stat.S_ISDIR(top.st_mode) else ()  # a link to a folder is not entered
+    changed = max([top.st_ctime] + [info.st_ctime for _, _, info in below])
     return datetime.fromtimestamp(changed, UTC).replace(tzinfo=None)
 
 

@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -347,3 +348,15 @@ def test_the_resume_hash_takes_a_name_that_is_no_text_and_a_thousand_nested_fold
         assert resume.submission_hash(odd) != resume.submission_hash(plain)
     finally:
         subprocess.run(["rm", "-rf", str(odd)], check=True)
+
+
+def test_when_a_submission_was_handed_in_is_read_without_entering_a_link(tmp_path):
+    """A folder in the exchange that is a link to another (the student's to make) gives its own
+    ctime, never those of what it points to."""
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    os.symlink(target, tmp_path / "submission")
+    time.sleep(0.05)  # ctime's clock ticks every few milliseconds
+    (target / "later.txt").write_text("changed after the link was made")
+    link_changed = datetime.fromtimestamp(os.lstat(tmp_path / "submission").st_ctime, UTC).replace(tzinfo=None)
+    assert handed_in.last_change(tmp_path / "submission") == link_changed
