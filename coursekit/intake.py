@@ -22,7 +22,6 @@ instructor's flags, the exports and the student's feedback say so.
 
 import json
 import os
-import shutil
 import stat
 import time
 from dataclasses import asdict, dataclass
@@ -134,7 +133,8 @@ def _copy_file(src, dest, owner_uid, max_bytes):
     except OSError as error:  # ELOOP: it became a link
         return f"could not be read safely ({error.strerror})"
     with os.fdopen(fd, "rb") as source:
-        reason = refusal(os.fstat(fd), owner_uid, max_bytes)
+        opened = os.fstat(fd)
+        reason = refusal(opened, owner_uid, max_bytes)
         if reason:
             return reason
         with open(dest, "wb") as target:
@@ -146,7 +146,9 @@ def _copy_file(src, dest, owner_uid, max_bytes):
                     os.unlink(dest)
                     return f"grew past the {max_bytes / 1000**2:g} MB a file may hold while copied"
                 target.write(block)
-    shutil.copystat(src, dest, follow_symlinks=False)
+    # The times and mode of the file that was opened: the path may name another entry by now, or none.
+    os.utime(dest, ns=(opened.st_atime_ns, opened.st_mtime_ns))
+    os.chmod(dest, stat.S_IMODE(opened.st_mode))
     return ""
 
 

@@ -13,6 +13,7 @@ import csv
 import io
 import os
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -360,3 +361,24 @@ def test_when_a_submission_was_handed_in_is_read_without_entering_a_link(tmp_pat
     (target / "later.txt").write_text("changed after the link was made")
     link_changed = datetime.fromtimestamp(os.lstat(tmp_path / "submission").st_ctime, UTC).replace(tzinfo=None)
     assert handed_in.last_change(tmp_path / "submission") == link_changed
+
+
+def test_a_file_removed_while_it_is_copied_is_still_taken_in_as_it_was_opened(tmp_path, monkeypatch):
+    """The folder is the student's to change while collect copies it: a file removed (or swapped)
+    after it was opened raised from the copy of its times, ending collect for the whole class."""
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    os.chmod(folder / "notes.txt", 0o640)
+    checked, calls = intake.refusal, []
+
+    def removed_once_opened(info, *args, **kwargs):
+        calls.append(info)
+        if len(calls) == 2:  # the second look is at what was opened (the first, at the walk's lstat)
+            (folder / "notes.txt").unlink()
+        return checked(info, *args, **kwargs)
+
+    monkeypatch.setattr(intake, "refusal", removed_once_opened)
+    assert intake.safe_copy(folder, tmp_path / "copy") == []
+    copied = tmp_path / "copy" / "notes.txt"
+    assert copied.read_text() == "mine" and stat.S_IMODE(copied.stat().st_mode) == 0o640
