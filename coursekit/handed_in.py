@@ -17,7 +17,8 @@ missing one gives way to the last change.
 What still depends on the host: anything that changes the inbound folders after the students
 (restoring the exchange from a backup, an instructor's `chmod -R`) moves every ctime to that
 moment, and every submission then reads as handed in then. The instructor is told for each one,
-with both times, so such a run is recognised and not believed.
+with both times, so such a run is recognised and not believed. On a network filesystem ctime is
+the file server's clock, which must agree with the students' servers' to within the slack.
 """
 
 import os
