@@ -191,8 +191,8 @@ def test_python_lists(impl):
     except RemoteError as error:
         if error.type_name == "NotImplementedError":
             raise
-        raise CaseFailure(f"cosine_similarity raised {error.type_name} on two Python lists, though it works on "
-                          f"arrays: {LISTS}") from None
+        raise CaseFailure(f"cosine_similarity raised {error.type_name} where a and b are Python lists, though it "
+                          f"works on arrays: {LISTS}") from None
     what = "cosine_similarity of two Python lists"
     checks.expect_close(checks.to_float(value, what), _cosine(a, b), what,
                         symptoms=lambda: _confirmed(impl, stored_symptoms(dict(a=a, b=b), 0)))
