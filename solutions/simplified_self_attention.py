@@ -55,7 +55,8 @@ def attention_scores(X):
 def attention_weights(scores):
     """Softmax over each row of scores (the last axis).
 
-    scores: (..., n_q, n_k) -> (..., n_q, n_k), every row >= 0 and summing to 1.
+    scores: (..., n_q, n_k) -> (..., n_q, n_k), every row >= 0 and summing to 1; finite however
+    far apart the rows lie (one near [1000, 1001], another near [-1000, -1001]).
     """
     return softmax(scores, axis=-1)
 
@@ -71,7 +72,8 @@ def context_vectors(weights, values):
 def simplified_self_attention(X):
     """Simplified self-attention: scores X Xᵀ, row-wise softmax, weighted sum of the rows of X.
 
-    X: (..., n, d) -> a tuple (context (..., n, d), weights (..., n, n)).
+    X: (..., n, d) -> a tuple (context (..., n, d), weights (..., n, n)); finite for tokens of any
+    length, whose scores may pass 709, where exp overflows.
     """
     weights = attention_weights(attention_scores(X))
     return context_vectors(weights, X), weights

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks, shifts
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
@@ -183,6 +183,44 @@ def test_rows_are_probabilities(impl):
         found = checks.named_mistake(checks.to_array(weights, "the weights"),
                                      stored_symptoms(dict(scores=scores), 0))
         raise CaseFailure(failure if found is None else f"{failure}: {found}") from None
+
+
+# Rows far apart in one matrix (the SPEC's [1000, 1001] and [-1000, -1001], per row): shifted by its own maximum
+# each row is finite; shifted by the whole matrix's, the rows far below it underflow to 0 / 0, and unshifted, the
+# first overflows. An output case on the kind of input a slip in the shift tells apart; a wrong formula fails it
+# as it fails every output case.
+FAR_APART = np.array([[1000.0, 1001.0, 999.5], [-1000.0, -1001.0, -999.0], [0.5, -0.5, 0.0]])
+
+
+def _named_on_small(impl):
+    """The known mistake attention_weights shows on small scores, where every shift is exact, or None."""
+    scores = rng(604).normal(size=(5, 5))
+    try:
+        weights = checks.to_array(impl.attention_weights(scores), "attention_weights(scores)")
+    except (RemoteError, CaseFailure):
+        return None
+    if checks.named_mistake(weights, [(_softmax_rows(scores), "right")]) is not None:
+        return None  # right there: a mistake within the tolerance of the right weights (an epsilon) is no cause
+    return checks.named_mistake(weights, stored_symptoms(dict(scores=scores), 0))
+
+
+@case(STEP, "oracle")
+def test_rows_far_apart(impl):
+    """matches the reference where rows lie far apart, like [1000, 1001] and [-1000, -1001] in one matrix"""
+    what = "attention_weights of rows far apart (one near 1000, one near -1000)"
+    weights = checks.to_array(impl.attention_weights(FAR_APART.copy()), what)
+    if not np.isfinite(weights).all():
+        symptom = _named_on_small(impl)  # a wrong formula is the cause, not the shift
+        if symptom is not None:
+            raise CaseFailure(f"the weights of rows far apart (one near 1000, one near -1000) are not finite, and "
+                              f"attention_weights(scores) on small scores: {symptom}")
+        if weights.shape == FAR_APART.shape:
+            nan_rows = ~np.isfinite(weights).all(axis=-1)
+            raise CaseFailure(f"the weights of rows far apart (one near 1000, one near -1000) are not finite: "
+                              f"{shifts.why_nan(FAR_APART, nan_rows)}; subtract each row's own maximum before "
+                              "exponentiating (axis=-1, keepdims=True)")
+    checks.expect_close(weights, _softmax_rows(FAR_APART), what,
+                        symptoms=lambda: stored_symptoms(dict(scores=FAR_APART), 0))
 
 
 @case(STEP, "property")

@@ -174,6 +174,30 @@ def test_range_and_extremes(impl):
             raise CaseFailure(f"cosine_similarity returned {value:.4g}, outside [-1, 1]")
 
 
+# The message of dot_product's suite, for the same rule: `a @ b` and `a * b` work on arrays only.
+LISTS = ("the docstring allows lists, and a list has no @ or elementwise * (list @ list is an error, list * list "
+         "too): make arrays of them first (np.asarray), or build on your dot_product, which does")
+
+
+# An output case on the kind of input a slip tells apart: right on arrays, a raise on lists. A wrong formula fails
+# it as it fails every output case.
+@case(STEP, "oracle")
+def test_python_lists(impl):
+    """matches the reference on Python lists too, as the docstring allows"""
+    a, b = rng(205).normal(size=(2, 5))
+    _called(impl, a, b, "cosine_similarity(a, b)")  # an error on arrays too is no list's: named or raised here
+    try:
+        value = impl.cosine_similarity(list(a), list(b))
+    except RemoteError as error:
+        if error.type_name == "NotImplementedError":
+            raise
+        raise CaseFailure(f"cosine_similarity raised {error.type_name} where a and b are Python lists, though it "
+                          f"works on arrays: {LISTS}") from None
+    what = "cosine_similarity of two Python lists"
+    checks.expect_close(checks.to_float(value, what), _cosine(a, b), what,
+                        symptoms=lambda: _confirmed(impl, stored_symptoms(dict(a=a, b=b), 0)))
+
+
 @case(STEP, "property")
 def test_inputs_unchanged(impl):
     """leaves its inputs unchanged"""

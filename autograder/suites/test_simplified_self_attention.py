@@ -4,7 +4,7 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import batches, cases, checks
+from autograder.suites.toolkit import batches, cases, checks, shifts
 from autograder.suites.toolkit.cases import (
     check_stored,
     explain_batch_error,
@@ -211,3 +211,55 @@ def test_permutation_equivariant(impl):
         raise CaseFailure(f"context of reordered tokens is not the context reordered; the context of 6 tokens shows "
                           f"why: {found}") from None
     checks.expect_rows_sum_to_one(out[1], "the weights")
+
+
+# Two tokens of large norm among four ordinary ones: their scores pass 709, where exp overflows unless each row's
+# maximum is subtracted first, and the ordinary tokens' rows lie far below them, where a shift by the whole
+# matrix's maximum underflows to 0 / 0. An output case on the kind of input a slip in the softmax's shift tells
+# apart (the notes' tokens are small); a wrong formula fails it as it fails every output case.
+LARGE_TOKENS = rng(807).normal(size=(6, 4)) * np.array([[20.0], [20.0], [1.0], [1.0], [1.0], [1.0]])
+
+
+def _named_on_small(impl):
+    """The known mistake simplified_self_attention's context shows on small tokens, where every shift is exact,
+    or None."""
+    X = rng(808).normal(size=(5, 3))
+    try:
+        context = checks.to_array(impl.simplified_self_attention(X)[0], "the context")
+    except (RemoteError, CaseFailure, TypeError, IndexError):
+        return None
+    if checks.named_mistake(context, [(_model(dict(X=X))[0], "right")]) is not None:
+        return None
+    return checks.named_mistake(context, stored_symptoms(dict(X=X), 0))
+
+
+def _finite(impl, out):
+    """Nothing, where every array of `out` is finite; else why not, as a CaseFailure."""
+    items = out if isinstance(out, tuple) else (out,)  # the tuple itself is the other cases' rule
+    arrays = [checks.to_array(item, "the result") for item in items]
+    if all(np.isfinite(array).all() for array in arrays):
+        return
+    symptom = _named_on_small(impl)  # a wrong formula is the cause, not the shift
+    if symptom is not None:
+        raise CaseFailure(f"simplified_self_attention of tokens of large norm is not finite, and its context of small "
+                          f"tokens shows why: {symptom}")
+    # a row of the context is nan where its row of the weights is
+    rows = [~np.isfinite(array).all(axis=-1) for array in arrays if array.shape[:1] == LARGE_TOKENS.shape[:1]]
+    why = shifts.why_nan(LARGE_TOKENS @ LARGE_TOKENS.T, rows[0]) if rows else "exp overflows"
+    raise CaseFailure(f"simplified_self_attention of tokens of large norm (scores in the thousands) is not finite: "
+                      f"{why}; subtract each row's own maximum score before exponentiating, as a softmax does "
+                      "(or call your attention_weights)")
+
+
+@case(STEP, "oracle")
+def test_large_tokens(impl):
+    """matches the reference on tokens of large norm, whose scores pass 709, where exp overflows"""
+    out = _call(impl, LARGE_TOKENS.copy(), "6 tokens, two of large norm")
+    if out is None:
+        raise checks.returned_none("simplified_self_attention of 6 tokens")
+    _finite(impl, out)
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise CaseFailure("simplified_self_attention should return a tuple (context, weights)")
+    for k, (actual, want) in enumerate(zip(out, _model(dict(X=LARGE_TOKENS)))):
+        checks.expect_close(actual, want, f"simplified_self_attention(X) (item {k} of the tuple) on 6 tokens, two "
+                            "of large norm", symptoms=lambda k=k: stored_symptoms(dict(X=LARGE_TOKENS), k))
