@@ -5,10 +5,11 @@ no room for: probes of a forward that raised, a rung of a wrong output, and a pr
 (or into head_dim heads, one where head_dim is 1): right with one head, and with several each head's output is
 d_out wide, so the merged heads are num_heads * d_out wide where out_proj takes d_out.
 
-`explain_cross_scores_transposed`: CrossAttention's scores as keys @ queriesᵀ, (T_k, T_q), which runs only where
-T_q == T_k.
+`explain_cross_forward`: CrossAttention's forward that raised: the values not split, then its scores as
+keys @ queriesᵀ, (T_k, T_q), which runs only where T_q == T_k.
 
-`values_through_out_proj`: out_proj applied to the values before attention, not to the merged heads.
+`values_through_out_proj` (and `explain_out_proj_on_values`, MultiHeadAttention's property case): out_proj applied
+to the values before attention, not to the merged heads.
 
 `explain_arguments_order`: a layer built with its arguments in another order than the task's signature (num_heads
 before context_length, say), which raises while it is built; built with them in that order, it is right.
