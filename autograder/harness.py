@@ -324,6 +324,11 @@ ERROR_CAUSES = (
     (("input tensor must have at least 2 dimensions",),
      "torch.triu (or tril) got a tensor of one axis, which has no diagonal: the triangle is cut from a matrix, so "
      "make it (num_tokens, num_tokens), torch.ones(num_tokens, num_tokens), not torch.ones(num_tokens)"),
+    # 'method', 'method-wrapper' (a built-in's __len__) and 'builtin_function_or_method' (a tensor's .size)
+    (("method' and '", "method-wrapper' and '", "and 'method", "and 'builtin_function_or_method'", "method' object is not subscriptable",
+      "method-wrapper' object is not subscriptable"),
+     "a method is used without calling it (cache.__len__ for len(cache), x.size for x.size()): a method gives its "
+     "value only when it is called, with parentheses"),
     (("'NoneType' object has no attribute", "object of type 'NoneType' has no len()",
       "'NoneType' object is not subscriptable"),
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "

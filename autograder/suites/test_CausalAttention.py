@@ -43,9 +43,17 @@ SCALED_AFTER_SOFTMAX = ("the attention weights are divided by sqrt(d_k) after th
                         "1/sqrt(d_k): the scale belongs to the scores, before the softmax")
 
 
+# F.scaled_dot_product_attention given the causal mask (True = blocked) as its attn_mask, which it reads as True =
+# may attend: the mask inverted, and the last token, whose every key that blocks, gets a row of 0 there, not nan.
+SDPA_MASK_INVERTED = ("the mask is read the other way round, and the token whose every key it blocks gets 0, as "
+                      "F.scaled_dot_product_attention gives such a row: its attn_mask reads True as MAY attend, the "
+                      "opposite of masked_fill's mask; pass it ~mask, or is_causal=True")
+
+
 def _mistakes(x, linears):
     d_k = np.shape(linears["W_key"][0])[0]
     return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), MISTAKES) + [
+        (lambda: np.nan_to_num(toolkit.attention(x, linears, mask="inverted"), nan=0.0), SDPA_MASK_INVERTED),
         (lambda: toolkit.attention(x, linears, scale="none") / np.sqrt(d_k), SCALED_AFTER_SOFTMAX),
         (lambda: causal_weights(x, linears), RETURNS_WEIGHTS)]
 

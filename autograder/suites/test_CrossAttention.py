@@ -21,7 +21,7 @@ from autograder.fixtures import stored
 from autograder.harness import case, error_cause
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import checks, cross_scales, multihead
+from autograder.suites.toolkit import checks, cross_scales, head_probes, multihead
 from autograder.suites.toolkit.cases import check_stored, rng
 from autograder.suites.toolkit.module_ladders import explain_cross_mask_on_queries
 from autograder.suites.toolkit.multihead import LAYERS, cross_attention, lengths_mask, record_linears
@@ -46,6 +46,8 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
     found = toolkit.symptoms(compute, [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
                                                                 else cross_scales.or_heads(kw, why, *widths), compute))
                                        for kw, why in MISTAKES] + multihead.fixed_heads(num_heads, d_out))
+    found.append((lambda: cross_attention(x, context, head_probes.values_through_out_proj(linears), num_heads,
+                                          key_padding_mask, out_proj=False), head_probes.OUT_PROJ_ON_VALUES))
     if np.shape(x)[-1] == np.shape(context)[-1]:
         # keys and values from x: only computable when the widths agree (else the shape names it)
         found.append(((lambda: cross_attention(x, x, linears, num_heads, _self_mask(key_padding_mask, x))),
@@ -71,6 +73,7 @@ def _self_mask(key_padding_mask, x):
 
 @toolkit.explains_forward(STEP)
 def _explain_forward(impl, what, error):
+    head_probes.explain_cross_forward(impl, what, error)
     multihead.explain_cross_forward(impl, what, error)
 
 

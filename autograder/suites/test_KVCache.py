@@ -168,13 +168,16 @@ def _one_list(first, second):
 ADDS = ("update adds the new entries to the ones held (+= on tensors adds them up, entry by entry): append them "
         "along the token axis")
 VALUES_HOLD_KEYS = "the values {} hold the keys: update must store v_new with the values, k_new with the keys"
+# every value returned a key: a store of k_new for v_new on every update, or a return of the keys twice
+VALUES_ARE_KEYS = ("the values returned are all the keys: does update return the keys twice (return self.keys, "
+                   "self.keys), or store k_new as the values too? Store and return v_new with the values")
 
 
 def _values_from_keys(values, keys):
     """The values (the keys being right) that hold keys: all of them, the first update's only, or the
     later updates' only (a copy-paste slip on one line of update)."""
     said = VALUES_HOLD_KEYS
-    return [(lambda: np.concatenate(keys, axis=1), said.format("returned")),
+    return [(lambda: np.concatenate(keys, axis=1), VALUES_ARE_KEYS),
             (lambda: np.concatenate(keys[:1] + values[1:], axis=1), said.format("of the first update")),
             (lambda: np.concatenate(values[:1] + keys[1:], axis=1), said.format("appended after the first update"))]
 

@@ -15,7 +15,7 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import checks, multihead
+from autograder.suites.toolkit import checks, head_probes, multihead
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.multihead import LAYERS, record_linears
 
@@ -66,7 +66,9 @@ def _mistakes(x, linears, num_heads):
     compute = toolkit.merging_feature_major(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), linears, num_heads)
     return toolkit.told_apart(toolkit.symptoms(compute, mistakes) + [
         (lambda: _scaled_after_softmax(compute, linears, num_heads), SCALED_AFTER_SOFTMAX),
-        (lambda: _out_proj_untransposed(compute(out_proj=False), linears), OUT_PROJ_UNTRANSPOSED)])
+        (lambda: _out_proj_untransposed(compute(out_proj=False), linears), OUT_PROJ_UNTRANSPOSED),
+        (lambda: toolkit.attention(x, head_probes.values_through_out_proj(linears), num_heads, out_proj=False),
+         head_probes.OUT_PROJ_ON_VALUES)])
 
 
 OUT_PROJ_UNTRANSPOSED = ("out_proj's weight multiplies the merged heads untransposed (merged @ out_proj.weight): "
@@ -137,6 +139,7 @@ def _explain_forward(impl, what, error):
     """A forward that raised, run again where batch, T, num_heads and head_dim are all 2 (`explain_by_probe`),
     then with one head, where the heads before and after the merge differ only by a size-1 axis. Both layers
     have a longer context_length than T, so a mask not sliced to T fails there too and is not misnamed."""
+    head_probes.explain_values_not_split(impl, STEP, what, error)
     r = rng(1817)
     linears = _random_layers(r, 3, 4, False)
     x = r.normal(size=(2, 2, 3))
@@ -213,7 +216,7 @@ def test_rejects_indivisible_d_out(impl):
     multihead.check_rejects_indivisible(
         lambda d_out, num_heads: (f"MultiHeadAttention(3, {d_out}, 4, 0.0, num_heads={num_heads})",
                                   lambda: impl.MultiHeadAttention(3, d_out, 4, 0.0, num_heads)),
-        ((5, 2), (4, 3)))
+        ((5, 2), (4, 3)), explain=lambda what, error: head_probes.explain_arguments_order(impl, STEP, what, error))
 
 
 @case(STEP, "property", weight=0.25)
@@ -289,6 +292,7 @@ def test_out_proj_applied_once_at_the_end(impl):
     if not toolkit.close(out, merged @ weight.T.astype(np.float64) + bias):
         if toolkit.close(out, _out_proj_untransposed(merged, linears)):
             raise CaseFailure(f"MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x): {OUT_PROJ_UNTRANSPOSED}")
+        head_probes.explain_out_proj_on_values(out, x.numpy(), linears, 2, "MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x)")
         raise CaseFailure("with out_proj set to the identity the output is M; with out_proj = (W, b) it "
                           "should be M @ W.T + b, and it is not: apply self.out_proj once, to the merged "
                           "heads (batch, T, d_out), as the last step")

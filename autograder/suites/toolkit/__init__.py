@@ -29,6 +29,9 @@
   share: their layers' names, records and probes, and the mistakes of their heads.
 - `module_ladders`: rungs for the causal layers' forwards that raised, where their suites are full: a
   causal mask built for fewer tokens than context_length; the multi-head layers' heads merged feature by feature.
+- `head_probes`: rungs of the multi-head layers where their suites are full: the values not split into heads,
+  CrossAttention's scores transposed, out_proj applied to the values, and a layer whose __init__ takes its
+  arguments in another order than the task's (probed when it cannot be built).
 - `self_attention_slips`: rungs of the `SelfAttention` suite, whose file is full: a hand-written softmax's sums
   taken without keepdim, and the scale written ** 1 / 2.
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
@@ -40,7 +43,8 @@ Modules are reached only through `seam.Handle`s: called (as data, under no_grad)
 loaded with `set_linear`, switched between train and eval.
 """
 
-from autograder.suites.toolkit import cases, checks  # noqa: F401  (the suites' shared names)
+# head_probes registers the multi-head layers' explainers of a layer that cannot be built
+from autograder.suites.toolkit import cases, checks, head_probes  # noqa: F401  (the suites' shared names)
 from autograder.suites.toolkit.model import (  # noqa: F401
     BIASES_LEFT_OUT,
     BIASES_LEFT_OUT_MISTAKE,

@@ -5,6 +5,10 @@ another of the layer's arguments: causal_mask(d_out), say) fits every input up t
 short cases pass and longer ones raise a shape mismatch that names no cause; a probe that grows the
 input one token at a time finds where the mask ends.
 
+`explain_values_first`: a one-head causal layer whose output is values @ weights, which runs only where T = d_out:
+named on a probe layer where d_out = T != d_in, before the shared retry that blames the tokens read from the features
+(`explains_forward(..., early=True)`).
+
 `merging_feature_major`: a multi-head layer's model that also merges the heads feature by feature.
 
 `FILLED_WITH_PLUS_INF`: blocked scores filled with float("inf") for float("-inf"), which makes every row that
@@ -86,7 +90,31 @@ def explains_one_head_forward(class_name, seed):
     def explain(impl, what, error):
         explain_keys_axes(impl, what, error)
         explain_mask_shorter_than_context(impl, class_name, what, error)
+
+    # before the shared retries: where T = d_out = d_in the retry that reads the tokens from the features runs too
+    explains_forward(class_name, early=True)(lambda impl, what, error: explain_values_first(impl, class_name, what, error))
     return explain
+
+
+VALUES_FIRST = ("the output is values @ weights: the weights come first, one row per query, so that each query's "
+                "output is a weighted sum of the rows of the values")
+
+
+def explain_values_first(impl, class_name, what, error):
+    """A one-head causal layer's forward that raised, run again without a cache on 4 tokens of a layer whose d_out
+    is 4 and d_in 3, where values @ weights fits, and named where its output is that product."""
+    r = rng(3104)
+    linears = random_projections(r, 3, 4, False)
+    x = r.normal(size=(2, 4, 3))
+    try:
+        out = checks.to_array(loaded_module(impl, class_name, (3, 4, 6, 0.0, False), linears, explained=False)(tensor(x)),
+                              what)
+    except (RemoteError, CaseFailure):
+        return
+    values = x @ linears["W_value"][0].T.astype(np.float64)
+    if close(out, values @ causal_weights(x, linears)):
+        raise CaseFailure(f"{what} raised {error.type_name}, and runs on a layer whose d_out is the number of tokens, "
+                          f"where it shows why: {VALUES_FIRST}") from None
 
 
 # The heads' outputs (batch, num_heads, T, head_dim) merged feature by feature (permute(0, 2, 3, 1) before the

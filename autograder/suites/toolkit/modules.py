@@ -48,13 +48,25 @@ FORWARD_EXPLAINERS = {}
 EXPLAINED_FIRST = set()
 
 
-def explains_forward(class_name, first=False):
+# A second explainer of a class whose own runs after the shared retries: one probe that must run before them.
+EARLY_EXPLAINERS = {}
+
+
+def explains_forward(class_name, first=False, early=False):
     def register(explain):
+        if early:
+            EARLY_EXPLAINERS[class_name] = explain
+            return explain
         FORWARD_EXPLAINERS[class_name] = explain
         if first:
             EXPLAINED_FIRST.add(class_name)
         return explain
     return register
+
+
+# A step's own explanation of a layer that raised while it was built, by class name: explain(impl, class_name,
+# what, error) raises a CaseFailure that names the cause, or returns (toolkit.head_probes registers them).
+CONSTRUCTION_EXPLAINERS = {}
 
 
 # The positions of d_out and num_heads among the arguments of the layers that split d_out into heads.
@@ -84,6 +96,8 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
         if _is_signature_error(error):
             raise CaseFailure(f"{what} cannot be created ({first_line(error)}); keep the signature of the "
                               f"task: {class_name}{SIGNATURES.get(class_name, '(...)')}") from None
+        if explained and not kwargs and class_name in CONSTRUCTION_EXPLAINERS:
+            CONSTRUCTION_EXPLAINERS[class_name](impl, class_name, what, error)
         if "is not a Module subclass" in str(error):
             raise CaseFailure(f"{what} cannot be created ({first_line(error)}): a module container got something "
                               "other than a module; nn.Sequential takes its modules as separate arguments (not "
@@ -103,8 +117,9 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
         raise CaseFailure(f"{what} is a {kind}, not a torch.nn.Module: subclass nn.Module (and call "
                           "super().__init__() first)")
     explain = FORWARD_EXPLAINERS.get(class_name) if explained else None
+    early = EARLY_EXPLAINERS.get(class_name) if explained else None
     return Layer.of(module, what, explain and (lambda what_, error: explain(impl, what_, error)),
-                    first=class_name in EXPLAINED_FIRST)
+                    first=class_name in EXPLAINED_FIRST, early=early and (lambda what_, error: early(impl, what_, error)))
 
 
 class Layer(Handle):
@@ -112,10 +127,10 @@ class Layer(Handle):
     mistake is harmless, so that the report names the mistake instead of the bare exception."""
 
     @classmethod
-    def of(cls, handle, what, explain=None, first=False):
+    def of(cls, handle, what, explain=None, first=False, early=None):
         layer = cls.__new__(cls)
         layer.__dict__.update(vars(handle))
-        layer.what, layer.explain, layer.explain_first = what, explain, first
+        layer.what, layer.explain, layer.explain_first, layer.explain_early = what, explain, first, early
         return layer
 
     def __call__(self, *args, **kwargs):
@@ -124,6 +139,8 @@ class Layer(Handle):
         except RemoteError as error:
             if not any(phrase in str(error) for phrase in SHAPE_MISMATCH):
                 raise  # the retries explain shapes that do not fit; an error a case expects stays as it is
+            if self.explain_early is not None:
+                self.explain_early(self.what, error)
             if self.explain is not None and self.explain_first:
                 self.explain(self.what, error)
             if len(args) == 1 and set(kwargs) <= {"_seed"}:

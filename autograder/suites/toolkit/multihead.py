@@ -172,9 +172,10 @@ def dropout_probe_linears(linears, num_tokens):
                 out_proj=(np.eye(d_out, dtype=np.float32), np.zeros(d_out, dtype=np.float32)))
 
 
-def check_rejects_indivisible(make, cases):
+def check_rejects_indivisible(make, cases, explain=None):
     """make(d_out, num_heads) -> (what, a call that builds the layer) must raise AssertionError or
-    ValueError for every (d_out, num_heads) of `cases`, where d_out does not split into equal heads."""
+    ValueError for every (d_out, num_heads) of `cases`, where d_out does not split into equal heads;
+    explain(what, error), if given, may name why it raised something else."""
     for d_out, num_heads in cases:
         what, build = make(d_out, num_heads)
         try:
@@ -184,6 +185,8 @@ def check_rejects_indivisible(make, cases):
         except (AssertionError, ValueError):
             continue
         except Exception as error:  # noqa: BLE001
+            if explain is not None:
+                explain(what, error)
             name = error_name(error)
             raise CaseFailure(f"{what} raised {name}; raise AssertionError or ValueError "
                               "(e.g. assert d_out % num_heads == 0, \"...\")") from None
