@@ -243,21 +243,25 @@ ADDITIVE_MASK = ("the causal block mask is added to the scores as blocked * -inf
                  "key's score is nan too: set the blocked scores alone, np.where(blocked, -np.inf, scores)")
 
 
-def _right_without_mask(impl, what, Q, K, V, block_size):
-    """Whether the code gives the right answer on Q, K, V with causal=False."""
+def _nan_from_the_mask(impl, what, Q, K, V, block_size):
+    """Whether the code is right on Q, K, V without causal=True and all nan with it in one block of every key: a
+    mask applied the wrong way round (np.where's branches swapped) also makes every output nan in blocks of one
+    (the first block leaves every query without a key), but in one block only the last query has none."""
     try:
         plain = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=False), what)
+        whole = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=np.shape(K)[-2], causal=True),
+                                what)
     except (RemoteError, CaseFailure):
         return False
     want = model(Q, K, V, block_size)
-    return plain.shape == want.shape and np.allclose(plain, want, atol=1e-5, rtol=1e-4)
+    return plain.shape == want.shape and np.allclose(plain, want, atol=1e-5, rtol=1e-4) and np.isnan(whole).all()
 
 
 def name_nan_mask(impl, out, what, Q, K, V, block_size, causal):
     """Every output nan with causal=True, where the same call without it is right: the causal mask made the nan,
     which no output of the causal call alone tells from a first block that divides inf by inf."""
     out = checks.to_array(out, what)
-    if causal and out.size and np.isnan(out).all() and _right_without_mask(impl, what, Q, K, V, block_size):
+    if causal and out.size and np.isnan(out).all() and _nan_from_the_mask(impl, what, Q, K, V, block_size):
         raise CaseFailure(f"{what}: every output is nan, and right without causal=True: {ADDITIVE_MASK}")
 
 
@@ -266,6 +270,6 @@ def mask_confirmed(impl, ladder, probe):
     (one message names both); code that is right without causal=True on the suite's `probe` inputs has the mask
     to blame."""
     if any(ADDITIVE_MASK in message and message != ADDITIVE_MASK for _, message in ladder) and \
-            _right_without_mask(impl, "the probe", *probe, 2):
+            _nan_from_the_mask(impl, "the probe", *probe, 2):
         return [(value, ADDITIVE_MASK if ADDITIVE_MASK in message else message) for value, message in ladder]
     return ladder
