@@ -202,6 +202,8 @@ def mistakes(Q, K, V, mask, k):
             (lambda: np.where(mask, 0.0, _softmax(scaled)),
              f"blocked weights are zeroed after the softmax, so rows no longer sum to 1: {FILL_HINT}"),
             (lambda: _softmax(scaled), f"the mask is ignored: {FILL_HINT}"),
+            (lambda: _softmax(scaled + mask), "the mask is added to the scores (scores + mask), so a blocked score "
+             f"grows by 1 (True counts as 1): a bool mask is no additive one; {FILL_HINT}"),
             (lambda: _softmax(np.where(np.triu(np.ones(scaled.shape[-2:], dtype=bool), 1), -np.inf, scaled)),
              "ignores `mask` and blocks the future keys (a causal mask of its own): block exactly the keys "
              "where `mask` is True"),

@@ -150,6 +150,9 @@ def _speeds_named(speeds, d_model, num_tokens):
     named = _exponent_off_by_one(speeds, two_i, d_model)
     if named is not None:
         return named
+    if np.allclose(np.angle(np.exp(1j * (speeds - 2 * np.pi * 10000.0 ** -(two_i / d_model)))), 0.0, atol=1e-6):
+        return ("every pair turns 2π times too fast (pair 0 a whole turn per position): p / 10000**(2i / d_model) "
+                "is in radians already, not turns; leave out 2π")
     # Only a power of ten is named a base: another width in the exponent fits some base too, seldom a round one.
     digits = -math.log10(speeds[1]) * d_model / 2 if len(speeds) > 1 and 0 < speeds[1] < 1 else 4.0
     if round(digits) != 4 and abs(digits - round(digits)) < 1e-4 and fits(10.0 ** -(round(digits) * two_i / d_model)):
