@@ -232,6 +232,9 @@ def error_cause(said: str) -> str | None:
 
 
 ERROR_CAUSES = (
+    (("axes don't match array",),
+     "a transpose given its axes one by one (K.transpose(0, 2, 1), np.transpose(K, (1, 0))) fits arrays of "
+     "exactly that many axes; to swap the last two, whatever comes before them: np.swapaxes(K, -1, -2)"),
     (("view size is not compatible with input tensor's size and stride",),
      "`.view` on a tensor whose memory a transpose reordered; use .reshape, or call .contiguous() before .view"),
     (("'float' object is not callable", "'int' object is not callable"),

@@ -20,7 +20,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.suites.toolkit import blockwise, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS, told_apart
+from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS, TWICE_D_K, told_apart
 
 STEP = "online_softmax_attention"
 
@@ -103,6 +103,8 @@ MISTAKES = [
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
     (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES),
+    (dict(scale="twice_linear"), TWICE_D_K),
+    (dict(rescale="acc_twice"), blockwise.RESCALED_TWICE),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "
                           "(and sequences): each query sums its own weights, over the keys (the last axis)"),
 ]
@@ -118,6 +120,8 @@ CAUSAL_MISTAKES = [
     (dict(mask="kept"), "the causal block mask is applied the wrong way round: the later keys (j > i), which must "
                         "be blocked, keep their scores and every other score is set to -inf (np.where(condition, a, "
                         "b) takes a where the condition holds), so a query may be left with no key at all (nan)"),
+    (dict(max_before_mask=True), blockwise.MAX_BEFORE_MASK),
+    (dict(mask="additive"), blockwise.ADDITIVE_MASK),
     (dict(mask="reversed"), "the causal block mask is reversed: it blocks the keys before each query and keeps "
                             "the later ones; query i attends to keys 0..i"),
 ]
@@ -159,6 +163,7 @@ def _recorded_symptoms(record, k):
 # which divide the keys (an empty block past the last key, the chapter's 6 keys in blocks of 2, shows there).
 _PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
 test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
+                         confirmed=lambda impl, ladder: blockwise.mask_confirmed(impl, ladder, _PROBE),
                          probe=lambda impl: [_call(impl, *_PROBE, size, causal, _label((2, 5, 4), (2, 5, 4), size, causal))
                                              for size, causal in ((2, False), (2, True), (1, False))])
 
@@ -215,6 +220,7 @@ def _call(impl, Q, K, V, block_size, causal, what):
 
 def _attention(impl, Q, K, V, block_size, causal, what, want):
     out = _call(impl, Q, K, V, block_size, causal, what)
+    blockwise.name_nan_mask(impl, out, what, Q, K, V, block_size, causal)
     return _expect(out, want, what, Q, K, V, block_size, causal)
 
 
@@ -271,8 +277,9 @@ def test_stored_outputs(impl):
         Q, K, V = record["Q"], record["K"], record["V"]
         block_size, causal = int(record["block_size"]), bool(record["causal"])
         what = f"online_softmax_attention on {record['label']}"
-        _expect(_call(impl, Q, K, V, block_size, causal, what), record["expected_0"], what, Q, K, V, block_size,
-                causal)
+        out = _call(impl, Q, K, V, block_size, causal, what)
+        blockwise.name_nan_mask(impl, out, what, Q, K, V, block_size, causal)
+        _expect(out, record["expected_0"], what, Q, K, V, block_size, causal)
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
@@ -331,6 +338,7 @@ def test_weights_sum_to_one(impl):
         what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones" + (", every score near -1000" * low)
         out = _call(impl, Q, K, V, block_size, causal, what)
         checks.expect_shape(out, (10, 1), what)
+        blockwise.name_nan_mask(impl, out, what, Q, K, V, block_size, causal)
         if low and not np.isfinite(out).all():  # right on the ordinary scores just before
             blockwise.name_rescale_ratio(impl, what, Q, K, V, block_size, causal)  # nan far above 0 too: not the start
             raise CaseFailure(f"{what} gives nan (0 / 0), though it is right on ordinary scores: every weight "
@@ -355,6 +363,7 @@ def test_causal(impl):
     what = _label(Q.shape, K.shape, 3, True)
     out = _call(impl, Q, K, V, 3, True, what)
     checks.expect_shape(out, (2, 10, 4), what)
+    blockwise.name_nan_mask(impl, out, what, Q, K, V, 3, True)
     if not np.isfinite(out).all():
         _name_known(out, what, Q, K, V, 3, True)
     checks.expect_finite(out, what, NAN_HINT)
@@ -401,6 +410,7 @@ def _check_peak(impl, causal):
     # Every known mistake is modelled on the rows the checks read only: a model of all 3072 queries
     # costs about 40 ms, and a ladder of twenty of them made each mistaken notebook seconds slower.
     rows = np.array([0, 1, 777, LONG - 1])
+    blockwise.name_nan_mask(impl, out, what, Q, K, V, 64, causal)
     if not np.isfinite(out).all():
         broken = np.flatnonzero(~np.isfinite(out).all(axis=-1))[:4]  # rows with nan, for the nan's cause
         seen = np.union1d(rows, broken)

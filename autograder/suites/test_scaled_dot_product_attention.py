@@ -171,6 +171,7 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(raw, mask, -np.inf)), "scores look unscaled: divide by sqrt(d_k)"),
         (lambda: _softmax(fill(raw / d_k, mask, -np.inf)),
          "the scores are divided by d_k: divide by sqrt(d_k)"),
+        (lambda: _softmax(fill(raw / d_k / 2, mask, -np.inf)), model.TWICE_D_K),
         *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in model.wrong_widths(Q, K, V)],
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
@@ -201,6 +202,8 @@ def mistakes(Q, K, V, mask, k):
             (lambda: np.where(mask, 0.0, _softmax(scaled)),
              f"blocked weights are zeroed after the softmax, so rows no longer sum to 1: {FILL_HINT}"),
             (lambda: _softmax(scaled), f"the mask is ignored: {FILL_HINT}"),
+            (lambda: _softmax(scaled + mask), "the mask is added to the scores (scores + mask), so a blocked score "
+             f"grows by 1 (True counts as 1): a bool mask is no additive one; {FILL_HINT}"),
             (lambda: _softmax(np.where(np.triu(np.ones(scaled.shape[-2:], dtype=bool), 1), -np.inf, scaled)),
              "ignores `mask` and blocks the future keys (a causal mask of its own): block exactly the keys "
              "where `mask` is True"),

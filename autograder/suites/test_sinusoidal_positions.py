@@ -115,7 +115,8 @@ def _steady_speeds(out):
     # exponent are right, and the positions were scaled into [0, 1] before the division.
     scaled = next((f"every speed is the right one divided by {n}: the positions p are divided by {n} (scaled into "
                    "[0, 1]), while the angle takes p itself" for n in (out.shape[0], out.shape[0] - 1)
-                   if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)), None) or _speeds_named(speeds, out.shape[1])
+                   if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)), None) or \
+        _spread(speeds, right, out.shape[0]) or _speeds_named(speeds, out.shape[1], out.shape[0])
     # Read from one step, a speed is known only up to whole turns: say so, or a pair turning by 5 radians
     # reads as turning backwards, by -1.283.
     return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
@@ -124,21 +125,34 @@ def _steady_speeds(out):
                              f"1 / 10000**(2i / d_model) ({scaled})")]
 
 
-def _speeds_named(speeds, d_model):
+def _spread(speeds, right, n):
+    """Every speed the right one times n / (n - 1): n positions spread from 0 to n, np.linspace's end point kept."""
+    if n > 1 and np.allclose(speeds * (n - 1) / n, right, rtol=1e-4, atol=1e-9):
+        return (f"every speed is the right one times {n}/{n - 1}: " + "the positions are T/(T-1) apart, as "
+                "np.linspace(0, num_tokens, num_tokens) spaces them; they are 0, 1, 2, ... (np.arange)")
+    return None
+
+
+def _speeds_named(speeds, d_model, num_tokens):
     """What a wrong exponent or base that steady `speeds` fit says, else where to look: the exponent 2i doubled
-    (2 * two_i, two_i already being 2i) or odd ((2i+1) / d_model, the columns counted from 1), or another power
-    of ten than 10000 as the base (10e4 is 100000), fitted from pair 1's speed."""
+    (2 * two_i, two_i already being 2i), divided by num_tokens for d_model, or odd ((2i+1) / d_model, the columns
+    counted from 1), or another power of ten than 10000 as the base (10e4 is 100000), fitted from pair 1's speed."""
     two_i = np.arange(len(speeds)) * 2.0
     fits = lambda want: np.allclose(speeds, want, rtol=1e-4, atol=1e-9)  # noqa: E731
     if fits(10000.0 ** -(2 * two_i / d_model)):
         return ("the exponent is 2 * 2i / d_model: 2i is doubled (two_i = np.arange(0, d_model, 2) already holds "
                 "2i, 0, 2, 4, ...); it is 2i / d_model")
+    if num_tokens != d_model and fits(10000.0 ** -(two_i / num_tokens)):
+        return "the exponent is 2i / num_tokens, the number of positions: it is 2i / d_model, the code's width"
     if fits(10000.0 ** -((two_i + 1) / d_model)):
         return ("the exponent is (2i+1) / d_model, the odd numbers (np.arange(1, d_model, 2)): 2i counts 0, 2, 4, "
                 "..., so pair 0 turns by exactly 1 radian per position")
     named = _exponent_off_by_one(speeds, two_i, d_model)
     if named is not None:
         return named
+    if np.allclose(np.angle(np.exp(1j * (speeds - 2 * np.pi * 10000.0 ** -(two_i / d_model)))), 0.0, atol=1e-6):
+        return ("every pair turns 2π times too fast (pair 0 a whole turn per position): p / 10000**(2i / d_model) "
+                "is in radians already, not turns; leave out 2π")
     # Only a power of ten is named a base: another width in the exponent fits some base too, seldom a round one.
     digits = -math.log10(speeds[1]) * d_model / 2 if len(speeds) > 1 and 0 < speeds[1] < 1 else 4.0
     if round(digits) != 4 and abs(digits - round(digits)) < 1e-4 and fits(10.0 ** -(round(digits) * two_i / d_model)):

@@ -12,16 +12,16 @@ from autograder.suites.toolkit.cases import rng
 
 def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-          width="full", max_axis=-1, positions=None):
+          width="full", max_axis=-1, max_before_mask=False, positions=None):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
-    block) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
+    block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
     the block's weights) | "ratio" (by exp(old_max) / exp(new_max), which
     overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
-    "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "kept" (np.where's two branches swapped: the
+    "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked); scale "sqrt" | "none" |
     "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
-    number of keys) | "floor" (// sqrt(d_k), each score rounded down); normalise False: no final division,
+    number of keys) | "floor" (// sqrt(d_k), each score rounded down) | "twice_linear" (2 d_k: d_k ** 1 / 2); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
     divided by the running sum as they are added (neither divides at the end), "block": each block's values
     divided by the block's own weight sum as they are added (and the running output by the running sum at the
@@ -35,14 +35,15 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
     "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
     the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read); max_axis -2:
-    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b).
+    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b);
+    max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too.
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
                "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
-               "n_k": np.sqrt(n_k), "floor": np.sqrt(d_k)}[scale]
+               "n_k": np.sqrt(n_k), "floor": np.sqrt(d_k), "twice_linear": 2.0 * d_k}[scale]
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
@@ -56,13 +57,16 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                 continue
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2)
             scores = np.floor_divide(scores, np.sqrt(d_k)) if scale == "floor" else scores / divisor
+            unmasked = scores
             if causal:
                 keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
                 rows = (np.arange(n_q) if positions is None else np.asarray(positions))[:, None]
                 blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
-                           "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows, "kept": keys <= rows}[mask]
-                scores = np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
-            new_max = scores.max(axis=max_axis, keepdims=True)
+                           "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows, "kept": keys <= rows,
+                           "additive": keys > rows}[mask]
+                scores = scores + blocked * -np.inf if mask == "additive" else \
+                    np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
+            new_max = (unmasked if max_before_mask else scores).max(axis=max_axis, keepdims=True)
             new_max = new_max if block_max else np.maximum(row_max, new_max)
             if rescale == "inverted":
                 shrink = np.exp(new_max - row_max)
@@ -79,6 +83,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             added = p @ V_blk / {"loop-block": row_sum, "block": p.sum(-1, keepdims=True)}.get(normalise, 1.0)
             if rescale == "late":
                 acc = (acc + added) * shrink
+            elif rescale == "acc_twice":
+                acc = acc * shrink * shrink + added
             elif rescale == "new":
                 acc = acc + shrink * added
             else:
@@ -103,10 +109,9 @@ def simpler_inputs(Q, K, V, block_size, causal):
     mask of the wrong shape does not fit); the same call without causal=True."""
     if np.ndim(Q) > 2:
         yield _one_sequence(Q, K, V), block_size, causal, lambda said: CaseFailure(
-            f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): the blocks are cut "
-            "along the tokens, the second-to-last axis, and only the keys' last two axes are swapped (K[start:stop] "
-            "cuts the first axis, the batch, and .T reverses every axis of a batch), and products are batched "
-            "(np.dot of arrays of more than two axes pairs every batch item with every other; @ does not)")
+            f"{said}: it works on one sequence (2-D Q, K, V) but not on a batch (..., n, d): a batch's axes come "
+            "first, so count the axes from the end: K[..., a:b, :] not K[a:b], np.swapaxes(K, -1, -2) not K.T, @ not "
+            "np.dot, and a query's running maximum or sum x[..., None] not x[:, None]")
     d_k, d_v = np.shape(K)[-1], np.shape(V)[-1]
     if d_v != d_k:
         wide = rng(1519).normal(size=np.shape(V)[:-1] + (d_k,)).astype(np.asarray(V).dtype)
@@ -143,6 +148,27 @@ def explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal, model):
             raise failure(f"{what} {went_wrong}") from None
     _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model)
     _explain_square_blocks(impl, what, went_wrong, np.shape(K)[-1], model)
+    _explain_feature_slices(impl, what, went_wrong, Q, K, V, block_size, causal, model)
+
+
+FEATURE_SLICES = ("a block's slice does not run along the tokens: after ..., K[..., a:b] slices the LAST axis, the "
+                  "features; a block of keys is K[..., start:start + block_size, :] (V likewise)")
+
+
+def _explain_feature_slices(impl, what, went_wrong, Q, K, V, block_size, causal, model):
+    """A call that raised, run again in one block wider than every axis: code that slices the features for the
+    keys (K[..., a:b]) then takes every feature of every key at once, and gives the right answer."""
+    size = max(np.shape(K)[-2], np.shape(K)[-1], np.shape(V)[-1]) + 1
+    if block_size >= size:
+        return
+    try:
+        out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=size, causal=causal), what)
+    except (RemoteError, CaseFailure):
+        return
+    want = model(Q, K, V, size, causal)
+    if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
+        raise CaseFailure(f"{what} {went_wrong}, and is right in one block of {size}, wider than every axis: "
+                          f"{FEATURE_SLICES}") from None
 
 
 # The block's maximum over the queries (axis -2): a (n_q, 1) running maximum meets a (1, b) one and every running
@@ -205,3 +231,45 @@ def name_rescale_ratio(impl, what, Q, K, V, block_size, causal):
     if not np.isfinite(out).all() and checks.named_mistake(
             out, [(lambda: model(high_Q, high_K, V, block_size, causal, rescale="ratio"), RATIO)]):
         raise CaseFailure(f"{what} gives nan, and so it does where every score is far above 0: {RATIO}")
+
+
+RESCALED_TWICE = ("the running output is rescaled twice in each block, by exp(old_max - new_max) squared (acc *= factor, "
+                  "and again in acc = acc * factor + ...): multiply what was summed by that factor once per block, as "
+                  "the running sum")
+MAX_BEFORE_MASK = ("the block's maximum is taken before the causal mask, over keys the query may not see: where a "
+                   "blocked key's score lies far above the open ones, every open weight exp(score - max) underflows "
+                   "to 0 and the output is 0 / 0, nan; take the maximum of the masked scores")
+ADDITIVE_MASK = ("the causal block mask is added to the scores as blocked * -inf, and 0 * -inf is nan, so every open "
+                 "key's score is nan too: set the blocked scores alone, np.where(blocked, -np.inf, scores)")
+
+
+def _nan_from_the_mask(impl, what, Q, K, V, block_size):
+    """Whether the code is right on Q, K, V without causal=True and all nan with it in one block of every key: a
+    mask applied the wrong way round (np.where's branches swapped) also makes every output nan in blocks of one
+    (the first block leaves every query without a key), but in one block only the last query has none."""
+    try:
+        plain = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=False), what)
+        whole = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=np.shape(K)[-2], causal=True),
+                                what)
+    except (RemoteError, CaseFailure):
+        return False
+    want = model(Q, K, V, block_size)
+    return plain.shape == want.shape and np.allclose(plain, want, atol=1e-5, rtol=1e-4) and np.isnan(whole).all()
+
+
+def name_nan_mask(impl, out, what, Q, K, V, block_size, causal):
+    """Every output nan with causal=True, where the same call without it is right: the causal mask made the nan,
+    which no output of the causal call alone tells from a first block that divides inf by inf."""
+    out = checks.to_array(out, what)
+    if causal and out.size and np.isnan(out).all() and _nan_from_the_mask(impl, what, Q, K, V, block_size):
+        raise CaseFailure(f"{what}: every output is nan, and right without causal=True: {ADDITIVE_MASK}")
+
+
+def mask_confirmed(impl, ladder, probe):
+    """A causal worked example whose every output is nan fits both the additive mask and the first block's inf / inf
+    (one message names both); code that is right without causal=True on the suite's `probe` inputs has the mask
+    to blame."""
+    if any(ADDITIVE_MASK in message and message != ADDITIVE_MASK for _, message in ladder) and \
+            _nan_from_the_mask(impl, "the probe", *probe, 2):
+        return [(value, ADDITIVE_MASK if ADDITIVE_MASK in message else message) for value, message in ladder]
+    return ladder
