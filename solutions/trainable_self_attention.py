@@ -26,7 +26,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     """softmax(Q Kᵀ / sqrt(d_k)) V, with mask == True blocking a query from a key.
 
     Q (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v), mask broadcastable to
-    (..., n_q, n_k) -> (context (..., n_q, d_v), weights (..., n_q, n_k)).
+    (..., n_q, n_k) -> (context (..., n_q, d_v), weights (..., n_q, n_k)); finite for scores in
+    the thousands, also where a blocked key scores far above the open ones.
     """
     scores = scaled_attention_scores(Q, K)
     if mask is not None:

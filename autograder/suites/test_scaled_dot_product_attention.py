@@ -148,8 +148,7 @@ def _call(impl, Q, K, V, mask, label):
                                   "inverted; True means blocked (this query may NOT attend to that key) "
                                   f"({label})")
         if large:
-            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows)}; subtract each "
-                              f"row's maximum score before exponentiating ({label})")
+            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows, mask)} ({label})")
     return context, weights
 
 
@@ -423,7 +422,7 @@ def test_edge_cases(impl):
 
 @case(STEP, "property", weight=0.5)
 def test_large_scores_stay_finite(impl):
-    """stays finite and correct for scores in the thousands"""
+    """stays finite and correct for scores in the thousands, blocked ones too"""
     r = rng(1307)
     Q, K, V = 40 * r.normal(size=(6, 8)), 40 * r.normal(size=(6, 8)), r.normal(size=(6, 3))
     context, weights = _call(impl, Q, K, V, None, "scores in the thousands")
@@ -434,6 +433,10 @@ def test_large_scores_stay_finite(impl):
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v).numpy()
     checks.expect_close(context, want, "the context for scores in the thousands, compared with torch",
                         symptoms=mistakes(Q, K, V, None, 0))
+    Q, K, V, mask = sdpa_probes.blocked_far_above()
+    context, _ = _call(impl, Q, K, V, mask, "a blocked key scoring far above the open ones")
+    checks.expect_close(context, _model(dict(Q=Q, K=K, V=V, mask=mask))[0], "the context where a blocked key "
+                        "scores far above the open ones", symptoms=mistakes(Q, K, V, mask, 0))
 
 
 @case(STEP, "property", weight=0.5)

@@ -2,8 +2,9 @@
 full: blocked scores filled with +inf (np.inf for -np.inf), told from a mask multiplied by -inf, which also makes every
 row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; large
 scores' nan from a maximum taken without keepdims, which does shift, by another row's maximum; the right weights
-returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); and a context of V @ weights or of
-weights.T @ V, which run only on square inputs or one matrix."""
+returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); a context of V @ weights or of
+weights.T @ V, which run only on square inputs or one matrix; and a row's maximum subtracted before its blocked
+keys are, which is exact until a blocked key scores far above the open ones."""
 
 import numpy as np
 
@@ -65,20 +66,42 @@ def name_self_scores(attend, Q, K, detail):
         raise CaseFailure(f"{detail}, but runs with as many queries as keys, where it {SELF_SCORES}")
 
 
-def why_nan(attend, scores, nan_rows):
+SUBTRACT_ROW_MAX = "; subtract each row's maximum score before exponentiating"
+SHIFT_BEFORE_MASK = ("the maximum subtracted is taken over the blocked keys too: where a blocked key scores far "
+                     "above the open ones, every open exponential underflows to 0 and the row is 0 / 0; block the "
+                     "scores first, then take each row's maximum")
+
+
+def blocked_far_above():
+    """Q, K, V (6 tokens) and a causal mask, where query 0's only open key scores near 0 and a blocked one near
+    1400: a row's maximum taken before blocking is the blocked key's, far above every open score."""
+    r = np.random.default_rng(1318)
+    Q, K, V = r.normal(size=(6, 8)), r.normal(size=(6, 8)), r.normal(size=(6, 3))
+    K[5] = 500 * Q[0]
+    return Q, K, V, np.triu(np.ones((6, 6), dtype=bool), k=1)
+
+
+def why_nan(attend, scores, nan_rows, mask=None):
     """shifts.why_nan of the scaled `scores`, unless the code's maximum is taken without keepdims=True, which a
     probe of square scores tells (elsewhere such code raises): then it does shift, by the wrong row's maximum, so
-    an entry above that maximum by more than exp can take overflows."""
+    an entry above that maximum by more than exp can take overflows; or unless the rows that are nan are those whose
+    maximum over every key, blocked ones too, is far above the open ones. Ends with what to do."""
+    if mask is not None:
+        blocked = np.broadcast_to(mask, scores.shape)
+        open_max, row_max = np.where(blocked, -np.inf, scores).max(axis=-1), scores.max(axis=-1)
+        far_above = open_max - row_max < shifts.UNDERFLOW
+        if far_above.any() and (np.asarray(nan_rows) == far_above).all():
+            return SHIFT_BEFORE_MASK
     r = np.random.default_rng(1317)
     Q, K, V = r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2))
     try:
         weights = checks.to_array(attend(Q, K, V, None)[1], "the weights")
     except Exception:  # noqa: BLE001 - only asks what square inputs give
-        return shifts.why_nan(scores, nan_rows)
+        return shifts.why_nan(scores, nan_rows) + SUBTRACT_ROW_MAX
     if checks.named_mistake(weights, model.without_keepdims_mistakes(Q @ K.T / np.sqrt(3))[1:]) is None:
-        return shifts.why_nan(scores, nan_rows)
+        return shifts.why_nan(scores, nan_rows) + SUBTRACT_ROW_MAX
     return ("the maximum it subtracts is taken without keepdims=True, so entry (i, j) is shifted by row j's maximum, "
-            "not row i's, and the exponential of a score far above another row's maximum overflows")
+            "not row i's, and the exponential of a score far above another row's maximum overflows" + SUBTRACT_ROW_MAX)
 
 
 def square_output_named(attend, mask, ladder, k=1):
