@@ -11,13 +11,18 @@ and the notebook goes on.
 """
 
 import nbformat
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import DeadKernelError
+
+from autograder.errors import KernelStuck
 
 ENDED = ("this cell ended the kernel ({why}); a fresh kernel ran the cells before it, and grading went on "
          "without what this cell defined")
 WHY = {"gone": "its process exited or crashed",
        "memory": "the submission went over its memory budget, all its processes and files in RAM together",
        "unreadable": "it sent messages not signed with the session's key"}
+REPLAY_ENDED = ("[when the grader ran this cell again in a fresh kernel (after a kernel was replaced), it ended "
+                "that kernel too; the grader's later replays leave it out]")
 
 
 def _unreadable(error):
@@ -45,3 +50,40 @@ def ran(execute, judge, cell, index):
     judge._restart_and_replay(index)
     judge.start_new_kernel_client()
     return cell, judge.resources
+
+
+def restart_and_replay(judge, upto):
+    """Replace the judge's kernel with a fresh one that has run the notebook's ordinary cells
+    before `upto`, silently, each with the limit the notebook's own run gave it (a cell that hung
+    there costs the shorter limit once one cell has timed out), leaving out those that ended a kernel.
+
+    A cell can end only its replays: the student can tell a replay (a silent request) from the
+    notebook's run. The fresh kernel then died in the replay, the judge waited that cell's whole
+    time for it (the kernel's death was not looked for), and nbclient's next client found no
+    kernel to start on: the notebook was not graded, on both paths (red-team round r33). Now a
+    death is seen within a second, the cell it happened in is left out of every replay from then
+    on, and the replay starts again in a fresh kernel: each round leaves out one more cell, so
+    this ends."""
+    while True:
+        judge._close_channel()
+        run_sync(judge.km.restart_kernel)(now=True)
+        judge._inputs_sent = False
+        channel = judge._new_channel()
+        alive = run_sync(judge.km.is_alive)
+        died_in = None
+        try:
+            channel.wait_until_ready(judge.startup_timeout, alive=alive)
+            for index, source in judge._ordinary_cells(0, upto):
+                died_in = index  # `wait` raises RuntimeError only once the kernel is gone
+                if not channel.wait(channel.send(source), judge._replay_timeout(index), alive=alive):
+                    judge._cell_timed_out = True
+            died_in = None
+        except KernelStuck:  # stuck, not gone: what did not replay costs the later steps that needed it
+            died_in = None
+        except RuntimeError:
+            pass  # gone: in the replay of cell `died_in`, or (None) before it answered at all
+        judge._channel = channel
+        if died_in is None:
+            return
+        judge.ended_cells.add(died_in)
+        judge.nb.cells[died_in].outputs.append(nbformat.v4.new_output("stream", name="stdout", text=REPLAY_ENDED + "\n"))

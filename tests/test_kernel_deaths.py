@@ -28,3 +28,30 @@ def test_a_kernel_that_ends_in_an_ordinary_cell_costs_its_cells_not_the_notebook
     ended, later = (judged.notebook.cells[i] for i in (1, 2))
     assert "this cell ended the kernel" in ended.outputs[0]["text"]
     assert "the fresh kernel runs the later cells" in later.outputs[0]["text"]
+
+
+# A cell that ends the kernel only when it runs silently: in a replay (and in a lending kernel),
+# never in the notebook's own run, which the student can tell apart (the request's `silent`).
+ENDS_ON_REPLAY = ("import os\nreplayed = get_ipython().kernel.get_parent().get('content', {}).get('silent')\n"
+                  "if replayed:\n    os._exit(7)\nprint('ran in the notebook')")
+
+
+def test_a_cell_that_ends_only_the_replay_is_left_out_of_the_replays_and_the_notebook_is_graded(tmp_path):
+    """Red-team round r33: the replay after a death ran the cell that ended only replays, the fresh
+    kernel died there, and the judge waited the cell's whole time (30 s) for a kernel already gone;
+    the next cell then failed to start nbclient's client ('Kernel died before replying to
+    kernel_info') and the notebook was not graded, on both paths: a student could choose that.
+    Now a cell a replay dies in is left out of the replays too, and the death is seen at once."""
+    import time
+
+    started = time.monotonic()
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        reference_source(["softmax"]), ENDS_ON_REPLAY, "import os\nos._exit(3)",
+        "after = 'the fresh kernel runs the later cells'\nprint(after)", ("grade", "softmax")]))
+    assert judged.problem == ""
+    assert points(judged, "softmax") == STEPS["softmax"].points
+    cells = judged.notebook.cells
+    assert "ran in the notebook" in cells[1].outputs[0]["text"]
+    assert "this cell ended the kernel" in cells[2].outputs[0]["text"]
+    assert "the fresh kernel runs the later cells" in cells[3].outputs[0]["text"]
+    assert time.monotonic() - started < 25  # no cell's whole time waited for a kernel that is gone
