@@ -66,13 +66,23 @@ def restart_and_replay(judge, upto):
     this ends."""
     while True:
         judge._close_channel()
-        run_sync(judge.km.restart_kernel)(now=True)
+        try:
+            run_sync(judge.km.restart_kernel)(now=True)
+        except RuntimeError:  # the warm parent could not fork it
+            if _free_envelope(judge):
+                continue
+            raise
         judge._inputs_sent = False
         channel = judge._new_channel()
         alive = run_sync(judge.km.is_alive)
         died_in = None
         try:
-            channel.wait_until_ready(judge.startup_timeout, alive=alive)
+            try:
+                channel.wait_until_ready(judge.startup_timeout, alive=alive)
+            except RuntimeError:
+                if not alive() and _free_envelope(judge):
+                    continue  # it could not start its own processes
+                raise
             for index, source in judge._ordinary_cells(0, upto):
                 died_in = index  # `wait` raises RuntimeError only once the kernel is gone
                 if not channel.wait(channel.send(source), judge._replay_timeout(index), alive=alive):
@@ -87,3 +97,16 @@ def restart_and_replay(judge, upto):
             return
         judge.ended_cells.add(died_in)
         judge.nb.cells[died_in].outputs.append(nbformat.v4.new_output("stream", name="stdout", text=REPLAY_ENDED + "\n"))
+
+
+def _free_envelope(judge):
+    """Discard the lending kernel, if there is one, and wait until its processes are gone: True if
+    there was one. It shares the envelope's process budget with the notebook's kernel, and the
+    warm parent's user's (RLIMIT_NPROC) with the warm parent itself: one that holds every process
+    left kept the notebook's kernel from being forked again (red-team round r33). Lending goes on
+    the older way, or with a lending kernel started afresh."""
+    lending = judge._lending
+    if lending is None or lending.kernel is None:
+        return False
+    lending.discard()
+    return True

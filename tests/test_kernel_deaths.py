@@ -55,3 +55,45 @@ def test_a_cell_that_ends_only_the_replay_is_left_out_of_the_replays_and_the_not
     assert "this cell ended the kernel" in cells[2].outputs[0]["text"]
     assert "the fresh kernel runs the later cells" in cells[3].outputs[0]["text"]
     assert time.monotonic() - started < 25  # no cell's whole time waited for a kernel that is gone
+
+
+# Run silently (the lending kernel follows the notebook so), keep taking every process the
+# envelope and the warm parent's user have left; run in the notebook, end the kernel once no
+# thread can start.
+HOLDS_EVERY_PID = '''
+import os, threading, time
+
+def _grab():
+    while True:
+        try:
+            threading.Thread(target=time.sleep, args=(10_000,), daemon=True).start()
+        except RuntimeError:
+            time.sleep(0.001)
+
+def _watch():
+    while True:
+        time.sleep(0.1)
+        try:
+            threading.Thread(target=time.sleep, args=(0.01,), daemon=True).start()
+        except RuntimeError:
+            os._exit(9)
+
+silent = get_ipython().kernel.get_parent().get('content', {}).get('silent')
+threading.Thread(target=_grab if silent else _watch, daemon=True).start()
+'''
+
+
+def test_a_lending_kernel_that_holds_every_process_cannot_stop_the_notebooks_kernel_from_restarting(tmp_path):
+    """Red-team round r33: the lending kernel (started once softmax lost points) took every process
+    left, the notebook's kernel ended itself, and its restart failed: the warm parent shares its
+    user's process limit with its kernels, its fork failed and it died ('the warm parent could not
+    fork a kernel'), and the notebook was not graded on both paths. Now the warm parent says so
+    and serves on, and the judge discards the lending kernel and starts the notebook's again."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        "def softmax(x, axis=-1):\n    return x", ("grade", "softmax"), "import time\ntime.sleep(2)",
+        HOLDS_EVERY_PID, "import time\ntime.sleep(25)", reference_source(["attention_weights"]),
+        ("grade", "attention_weights")]), submission_timeout=120)
+    assert judged.problem == ""
+    assert points(judged, "softmax") < STEPS["softmax"].points  # so a lending kernel started
+    assert "this cell ended the kernel" in judged.notebook.cells[4].outputs[0]["text"]
+    assert "attention_weights" in judged.steps
