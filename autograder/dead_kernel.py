@@ -21,8 +21,8 @@ ENDED = ("this cell ended the kernel ({why}); a fresh kernel ran the cells befor
 WHY = {"gone": "its process exited or crashed",
        "memory": "the submission went over its memory budget, all its processes and files in RAM together",
        "unreadable": "it sent messages not signed with the session's key"}
-REPLAY_ENDED = ("[when the grader ran this cell again in a fresh kernel (after a kernel was replaced), it ended "
-                "that kernel too; the grader's later replays leave it out]")
+REPLAY_ENDED = ("[when the grader ran this cell again in a fresh kernel (after a kernel was replaced), that "
+                "kernel ended or stopped answering; the grader's later replays leave this cell out]")
 
 
 def _unreadable(error):
@@ -57,13 +57,14 @@ def restart_and_replay(judge, upto):
     before `upto`, silently, each with the limit the notebook's own run gave it (a cell that hung
     there costs the shorter limit once one cell has timed out), leaving out those that ended a kernel.
 
-    A cell can end only its replays: the student can tell a replay (a silent request) from the
-    notebook's run. The fresh kernel then died in the replay, the judge waited that cell's whole
-    time for it (the kernel's death was not looked for), and nbclient's next client found no
-    kernel to start on: the notebook was not graded, on both paths (red-team round r33). Now a
-    death is seen within a second, the cell it happened in is left out of every replay from then
-    on, and the replay starts again in a fresh kernel: each round leaves out one more cell, so
-    this ends."""
+    A cell can end only its replays, or leave them a kernel that never answers again (a session
+    key of its own, an interrupt shrugged off): the student can tell a replay (a silent request)
+    from the notebook's run. The judge then waited that cell's whole time for a kernel already
+    gone, and nbclient's next client found no kernel that answered: the notebook was not graded,
+    on both paths (red-team round r33). Now a death is seen within a second, the cell the replay
+    lost its kernel in is left out of every replay from then on, and the replay starts again in a
+    fresh kernel: each round leaves out one more cell, so this ends. Once the notebook's time is
+    spent nothing is replayed (nothing runs in the kernel any more): the kernel is fresh and answers."""
     while True:
         judge._close_channel()
         try:
@@ -73,9 +74,9 @@ def restart_and_replay(judge, upto):
                 continue
             raise
         judge._inputs_sent = False
-        channel = judge._new_channel()
+        judge._channel = channel = judge._new_channel()
         alive = run_sync(judge.km.is_alive)
-        died_in = None
+        lost_in = None
         try:
             try:
                 channel.wait_until_ready(judge.startup_timeout, alive=alive)
@@ -83,20 +84,17 @@ def restart_and_replay(judge, upto):
                 if not alive() and _free_envelope(judge):
                     continue  # it could not start its own processes
                 raise
-            for index, source in judge._ordinary_cells(0, upto):
-                died_in = index  # `wait` raises RuntimeError only once the kernel is gone
+            for index, source in judge._ordinary_cells(0, upto if judge._left() > 0 else 0):
+                lost_in = index
                 if not channel.wait(channel.send(source), judge._replay_timeout(index), alive=alive):
                     judge._cell_timed_out = True
-            died_in = None
-        except KernelStuck:  # stuck, not gone: what did not replay costs the later steps that needed it
-            died_in = None
-        except RuntimeError:
-            pass  # gone: in the replay of cell `died_in`, or (None) before it answered at all
-        judge._channel = channel
-        if died_in is None:
+            lost_in = None
+        except (KernelStuck, RuntimeError):
+            pass  # stuck or gone in the replay of cell `lost_in`, or (None) before it answered at all
+        if lost_in is None:
             return
-        judge.ended_cells.add(died_in)
-        judge.nb.cells[died_in].outputs.append(nbformat.v4.new_output("stream", name="stdout", text=REPLAY_ENDED + "\n"))
+        judge.ended_cells.add(lost_in)
+        judge.nb.cells[lost_in].outputs.append(nbformat.v4.new_output("stream", name="stdout", text=REPLAY_ENDED + "\n"))
 
 
 def _free_envelope(judge):

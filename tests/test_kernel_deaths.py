@@ -30,31 +30,36 @@ def test_a_kernel_that_ends_in_an_ordinary_cell_costs_its_cells_not_the_notebook
     assert "the fresh kernel runs the later cells" in later.outputs[0]["text"]
 
 
-# A cell that ends the kernel only when it runs silently: in a replay (and in a lending kernel),
-# never in the notebook's own run, which the student can tell apart (the request's `silent`).
-ENDS_ON_REPLAY = ("import os\nreplayed = get_ipython().kernel.get_parent().get('content', {}).get('silent')\n"
-                  "if replayed:\n    os._exit(7)\nprint('ran in the notebook')")
+# A cell that ends the kernel, or leaves it unable to answer, only when it runs silently: in a
+# replay (and in a lending kernel), never in the notebook's own run, which the student can tell
+# apart (the request's `silent`).
+ON_REPLAY = {"ends": "os._exit(7)", "replaces-its-key": "get_ipython().kernel.session.key = b'a key of its own'"}
 
 
-def test_a_cell_that_ends_only_the_replay_is_left_out_of_the_replays_and_the_notebook_is_graded(tmp_path):
-    """Red-team round r33: the replay after a death ran the cell that ended only replays, the fresh
-    kernel died there, and the judge waited the cell's whole time (30 s) for a kernel already gone;
-    the next cell then failed to start nbclient's client ('Kernel died before replying to
-    kernel_info') and the notebook was not graded, on both paths: a student could choose that.
-    Now a cell a replay dies in is left out of the replays too, and the death is seen at once."""
+@pytest.mark.parametrize("what", sorted(ON_REPLAY))
+def test_a_cell_that_spoils_only_the_replay_is_left_out_of_the_replays_and_the_notebook_is_graded(tmp_path, what):
+    """Red-team round r33: the replay after a death ran the cell that spoiled only replays, the
+    judge waited the cell's whole time for a kernel that would never answer, and nbclient's next
+    client found none that did ('Kernel died before replying to kernel_info', or 'Kernel didn't
+    respond in 63 seconds'): the notebook was not graded, on both paths; a student could choose
+    that. Now the cell the replay lost its kernel in is left out of the replays, a death is seen
+    at once, and the notebook is graded."""
     import time
 
     started = time.monotonic()
+    spoils = f"import os\nif get_ipython().kernel.get_parent().get('content', {{}}).get('silent'):\n    {ON_REPLAY[what]}\n"
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        reference_source(["softmax"]), ENDS_ON_REPLAY, "import os\nos._exit(3)",
-        "after = 'the fresh kernel runs the later cells'\nprint(after)", ("grade", "softmax")]))
+        reference_source(["softmax"]), spoils + "print('ran in the notebook')", "import os\nos._exit(3)",
+        "after = 'the fresh kernel runs the later cells'\nprint(after)", ("grade", "softmax")]), timeout=5)
     assert judged.problem == ""
     assert points(judged, "softmax") == STEPS["softmax"].points
     cells = judged.notebook.cells
     assert "ran in the notebook" in cells[1].outputs[0]["text"]
+    assert "the grader's later replays leave this cell out" in cells[1].outputs[-1]["text"]
     assert "this cell ended the kernel" in cells[2].outputs[0]["text"]
     assert "the fresh kernel runs the later cells" in cells[3].outputs[0]["text"]
-    assert time.monotonic() - started < 25  # no cell's whole time waited for a kernel that is gone
+    if what == "ends":
+        assert time.monotonic() - started < 25  # no cell's whole time waited for a kernel that is gone
 
 
 # Run silently (the lending kernel follows the notebook so), keep taking every process the
