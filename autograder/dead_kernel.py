@@ -11,13 +11,18 @@ and the notebook goes on.
 """
 
 import nbformat
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import DeadKernelError
+
+from autograder.errors import KernelStuck
 
 ENDED = ("this cell ended the kernel ({why}); a fresh kernel ran the cells before it, and grading went on "
          "without what this cell defined")
 WHY = {"gone": "its process exited or crashed",
        "memory": "the submission went over its memory budget, all its processes and files in RAM together",
        "unreadable": "it sent messages not signed with the session's key"}
+REPLAY_ENDED = ("[when the grader ran this cell again in a fresh kernel (after a kernel was replaced), that "
+                "kernel ended or stopped answering; the grader's later replays leave this cell out]")
 
 
 def _unreadable(error):
@@ -45,3 +50,61 @@ def ran(execute, judge, cell, index):
     judge._restart_and_replay(index)
     judge.start_new_kernel_client()
     return cell, judge.resources
+
+
+def restart_and_replay(judge, upto):
+    """Replace the judge's kernel with a fresh one that has run the notebook's ordinary cells
+    before `upto`, silently, each with the limit the notebook's own run gave it (a cell that hung
+    there costs the shorter limit once one cell has timed out), leaving out those that ended a kernel.
+
+    A cell can end only its replays, or leave them a kernel that never answers again (a session
+    key of its own, an interrupt shrugged off): the student can tell a replay (a silent request)
+    from the notebook's run. The judge then waited that cell's whole time for a kernel already
+    gone, and nbclient's next client found no kernel that answered: the notebook was not graded,
+    on both paths (red-team round r33). Now a death is seen within a second, the cell the replay
+    lost its kernel in is left out of every replay from then on, and the replay starts again in a
+    fresh kernel: each round leaves out one more cell, so this ends. Once the notebook's time is
+    spent nothing is replayed (nothing runs in the kernel any more): the kernel is fresh and answers."""
+    while True:
+        judge._close_channel()
+        try:
+            run_sync(judge.km.restart_kernel)(now=True)
+        except RuntimeError:  # the warm parent could not fork it
+            if _free_envelope(judge):
+                continue
+            raise
+        judge._inputs_sent = False
+        judge._channel = channel = judge._new_channel()
+        alive = run_sync(judge.km.is_alive)
+        lost_in = None
+        try:
+            try:
+                channel.wait_until_ready(judge.startup_timeout, alive=alive)
+            except RuntimeError:
+                if not alive() and _free_envelope(judge):
+                    continue  # it could not start its own processes
+                raise
+            for index, source in judge._ordinary_cells(0, upto if judge._left() > 0 else 0):
+                lost_in = index
+                if not channel.wait(channel.send(source), judge._replay_timeout(index), alive=alive):
+                    judge._cell_timed_out = True
+            lost_in = None
+        except (KernelStuck, RuntimeError):
+            pass  # stuck or gone in the replay of cell `lost_in`, or (None) before it answered at all
+        if lost_in is None:
+            return
+        judge.ended_cells.add(lost_in)
+        judge.nb.cells[lost_in].outputs.append(nbformat.v4.new_output("stream", name="stdout", text=REPLAY_ENDED + "\n"))
+
+
+def _free_envelope(judge):
+    """Discard the lending kernel, if there is one, and wait until its processes are gone: True if
+    there was one. It shares the envelope's process budget with the notebook's kernel, and the
+    warm parent's user's (RLIMIT_NPROC) with the warm parent itself: one that holds every process
+    left kept the notebook's kernel from being forked again (red-team round r33). Lending goes on
+    the older way, or with a lending kernel started afresh."""
+    lending = judge._lending
+    if lending is None or lending.kernel is None:
+        return False
+    lending.discard()
+    return True

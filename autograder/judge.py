@@ -226,25 +226,9 @@ class JudgedExecute(Execute):
                              km.provisioner.process.pid, box.envelope)
 
     def _restart_and_replay(self, upto):
-        """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`."""
-        self._close_channel()
-        run_sync(self.km.restart_kernel)(now=True)
-        self._inputs_sent = False
-        channel = self._new_channel()
-        try:
-            channel.wait_until_ready(self.startup_timeout, alive=run_sync(self.km.is_alive))
-            self._replay(channel, 0, upto)
-        except (KernelStuck, RuntimeError):
-            pass  # what did not replay costs the later steps that needed it
-        self._channel = channel
-
-    def _replay(self, channel, first, upto):
-        """Run the notebook's ordinary cells `first` to `upto` (not included) through `channel`."""
-        for index, source in self._ordinary_cells(first, upto):
-            # Replayed cells get the limits the notebook's own run gave them: a cell that hung
-            # there hangs here, and costs the shorter limit once one cell has timed out.
-            if not channel._execute(source, self._replay_timeout(index)):
-                self._cell_timed_out = True
+        """A fresh sandboxed kernel that has run the notebook's ordinary cells before `upto`
+        (`dead_kernel.restart_and_replay`: a cell a replay dies in is left out of replays too)."""
+        dead_kernel.restart_and_replay(self, upto)
 
     # the lending kernel (`lending.py`)
     def _start_lender(self) -> SideKernel:
