@@ -118,11 +118,40 @@ def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
     if not stat.S_ISDIR(top.st_mode):
         return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
     dropped = []
-    for _, relative, info in entries_under(folder):
+    for path, relative, info in entries_under(folder):
         reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
+        if not reason and str(relative) == TIMESTAMP:
+            reason = unreadable_time(path)
         if reason:
             dropped.append(Dropped(str(relative), reason))
     return dropped
+
+
+# A submission's time, as nbgrader's submit writes it: one short line.
+TIMESTAMP = "timestamp.txt"
+MAX_TIMESTAMP_BYTES = 1000
+
+
+def unreadable_time(path):
+    """Why timestamp.txt holds no time nbgrader can read, or "". nbgrader's autograde fails a
+    submission whose timestamp.txt it cannot parse (the command's through an error in nbgrader's
+    own error path), so a student could choose "not graded" by writing one (red-team round r33).
+    Taken out, the submission is graded without a time, as one handed in without the file; the
+    exchange's collect writes a trusted one (`coursekit/handed_in.py`)."""
+    from nbgrader.utils import parse_utc  # nbgrader's own reading of it, in the grader's environment
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as source:
+            raw = source.read(MAX_TIMESTAMP_BYTES + 1)
+        if len(raw) > MAX_TIMESTAMP_BYTES:
+            return f"not a submission time: longer than {MAX_TIMESTAMP_BYTES} bytes; graded without a time"
+        text = raw.decode("utf-8").strip()
+        if text:
+            parse_utc(text)
+    except (OSError, UnicodeDecodeError, ValueError, OverflowError, TypeError):
+        return "not a time nbgrader can read (such as 2026-11-20 09:00:00 UTC); graded without a time"
+    return ""
 
 
 def _copy_file(src, dest, owner_uid, max_bytes):

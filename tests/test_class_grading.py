@@ -55,6 +55,8 @@ LATE = "patch-np-allclose"  # the hostile submission, handed in a day late
 DELETED = "softmax"  # the reference's student deleted this step's graded cell
 BIG = 65 * 1024**2  # a data file in the untouched student's folder: over the 64 MiB that once stopped a worker
 LINKED = {"secret.txt": "symbolic link", "zeros.npy": "symbolic link", "pipe": "FIFO"}  # in the mistake's folder
+# and a timestamp.txt nbgrader cannot parse, which made nbgrader's autograde fail the submission (red-team round r33)
+DROPPED = {**LINKED, "timestamp.txt": "not a time nbgrader can read"}
 BIN = Path(interpreter_bin())
 
 
@@ -93,6 +95,7 @@ def submitted(tmp_path_factory, secret):
     os.symlink(secret, folder / "secret.txt")
     os.symlink("/dev/zero", folder / "zeros.npy")
     os.mkfifo(folder / "pipe")
+    (folder / "timestamp.txt").write_text("not a date")
     return course
 
 
@@ -231,15 +234,16 @@ def test_late_work_scores_the_same_in_the_table_every_csv_and_the_feedback(expor
 def test_links_in_a_submission_are_never_followed_on_either_path(exported, plain_run, secret):
     """A link to a root-only file, a link to /dev/zero and a FIFO, in the mistake's folder: both
     runs ended (the fixtures returned), nothing of the targets reached autograded/ or feedback/,
-    and the instructor and the student are told what was dropped."""
+    and the instructor and the student are told what was dropped. Its timestamp.txt, which is no
+    time, is dropped too, and the submission is graded on both paths."""
     from coursekit import intake, standing
 
     mistake = catalogue.by_assignment(catalogue.MISTAKES, A)[0].id
     text = secret.read_bytes()
     for course in (exported[0], plain_run[0]):
         dropped = {d.path: d.reason for d in intake.recorded(course, A, mistake)}
-        assert dropped.keys() == LINKED.keys(), dropped
-        assert all(LINKED[name] in reason for name, reason in dropped.items())
+        assert dropped.keys() == DROPPED.keys(), dropped
+        assert all(DROPPED[name] in reason for name, reason in dropped.items())
         assert standing.standing(course, A, mistake).graded
         assert set(standing.standing(course, A, mistake).flags) >= {f"file dropped: {n} ({r})"
                                                                     for n, r in dropped.items()}

@@ -382,3 +382,20 @@ def test_a_file_removed_while_it_is_copied_is_still_taken_in_as_it_was_opened(tm
     assert intake.safe_copy(folder, tmp_path / "copy") == []
     copied = tmp_path / "copy" / "notes.txt"
     assert copied.read_text() == "mine" and stat.S_IMODE(copied.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("written, dropped", [
+    ("2026-11-20 09:00:00.000000 UTC", False), ("", False), ("  2026-11-20 09:00:00 UTC\n", False),
+    ("not a date", True), ("2026-13-45 99:00:00 UTC", True), (b"\xff\xfe", True), ("9" * 2000, True)])
+def test_a_timestamp_nbgrader_cannot_read_is_taken_out_before_autograde(tmp_path, written, dropped):
+    """nbgrader's autograde failed a submission whose timestamp.txt it could not parse: a student could
+    choose "not graded" (red-team round r33). The autograde hook's quarantine takes such a file out;
+    one nbgrader reads (or an empty one, which it reads as no time) stays."""
+    folder = tmp_path / "submitted" / "eve" / A
+    folder.mkdir(parents=True)
+    path = folder / "timestamp.txt"
+    path.write_bytes(written if isinstance(written, bytes) else written.encode())
+    reasons = {d.path: d.reason for d in intake.unsafe_entries(folder)}
+    assert ("timestamp.txt" in reasons) == dropped, reasons
+    if dropped:
+        assert "graded without a time" in reasons["timestamp.txt"]
