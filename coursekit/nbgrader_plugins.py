@@ -37,7 +37,8 @@ class SafeCollect(ExchangeCollect):
     dropped is recorded for the student and logged."""
 
     def init_src(self):
-        """nbgrader's, but each student's submission is chosen among the folders they own. Every
+        """nbgrader's, but each student's submission is chosen by the time it was handed in
+        (`_handed_in`), among the folders they own. Every
         student may write the inbound folder, and a folder's name says whose submission it is:
         nbgrader's `check_owner` only warns when someone else owns it, then collects it, so a
         folder in a classmate's name with a later timestamp replaced the classmate's submission
@@ -97,15 +98,14 @@ class SafeCollect(ExchangeCollect):
         for entry in dropped:
             self.log.warning("%s, %s: dropped %s", student, assignment, entry)
 
-
     @staticmethod
     def _stamped(path, when, changed):
         """Write `when` into the copy's timestamp.txt, which autograde reads for the gradebook's
         lateness, where the student's said anything else -> [Dropped] saying why (or [])."""
-        try:
-            said = utils.parse_utc(path.read_text().strip())
-        except (OSError, ValueError, OverflowError, TypeError, UnicodeDecodeError):
-            said = None
+        said = None
+        if path.is_file() and not intake.unreadable_time(path):  # bounded: the file is the student's, up to 100 MB
+            text = path.read_text().strip()
+            said = utils.parse_utc(text) if text else None
         if said == when:
             return []
         path.write_text(handed_in.stamp(when))

@@ -399,3 +399,21 @@ def test_a_timestamp_nbgrader_cannot_read_is_taken_out_before_autograde(tmp_path
     assert ("timestamp.txt" in reasons) == dropped, reasons
     if dropped:
         assert "graded without a time" in reasons["timestamp.txt"]
+
+
+def test_collect_reads_no_more_of_a_students_timestamp_than_a_time_can_hold(tmp_path, monkeypatch):
+    """A timestamp.txt of megabytes (under the file limit, so it is copied) is replaced without being
+    parsed whole: dateutil took 2.6 s on these 4.8 MB, and would take about a minute on the 100 MB a
+    file may hold, per student, while collect holds the whole class."""
+    from nbgrader import utils
+
+    from coursekit.nbgrader_plugins import SafeCollect
+
+    parsed, parse = [], utils.parse_utc
+    monkeypatch.setattr(utils, "parse_utc", lambda text: parsed.append(len(text)) or parse(text))
+    path = tmp_path / "timestamp.txt"
+    path.write_text("2026-11-20 09:00:00 UTC " * 200_000)
+    when = datetime(2026, 11, 20, 9, 0)
+    (dropped,) = SafeCollect._stamped(path, when, when)
+    assert path.read_text() == handed_in.stamp(when) and "it was missing or held no time" in dropped.reason
+    assert max(parsed, default=0) <= intake.MAX_TIMESTAMP_BYTES
