@@ -135,16 +135,25 @@ def simpler_inputs(Q, K, V, block_size, causal):
             "the block's scores, (..., n_q, b), one row per query and one column per key of the block")
 
 
+def _answer(impl, what, Q, K, V, block_size, causal):
+    """The code's output as an array, or None where the call raised: each probe below asks only what it gives."""
+    try:
+        return checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=causal), what)
+    except (RemoteError, CaseFailure):
+        return None
+
+
+def _same(out, want):
+    """out is want, in shape and in value (nan matches nothing)."""
+    return out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4)
+
+
 def explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal, model):
     """A call that raised a shape mismatch or answered in the wrong shape (`went_wrong`) is run again on each
     simpler input; the first whose answer is model(...)'s (the right one) names the mistake. Otherwise return."""
     for (q, k, v), size, masked, failure in simpler_inputs(Q, K, V, block_size, causal):
-        try:
-            out = checks.to_array(impl.online_softmax_attention(q, k, v, block_size=size, causal=masked), what)
-        except (RemoteError, CaseFailure):
-            continue
-        want = model(q, k, v, size, masked)
-        if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
+        out = _answer(impl, what, q, k, v, size, masked)
+        if out is not None and _same(out, model(q, k, v, size, masked)):
             raise failure(f"{what} {went_wrong}") from None
     _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model)
     _explain_square_blocks(impl, what, went_wrong, np.shape(K)[-1], model)
@@ -161,12 +170,8 @@ def _explain_feature_slices(impl, what, went_wrong, Q, K, V, block_size, causal,
     size = max(np.shape(K)[-2], np.shape(K)[-1], np.shape(V)[-1]) + 1
     if block_size >= size:
         return
-    try:
-        out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=size, causal=causal), what)
-    except (RemoteError, CaseFailure):
-        return
-    want = model(Q, K, V, size, causal)
-    if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4):
+    out = _answer(impl, what, Q, K, V, size, causal)
+    if out is not None and _same(out, model(Q, K, V, size, causal)):
         raise CaseFailure(f"{what} {went_wrong}, and is right in one block of {size}, wider than every axis: "
                           f"{FEATURE_SLICES}") from None
 
@@ -184,11 +189,8 @@ def _explain_square_blocks(impl, what, went_wrong, d_k, model):
     maximum over the wrong axis still fits): its answer is named if the model of that mistake gives it."""
     r, b = rng(1521), 3
     q, k, v = r.normal(size=(b, d_k)), r.normal(size=(2 * b, d_k)), r.normal(size=(2 * b, b))
-    try:
-        out = checks.to_array(impl.online_softmax_attention(q, k, v, block_size=b, causal=False), what)
-    except (RemoteError, CaseFailure):
-        return
-    if checks.named_mistake(out, [(lambda: model(q, k, v, b, False, max_axis=-2), MAX_OVER_QUERIES)]):
+    out = _answer(impl, what, q, k, v, b, False)
+    if out is not None and checks.named_mistake(out, [(lambda: model(q, k, v, b, False, max_axis=-2), MAX_OVER_QUERIES)]):
         raise CaseFailure(f"{what} {went_wrong}: {MAX_OVER_QUERIES}") from None
 
 
@@ -201,13 +203,11 @@ def _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causa
         return
     size = max(b for b in range(1, n_k) if n_k % b == 0)  # the largest that cuts the keys into equal blocks
     V = rng(1518).normal(size=np.shape(V)).astype(np.asarray(V).dtype)  # values that differ (V = ones hides it)
-    try:
-        out = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=size, causal=causal), what)
-    except (RemoteError, CaseFailure):
+    out = _answer(impl, what, Q, K, V, size, causal)
+    if out is None:
         return
     want = model(Q, K, V, size, causal, values="first")
-    if out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4) and \
-            not np.allclose(want, model(Q, K, V, size, causal), atol=1e-5, rtol=1e-4):
+    if _same(out, want) and not _same(want, model(Q, K, V, size, causal)):
         raise CaseFailure(f"{what} {went_wrong}, and in blocks that divide the {n_k} keys gives wrong values: "
                           f"{VALUES_FIRST}; "
                           "a last block shorter than block_size has fewer weights than those rows") from None
@@ -223,12 +223,8 @@ def name_rescale_ratio(impl, what, Q, K, V, block_size, causal):
     where the same code, on scores as far above 0, gives that mistake's nan too: a running maximum started at 0,
     which also gives nan far below 0, is right far above it. Quiet otherwise."""
     high_Q, high_K = ((np.abs(np.asarray(a)) + 30).astype(np.asarray(a).dtype) for a in (Q, K))
-    try:
-        out = checks.to_array(impl.online_softmax_attention(high_Q, high_K, V, block_size=block_size,
-                                                            causal=causal), what)
-    except (RemoteError, CaseFailure):
-        return
-    if not np.isfinite(out).all() and checks.named_mistake(
+    out = _answer(impl, what, high_Q, high_K, V, block_size, causal)
+    if out is not None and not np.isfinite(out).all() and checks.named_mistake(
             out, [(lambda: model(high_Q, high_K, V, block_size, causal, rescale="ratio"), RATIO)]):
         raise CaseFailure(f"{what} gives nan, and so it does where every score is far above 0: {RATIO}")
 
@@ -247,14 +243,9 @@ def _nan_from_the_mask(impl, what, Q, K, V, block_size):
     """Whether the code is right on Q, K, V without causal=True and all nan with it in one block of every key: a
     mask applied the wrong way round (np.where's branches swapped) also makes every output nan in blocks of one
     (the first block leaves every query without a key), but in one block only the last query has none."""
-    try:
-        plain = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=block_size, causal=False), what)
-        whole = checks.to_array(impl.online_softmax_attention(Q, K, V, block_size=np.shape(K)[-2], causal=True),
-                                what)
-    except (RemoteError, CaseFailure):
-        return False
-    want = model(Q, K, V, block_size)
-    return plain.shape == want.shape and np.allclose(plain, want, atol=1e-5, rtol=1e-4) and np.isnan(whole).all()
+    plain = _answer(impl, what, Q, K, V, block_size, False)
+    whole = None if plain is None else _answer(impl, what, Q, K, V, np.shape(K)[-2], True)
+    return whole is not None and _same(plain, model(Q, K, V, block_size)) and np.isnan(whole).all()
 
 
 def name_nan_mask(impl, out, what, Q, K, V, block_size, causal):
