@@ -46,6 +46,11 @@ class Dropped:
         # among the instructor's flags. Each unprintable character is shown as its escape.
         return f"{one_line(self.path)} ({self.reason})"
 
+    @property
+    def replaced(self):
+        """Not left out, but replaced by the grader's own (REPLACED, below)."""
+        return self.reason.startswith(REPLACED)
+
 
 # The reason of an entry that was not left out but replaced by the grader's own (timestamp.txt,
 # coursekit/handed_in.py): the student and the instructor are told apart from what was dropped.
@@ -121,7 +126,7 @@ def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
     for path, relative, info in entries_under(folder):
         reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
         if not reason and str(relative) == TIMESTAMP:
-            reason = unreadable_time(path)
+            reason = read_time(path)[1]
         if reason:
             dropped.append(Dropped(str(relative), reason))
     return dropped
@@ -132,12 +137,13 @@ TIMESTAMP = "timestamp.txt"
 MAX_TIMESTAMP_BYTES = 1000
 
 
-def unreadable_time(path):
-    """Why timestamp.txt holds no time nbgrader can read, or "". nbgrader's autograde fails a
-    submission whose timestamp.txt it cannot parse (the command's through an error in nbgrader's
-    own error path), so a student could choose "not graded" by writing one (red-team round r33).
-    Taken out, the submission is graded without a time, as one handed in without the file; the
-    exchange's collect writes a trusted one (`coursekit/handed_in.py`)."""
+def read_time(path):
+    """(the time timestamp.txt holds, as nbgrader reads it (None when it is empty), "") or (None, why it
+    holds no time nbgrader can read). nbgrader's autograde fails a submission whose timestamp.txt it
+    cannot parse (the command's through an error in nbgrader's own error path), so a student could
+    choose "not graded" by writing one (red-team round r33). Taken out, the submission is graded
+    without a time, as one handed in without the file; the exchange's collect writes a trusted one
+    (`coursekit/handed_in.py`). At most MAX_TIMESTAMP_BYTES are read: the file is the student's."""
     from nbgrader.utils import parse_utc  # nbgrader's own reading of it, in the grader's environment
 
     try:
@@ -145,13 +151,11 @@ def unreadable_time(path):
         with os.fdopen(fd, "rb") as source:
             raw = source.read(MAX_TIMESTAMP_BYTES + 1)
         if len(raw) > MAX_TIMESTAMP_BYTES:
-            return f"not a submission time: longer than {MAX_TIMESTAMP_BYTES} bytes; graded without a time"
+            return None, f"not a submission time: longer than {MAX_TIMESTAMP_BYTES} bytes; graded without a time"
         text = raw.decode("utf-8").strip()
-        if text:
-            parse_utc(text)
+        return (parse_utc(text) if text else None), ""
     except (OSError, UnicodeDecodeError, ValueError, OverflowError, TypeError):
-        return "not a time nbgrader can read (such as 2026-11-20 09:00:00 UTC); graded without a time"
-    return ""
+        return None, "not a time nbgrader can read (such as 2026-11-20 09:00:00 UTC); graded without a time"
 
 
 def _copy_file(src, dest, owner_uid, max_bytes):
@@ -241,7 +245,7 @@ def forget(root, assignment, student):
 
 def flags(root, assignment, student):
     """The instructor's flags for what intake dropped or replaced (one line per file)."""
-    return [f"{one_line(d.path)} {d.reason}" if d.reason.startswith(REPLACED) else f"file dropped: {d}"
+    return [f"{one_line(d.path)} {d.reason}" if d.replaced else f"file dropped: {d}"
             for d in recorded(root, assignment, student)]
 
 

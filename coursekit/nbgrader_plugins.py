@@ -102,10 +102,7 @@ class SafeCollect(ExchangeCollect):
     def _stamped(path, when, changed):
         """Write `when` into the copy's timestamp.txt, which autograde reads for the gradebook's
         lateness, where the student's said anything else -> [Dropped] saying why (or [])."""
-        said = None
-        if path.is_file() and not intake.unreadable_time(path):  # bounded: the file is the student's, up to 100 MB
-            text = path.read_text().strip()
-            said = utils.parse_utc(text) if text else None
+        said, _ = intake.read_time(path)  # None where it is missing, empty or no time
         if said == when:
             return []
         path.write_text(handed_in.stamp(when))
@@ -215,8 +212,8 @@ class IntakeNote(Preprocessor):
     def preprocess(self, nb, resources):
         info = resources.get("nbgrader", {})
         recorded = intake.recorded(self.course_root, info.get("assignment", ""), info.get("student", ""))
-        replaced = [d for d in recorded if d.reason.startswith(intake.REPLACED)]
-        dropped = [d for d in recorded if d not in replaced]
+        replaced = [d for d in recorded if d.replaced]
+        dropped = [d for d in recorded if not d.replaced]
         if replaced:
             items = "\n".join(f"- {_markdown_text(f'{d.path} {d.reason}')}" for d in replaced)
             nb.cells.insert(0, new_markdown_cell("**Changed by the grader in your submission:**\n\n" + items))
