@@ -70,6 +70,8 @@ c.Exchange.root = os.environ.get("COURSEKIT_EXCHANGE") or str(_HERE / "exchange"
 # .coursekit/intake/<assignment>/<student>/, with a report the flags and the feedback show.
 c.ExchangeFactory.collect = "coursekit.nbgrader_plugins.SafeCollect"
 c.ZipCollectApp.extractor_plugin = "coursekit.nbgrader_plugins.SafeZipExtractor"
+# whose a file is and when, from the platform's names only, never a name inside a student's upload
+c.ZipCollectApp.collector_plugin = "coursekit.nbgrader_plugins.SafeFileNameCollector"
 c.Autograde.pre_convert_hook = "coursekit.intake.autograde_hook"
 c.CourseDirectory.max_file_size = MAX_SUBMITTED_FILE_BYTES // 1000  # nbgrader counts kilobytes
 # The feedback starts with what was left out, and why (after GetGrades).

@@ -77,10 +77,12 @@ def _own_folder(archive, dest):
 def unpack(archive, dest, zip_ext, log, budget=None):
     """nbgrader's `unzip(archive, dest, zip_ext, create_own_folder=True, tree=True)`, each archive
     unpacked only within one `Budget` (nested ones unpacked flat into their own folders beside
-    them, in the order nbgrader's tree walk finds them; the walk does not recurse)."""
+    them, in the order nbgrader's tree walk finds them; the walk does not recurse). Returns the
+    folders it unpacked into, `archive`'s own first: the names below a nested archive's folder are
+    whoever made that archive's, a student's (`coursekit/zip_names.py`)."""
     budget = budget or Budget()
     extensions = tuple(zip_ext)
-    pending, seen = [Path(archive)], set()
+    pending, seen, unpacked = [Path(archive)], set(), []
     top = _own_folder(archive, dest)
     while pending:
         path = pending.pop(0)
@@ -89,8 +91,10 @@ def unpack(archive, dest, zip_ext, log, budget=None):
         if reason:
             log.warning("zip_collect: left out %s: %s", path, reason)
             continue
-        unzip(str(path), str(dest if path == Path(archive) else path.parent), zip_ext=zip_ext,
-              create_own_folder=True, tree=False)
+        where = dest if path == Path(archive) else path.parent
+        unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
+        unpacked.append(_own_folder(path, where))
         if not pending:  # the next round of nbgrader's walk: every archive under `top` not yet unpacked
             pending = [p for p, _, info in intake.entries_under(top)
                        if stat.S_ISREG(info.st_mode) and p.suffix in extensions and p not in seen]
+    return unpacked

@@ -1,9 +1,10 @@
 """The course's classes for nbgrader: its preprocessors and plugins, each installed by name by
 nbgrader_config.py (nbgrader imports them from there, in its own processes).
 
-- `SafeCollect` (`c.ExchangeFactory.collect`) and `SafeZipExtractor`
-  (`c.ZipCollectApp.extractor_plugin`): collect and zip_collect, taking files in by
-  `coursekit/intake.py`'s policy;
+- `SafeCollect` (`c.ExchangeFactory.collect`), `SafeZipExtractor`
+  (`c.ZipCollectApp.extractor_plugin`) and `SafeFileNameCollector` (`c.ZipCollectApp.collector_plugin`):
+  collect and zip_collect, taking files in by `coursekit/intake.py`'s policy, and for zip_collect
+  whose and when from the platform's names only (`coursekit/zip_names.py`);
 - `RestoreCells` (in `c.Autograde.sanitize_preprocessors`, for nbgrader's OverwriteCells): a
   graded cell the student deleted is put back from the gradebook and graded (nbgrader #1682);
 - `SanitizeGradeCells` and `IntakeNote` (in `c.GenerateFeedback.preprocessors`): what a student
@@ -23,12 +24,12 @@ from nbformat.v4 import new_markdown_cell
 from nbgrader import utils
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.plugins.export import CsvExportPlugin
-from nbgrader.plugins.zipcollect import ExtractorPlugin
+from nbgrader.plugins.zipcollect import ExtractorPlugin, FileNameCollectorPlugin
 from nbgrader.preprocessors import OverwriteCells
 from nbgrader.utils import is_ignored
 from traitlets import Bool, Unicode
 
-from coursekit import archives, csvsafe, handed_in, intake, standing
+from coursekit import archives, csvsafe, handed_in, intake, standing, zip_names
 
 
 class SafeCollect(ExchangeCollect):
@@ -115,6 +116,7 @@ class SafeZipExtractor(ExtractorPlugin):
     copied by `intake.safe_copy`'s rules (nbgrader's own `shutil.copy` follows links)."""
 
     def extract(self, archive_path, extracted_path):
+        self.unpacked = []  # (folder an archive was unpacked into, whether that archive was inside another)
         extensions = tuple(self.zip_ext)
         top = Path(archive_path)
         dropped = intake.safe_copy(top, extracted_path, keep=lambda relative: not relative.endswith(extensions)
@@ -129,7 +131,27 @@ class SafeZipExtractor(ExtractorPlugin):
                     where.mkdir(parents=True, exist_ok=True)
                     self.log.info("Extracting from: %s", path)
                     # nbgrader's unzip, within a budget: it bounds neither memory nor disk (archives.py)
-                    archives.unpack(path, where, self.zip_ext, self.log)
+                    top, *inside = archives.unpack(path, where, self.zip_ext, self.log) or [None]
+                    self.unpacked += [(top, False)] * (top is not None) + [(folder, True) for folder in inside]
+
+
+class SafeFileNameCollector(FileNameCollectorPlugin):
+    """zip_collect's collector: nbgrader's, except that no file is taken whose student id or time
+    comes from a name inside an archive a student handed in, or whose names would put it outside
+    its student's folder (`coursekit/zip_names.py`); the instructor is told of each."""
+
+    def collect(self, submitted_file):
+        info = super().collect(submitted_file)
+        if not info:
+            return info
+        extractor = getattr(self.parent, "extractor_plugin_inst", None)
+        uploads = [folder for folder, nested in getattr(extractor, "unpacked", ())
+                   if zip_names.is_upload(folder, nested, self.named_regexp)]
+        why = zip_names.refusal(submitted_file, info, self.named_regexp, uploads)
+        if why:
+            self.log.warning("zip_collect: not collected: %s: %s", submitted_file, why)
+            return None
+        return info
 
 
 GRADES_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",

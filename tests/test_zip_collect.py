@@ -1,0 +1,93 @@
+"""`nbgrader zip_collect` takes whose a file is, and when it was handed in, from the names the
+learning platform gave, never from names inside an archive a student uploaded
+(`coursekit/zip_names.py`, `coursekit.nbgrader_plugins.SafeFileNameCollector`)."""
+
+import io
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from coursekit import grading, zip_names
+from coursekit.paths import with_interpreter_on_path
+
+A = "01_simplified_self_attention"
+# nbgrader's own example expression, for a platform that names each file it hands over
+LOOSE_FILES = r".*_(?P<student_id>\w+)_attempt_(?P<timestamp>[0-9\-: ]+)_(?P<file_id>\w+)"
+# one that reads the student and the time from the folder an upload unpacks into
+UPLOADS = r".*/ps1_(?P<student_id>[a-z]+)_attempt_(?P<timestamp>[0-9: -]+)_[^/]*/(?P<file_id>.*)"
+
+
+def zipped(members):
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return data.getvalue()
+
+
+def zip_collect(tmp_path, download, named_regexp):
+    """Run nbgrader zip_collect on the platform's `download` (member name -> bytes); returns each
+    collected notebook's text and time by student, and what zip_collect said."""
+    course = grading.prepare(tmp_path / "course")
+    archive = course / "downloaded" / A / "archive"
+    archive.mkdir(parents=True)
+    (archive / "platform.zip").write_bytes(zipped(download))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "zip_collect", A,
+                             f"--FileNameCollectorPlugin.named_regexp={named_regexp}"],
+                            cwd=course, env=with_interpreter_on_path(os.environ), capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    collected = {}
+    for folder in sorted((course / "submitted").glob(f"*/{A}")):
+        stamp = folder / "timestamp.txt"
+        collected[folder.parent.name] = ((folder / f"{A}.ipynb").read_text(),
+                                         stamp.read_text() if stamp.exists() else None)
+    return collected, result.stderr
+
+
+def test_a_file_inside_an_upload_named_as_a_classmates_is_not_collected_as_theirs(tmp_path):
+    """Red-teamed here: mallory's upload held a file named as alice's, later than hers. With
+    nbgrader's collector it replaced alice's submission."""
+    upload = zipped({f"x_alice_attempt_2099-01-01 00:00:00_{A}.ipynb": "mallory's"})
+    collected, said = zip_collect(tmp_path, {
+        f"ps1_alice_attempt_2026-11-20 09:00:00_{A}.ipynb": "alice's",
+        "ps1_mallory_attempt_2026-11-20 10:00:00_upload.zip": upload}, LOOSE_FILES)
+    assert collected == {"alice": ("alice's", "2026-11-20 09:00:00")}
+    assert "x_alice_attempt_2099" in said and "inside an archive a student handed in" in said
+    assert "its student_id and timestamp would be read" in said
+
+
+def test_an_upload_is_collected_with_the_time_its_platform_name_gives(tmp_path):
+    honest = zipped({f"{A}.ipynb": "bob's"})
+    forged = zipped({f"ps1_alice_attempt_2099-01-01 00:00:00_x/{A}.ipynb": "mallory's"})
+    collected, said = zip_collect(tmp_path, {
+        "ps1_bob_attempt_2026-11-20 08:00:00_work.zip": honest,
+        "ps1_mallory_attempt_2026-11-20 10:00:00_work.zip": forged}, UPLOADS)
+    assert collected == {"bob": ("bob's", "2026-11-20 08:00:00")}
+    assert "ps1_alice_attempt_2099-01-01 00:00:00_x" in said and "not collected" in said
+
+
+@pytest.mark.parametrize("info, why", [
+    ({"student_id": "..", "file_id": f"{A}.ipynb"}, "not a plain name"),
+    ({"student_id": ".hidden", "file_id": f"{A}.ipynb"}, "not a plain name"),
+    ({"student_id": "a/b", "file_id": f"{A}.ipynb"}, "not a plain name"),
+    ({"student_id": "", "file_id": f"{A}.ipynb"}, "not a plain name"),
+    ({"student_id": "eve", "file_id": f"../../bob/{A}"}, "outside the student's folder"),
+    ({"student_id": "eve", "file_id": "/etc/passwd"}, "outside the student's folder"),
+    ({"student_id": "eve", "file_id": "timestamp"}, "timestamp.txt handed in is the student's word"),
+    ({"student_id": "eve", "file_id": f"sub/{A}"}, ""),
+])
+def test_names_that_would_leave_the_students_folder_are_refused(info, why):
+    path = Path("/x/extracted") / ("f.txt" if info["file_id"] == "timestamp" else "f.ipynb")
+    said = zip_names.refusal(path, info, r"(?P<student_id>.*)", uploads=[])
+    assert (why in said) if why else said == ""
+
+
+def test_a_bulk_download_names_no_student_but_a_loose_upload_does():
+    assert not zip_names.is_upload(Path("/x/extracted/platform"), False, LOOSE_FILES)
+    assert zip_names.is_upload(Path("/x/extracted/ps1_bob_attempt_2026-11-20 08:00:00_work"), False, LOOSE_FILES)
+    assert zip_names.is_upload(Path("/x/extracted/platform/anything"), True, LOOSE_FILES)
