@@ -131,8 +131,8 @@ class SafeZipExtractor(ExtractorPlugin):
                     where.mkdir(parents=True, exist_ok=True)
                     self.log.info("Extracting from: %s", path)
                     # nbgrader's unzip, within a budget: it bounds neither memory nor disk (archives.py)
-                    top, *inside = archives.unpack(path, where, self.zip_ext, self.log) or [None]
-                    self.unpacked += [(top, False)] * (top is not None) + [(folder, True) for folder in inside]
+                    own, *inside = archives.unpack(path, where, self.zip_ext, self.log) or [None]
+                    self.unpacked += [(own, False)] * (own is not None) + [(folder, True) for folder in inside]
 
 
 class SafeFileNameCollector(FileNameCollectorPlugin):
@@ -146,7 +146,7 @@ class SafeFileNameCollector(FileNameCollectorPlugin):
             return info
         extractor = getattr(self.parent, "extractor_plugin_inst", None)
         uploads = [folder for folder, nested in getattr(extractor, "unpacked", ())
-                   if zip_names.is_upload(folder, nested, self.named_regexp)]
+                   if zip_names.is_upload(folder, nested, self.named_regexp, os.path.basename(submitted_file))]
         why = zip_names.refusal(submitted_file, info, self.named_regexp, uploads)
         if why:
             self.log.warning("zip_collect: not collected: %s: %s", submitted_file, why)

@@ -29,15 +29,19 @@ from pathlib import PurePosixPath
 IDENTITY_GROUPS = ("student_id", "timestamp", "first_name", "last_name", "email")
 
 
-def is_upload(folder, nested, named_regexp):
+def is_upload(folder, nested, named_regexp, name):
     """Whether the names under `folder`, where an archive was unpacked, are a student's: those of an
     archive found inside another (what a student uploaded, in the platform's download), or of an
     archive the instructor put loose in `archive/` whose own name says whose it is (an upload the
-    platform named). A bulk download's folder names no student."""
+    platform named). A bulk download's folder names no student. `name`, the file being collected's
+    own name, is tried directly under `folder`, for expressions that read the student from a folder."""
     if nested:
         return True
-    match = re.match(named_regexp, str(folder)) if named_regexp else None
-    return bool(match and match.groupdict().get("student_id"))
+    for probe in (str(folder), os.path.join(folder, name)):
+        match = re.match(named_regexp, probe) if named_regexp else None
+        if match and "student_id" in match.re.groupindex and 0 <= match.end("student_id") <= len(str(folder)):
+            return True
+    return False
 
 
 def refusal(path, info, named_regexp, uploads):

@@ -29,13 +29,15 @@ def zipped(members):
     return data.getvalue()
 
 
-def zip_collect(tmp_path, download, named_regexp):
-    """Run nbgrader zip_collect on the platform's `download` (member name -> bytes); returns each
-    collected notebook's text and time by student, and what zip_collect said."""
+def zip_collect(tmp_path, download, named_regexp, loose=None):
+    """Run nbgrader zip_collect on the platform's `download` (member name -> bytes), or on `loose`
+    archives put in archive/ by the instructor (file name -> bytes); returns each collected
+    notebook's text and time by student, and what zip_collect said."""
     course = grading.prepare(tmp_path / "course")
     archive = course / "downloaded" / A / "archive"
     archive.mkdir(parents=True)
-    (archive / "platform.zip").write_bytes(zipped(download))
+    for name, data in (loose or {"platform.zip": zipped(download)}).items():
+        (archive / name).write_bytes(data)
     result = subprocess.run([sys.executable, "-m", "nbgrader", "zip_collect", A,
                              f"--FileNameCollectorPlugin.named_regexp={named_regexp}"],
                             cwd=course, env=with_interpreter_on_path(os.environ), capture_output=True,
@@ -71,6 +73,17 @@ def test_an_upload_is_collected_with_the_time_its_platform_name_gives(tmp_path):
     assert "ps1_alice_attempt_2099-01-01 00:00:00_x" in said and "not collected" in said
 
 
+def test_uploads_put_loose_in_the_archive_folder_are_read_as_the_platform_named_them(tmp_path):
+    """The instructor unpacked the platform's download and put its uploads in archive/ themselves."""
+    collected, said = zip_collect(tmp_path, None, UPLOADS, loose={
+        "ps1_bob_attempt_2026-11-20 08:00:00_work.zip": zipped({f"{A}.ipynb": "bob's"}),
+        "ps1_alice_attempt_2026-11-20 09:00:00_work.zip": zipped({f"{A}.ipynb": "alice's"}),
+        "ps1_mallory_attempt_2026-11-20 10:00:00_work.zip": zipped(
+            {f"ps1_alice_attempt_2099-01-01 00:00:00_x/{A}.ipynb": "mallory's"})})
+    assert collected == {"alice": ("alice's", "2026-11-20 09:00:00"), "bob": ("bob's", "2026-11-20 08:00:00")}
+    assert "ps1_alice_attempt_2099-01-01 00:00:00_x" in said and "not collected" in said
+
+
 @pytest.mark.parametrize("info, why", [
     ({"student_id": "..", "file_id": f"{A}.ipynb"}, "not a plain name"),
     ({"student_id": ".hidden", "file_id": f"{A}.ipynb"}, "not a plain name"),
@@ -87,7 +100,9 @@ def test_names_that_would_leave_the_students_folder_are_refused(info, why):
     assert (why in said) if why else said == ""
 
 
-def test_a_bulk_download_names_no_student_but_a_loose_upload_does():
-    assert not zip_names.is_upload(Path("/x/extracted/platform"), False, LOOSE_FILES)
-    assert zip_names.is_upload(Path("/x/extracted/ps1_bob_attempt_2026-11-20 08:00:00_work"), False, LOOSE_FILES)
-    assert zip_names.is_upload(Path("/x/extracted/platform/anything"), True, LOOSE_FILES)
+@pytest.mark.parametrize("named_regexp", [LOOSE_FILES, UPLOADS])
+def test_a_bulk_download_names_no_student_but_a_loose_upload_does(named_regexp):
+    name = f"{A}.ipynb"
+    assert not zip_names.is_upload(Path("/x/extracted/platform"), False, named_regexp, name)
+    assert zip_names.is_upload(Path("/x/extracted/ps1_bob_attempt_2026-11-20 08:00:00_work"), False, named_regexp, name)
+    assert zip_names.is_upload(Path("/x/extracted/platform/anything"), True, named_regexp, name)
