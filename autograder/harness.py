@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck, RemoteError
+from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck, RemoteError, printable
 from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, STEP_BUDGET
 from autograder.sealed_reports import builtin_name, sealed_failure
 from autograder.steps import STEPS, suite_module
@@ -194,7 +194,7 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     (a step run with a dependency's reference in the kernel) the exception's own text is left out:
     code that can see the reference could write it there, and the report is the student's. With
     it, the text is shown without the values it holds (EXCEPTION_VALUE)."""
-    shown = EXCEPTION_VALUE.sub("…", str(error))
+    shown = EXCEPTION_VALUE.sub("…", printable(str(error)))  # no terminal escapes either (`errors.py`)
     text = shown.strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
     name = error_name(error) if show_details else builtin_name(error)  # the kernel's own choice (`sealed_reports`)
