@@ -92,6 +92,6 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "coursekit.nbgrader_plugins.RestoreCells",
+    "coursekit.known_cells.RestoreKnownCells",  # and a cell naming no graded cell is an ordinary one
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
