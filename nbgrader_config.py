@@ -10,6 +10,12 @@ from autograder.limits import CELL_TIMEOUT, MAX_SUBMITTED_FILE_BYTES  # noqa: E4
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 
+# What nbgrader logs of a submission (an unknown grade_id, a changed attribute's value) is the
+# student's text: shown with its escape sequences escaped, never obeyed by the instructor's terminal.
+from coursekit import terminal_text  # noqa: E402
+
+terminal_text.install()
+
 c.CourseDirectory.course_id = "self-attention"
 c.CourseDirectory.root = str(_HERE)
 c.CourseDirectory.release_directory = "assignments"
@@ -88,6 +94,6 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "coursekit.nbgrader_plugins.RestoreCells",
+    "coursekit.known_cells.RestoreKnownCells",  # and a cell naming no graded cell is an ordinary one
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

@@ -14,6 +14,13 @@ def one_line(text):
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def printable(text):
+    """`text` as `one_line` shows each of its lines, the newlines kept: the student's own words,
+    where a report, a file or the instructor's terminal shows them, carry no escape sequence,
+    carriage return or bidi override, which a terminal would obey (red-team round r37)."""
+    return "\n".join(one_line(line) for line in text.split("\n"))
+
+
 class CaseFailure(AssertionError):
     """A wrong answer. Its message is shown to the student as is."""
 

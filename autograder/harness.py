@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck, RemoteError
+from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck, RemoteError, printable
 from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, STEP_BUDGET
+from autograder.sealed_reports import builtin_name, sealed_failure
 from autograder.steps import STEPS, suite_module
 
 if TYPE_CHECKING:
@@ -193,10 +194,10 @@ def _describe_error(step: str, error: BaseException, show_details: bool = True) 
     (a step run with a dependency's reference in the kernel) the exception's own text is left out:
     code that can see the reference could write it there, and the report is the student's. With
     it, the text is shown without the values it holds (EXCEPTION_VALUE)."""
-    shown = EXCEPTION_VALUE.sub("…", str(error))
+    shown = EXCEPTION_VALUE.sub("…", printable(str(error)))  # no terminal escapes either (`errors.py`)
     text = shown.strip().splitlines() if show_details else []
     detail = f": {text[0][:200]}" if text else ""
-    name = error_name(error)
+    name = error_name(error) if show_details else builtin_name(error)  # the kernel's own choice (`sealed_reports`)
     # The error's words pick one of these fixed texts even where they are not shown: a kernel
     # that forged them could only choose which fixed text its own step gets. They come before the
     # signature's TypeError: torch's own functions word a wrong call of theirs with "argument" too,
@@ -384,8 +385,8 @@ def run_case(case_: Case, impl: Implementation, timeout: float | None = None, sh
     try:
         case_.func(impl)
         passed = True
-    except CaseFailure as failure:
-        message = str(failure)
+    except CaseFailure as failure:  # the suite's words quote the answer: none beside a reference (`sealed_reports`)
+        message = str(failure) if show_details else sealed_failure(case_.step)
     except KernelStuck:
         raise
     except DiagnosisTimeout:  # the code's own call finished: slow and wrong is wrong, not endless

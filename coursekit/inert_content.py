@@ -16,8 +16,8 @@ the machine that holds the course and its release) keeps what can only be shown:
   line in its place;
 - streams as stdout or stderr text, errors as lines of text, and execution counts only as
   whole numbers;
-- Markdown cells exactly as released; any other one, edited or added, is shown as its text in
-  a code block, with a line saying why.
+- Markdown and raw cells exactly as released; any other one, edited or added, is shown as its
+  text in a code block, with a line saying why (nbconvert inserts a raw cell as markup).
 What the judge wrote in graded cells is plain text already and stays as it is.
 """
 
@@ -76,19 +76,20 @@ def inert_output(output):
     return inert
 
 
-def as_text(source):
+def as_text(source, kind="Markdown"):
     """Markdown that shows `source` literally: a fenced code block whose fence no run of backticks
     in it can close."""
     longest = max((len(run) for run in re.findall(r"`+", source)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{MARKDOWN_NOTE}{fence}text\n{source}\n{fence}"
+    return f"{MARKDOWN_NOTE.replace('Markdown cell', f'{kind} cell', 1)}{fence}text\n{source}\n{fence}"
 
 
 def released_markdown(course_root, assignment):
     """The sources of the released notebook's Markdown cells (none when it cannot be read)."""
     try:
         released = json.loads(CourseDir(course_root).release_notebook(assignment).read_text())
-        return {_text(cell.get("source", "")) for cell in released["cells"] if cell.get("cell_type") == "markdown"}
+        return {_text(cell.get("source", "")) for cell in released["cells"]
+                if cell.get("cell_type") in ("markdown", "raw")}
     except (OSError, ValueError, KeyError, TypeError):
         return set()
 
@@ -103,8 +104,11 @@ class InertContent(Preprocessor):
         released = released_markdown(self.course_root, resources.get("nbgrader", {}).get("assignment", ""))
         nb.metadata.pop("widgets", None)  # nbconvert would load the widgets' script for saved widget state
         for index, cell in enumerate(nb.cells):
-            if cell.get("cell_type") == "markdown" and _text(cell.get("source", "")) not in released:
-                nb.cells[index] = new_markdown_cell(as_text(_text(cell.get("source", ""))),
+            # A raw cell is inserted as markup too (bleach keeps any class and id): r37 drew the
+            # formgrader's own success box, and an element with a graded cell's id, with one.
+            if cell.get("cell_type") in ("markdown", "raw") and _text(cell.get("source", "")) not in released:
+                kind = "Markdown" if cell.get("cell_type") == "markdown" else "raw"
+                nb.cells[index] = new_markdown_cell(as_text(_text(cell.get("source", "")), kind),
                                                     metadata=cell.get("metadata", {}))
                 if "id" in cell:
                     nb.cells[index]["id"] = cell["id"]
