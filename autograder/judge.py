@@ -35,7 +35,7 @@ from traitlets import Bool, Float
 from autograder import dead_kernel, stuck
 from autograder.errors import FLAG, CaseTimeout, KernelStuck
 from autograder.harness import RECORD_KEY, CaseResult, StepResult, cases_of, instructor_flags, run_step
-from autograder.kernel import agent, sandbox, warm
+from autograder.kernel import agent, sandbox, still, warm
 from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import limited_context
 from autograder.kernel.lending import LendingKernel, SideKernel, may_lend_later
@@ -274,7 +274,7 @@ class JudgedExecute(Execute):
                 if not self._room_for_lending():
                     self._lending.discard()
                     self._lending = None  # the rest of the notebook lends the older way
-                elif may_lend_later(self._pending, {**self._unrecorded, **self.step_results}):
+                elif may_lend_later(self._pending, {**self._unrecorded, **self.step_results}) and self._room_for_lending():
                     self._lending.follow(index + 1)  # it runs the cell while this kernel does
                 else:
                     self._lending.discard()  # no step to come can be lent anything
@@ -291,10 +291,7 @@ class JudgedExecute(Execute):
         if (self._lending is not None and result.fraction < 1
                 and any(step in STEPS[later].depends_on for later in self._pending if later not in self._untouched)
                 and self._room_for_lending()):
-            try:
-                self._lending.open()  # a later step will borrow its reference
-            except Exception:  # noqa: BLE001 - none would start (its processes full, say): the older way
-                self._lending = None
+            self._open_lending()  # a later step will borrow its reference
         max_points = float(nbgrader_metadata(cell).get("points", STEPS[step].points))
         cell.outputs = [NotebookNode(o) for o in graded_outputs(result, max_points)]
         # The verdicts as data, for the class report (coursekit/report): never shown in feedback.
@@ -348,23 +345,35 @@ class JudgedExecute(Execute):
         if self._lending is not None and self._room_for_lending():
             self._close_agent()  # the notebook's kernel is not judged here
             try:
-                lender = self._lending.ready_for(needed, index)
+                lender = self._lending.ready_for(index)
                 channel = self._boot(lender.channel, lender.box)
-            except (Exception, CaseTimeout):  # noqa: BLE001 - it did not start, or catch up in time: the old way
+                # Nothing of the notebook's kernel runs beside a kernel that holds a reference (`still.py`).
+                held = still.hold(self.km.provisioner.process.pid)
+            except (Exception, CaseTimeout):  # noqa: BLE001 - it did not start, catch up or hold still: the old way
                 self._lending.discard()
                 lender = None
         if lender is None and self._left() <= 0:  # no time for the old way (a kernel to replace) either
             return StepResult(step, [CaseResult(c, False, self._spent()) for c in cases_of(step)])
         if lender is None:
             channel = self._open_channel()
-        result = run_step(step, Implementation(channel), reference_source(needed), lent, budget=self._left())
+        try:
+            result = run_step(step, Implementation(channel), reference_source(needed), lent, budget=self._left())
+        finally:
+            if lender is not None:
+                self._lending.discard()  # gone, with all it held, before the notebook's kernel goes on
+                still.release(held)
         if lender is None:
             self._restart_and_replay(index)
-        elif result.kernel_lost:
-            self._lending.discard()
-        else:
-            channel.close()
+        elif may_lend_later(self._pending, {**self._unrecorded, **self.step_results}) and self._room_for_lending():
+            self._open_lending()  # a fresh one, holding nothing, follows the notebook again
         return result
+
+    def _open_lending(self):
+        """Start the lending kernel if there is none; without it, the older way from here on."""
+        try:
+            self._lending.open()
+        except Exception:  # noqa: BLE001 - none would start (its processes full, say)
+            self._lending = None
 
     def _room_for_lending(self) -> bool:
         """Whether a lending kernel fits in the submission's memory (where it is counted): one

@@ -14,7 +14,7 @@ from test_judge import notebook, printed, processes_left, program
 from autograder import judge
 from autograder.judge import JudgedExecute, judge_notebook
 from autograder.kernel import procfs
-from autograder.kernel.lending import LendingKernel, SideKernel, _running, may_lend_later, needs_fresh
+from autograder.kernel.lending import LendingKernel, SideKernel, _running, may_lend_later
 
 
 class FakeChannel:
@@ -68,13 +68,6 @@ def sent(kernel):
     return [entry[1] for entry in kernel.log if entry[0] == "sent"]
 
 
-def test_a_kernel_is_replaced_when_it_held_what_the_next_step_is_not_lent():
-    assert not needs_fresh(set(), {"softmax"})
-    assert not needs_fresh({"softmax"}, {"softmax", "attention_weights"})
-    assert needs_fresh({"dot_product"}, {"softmax"})
-    assert needs_fresh({"softmax", "attention_weights"}, {"softmax"})
-
-
 def verdict(fraction, kernel_lost=False):
     return SimpleNamespace(fraction=fraction, kernel_lost=kernel_lost)
 
@@ -97,7 +90,7 @@ def test_the_kernel_follows_the_notebook_and_is_caught_up_before_each_step():
     lender.follow(3)  # cell 2 runs in both kernels at once
     (kernel,) = started
     assert sent(kernel) == ["a", "b"] and not any(e[0] == "waited" for e in kernel.log)
-    assert lender.ready_for({"softmax"}, 4) is kernel
+    assert lender.ready_for(4) is kernel
     assert sent(kernel) == ["a", "b", "c"]
     waited = [e[1:] for e in kernel.log if e[0] == "waited"]
     assert waited == [("id-a", 10.0), ("id-b", 12.0), ("id-c", 13.0)], "each cell with its own limit"
@@ -116,16 +109,14 @@ def test_cells_wait_until_the_kernel_answers():
     assert started[0].log[0][0] == "ready", "waited for the kernel before the first cell"
 
 
-def test_a_kernel_goes_on_only_while_everything_it_held_is_lent_again():
+def test_a_kernel_discarded_after_its_step_is_followed_by_a_fresh_one_from_the_top():
     lender, started = lending({0: "a", 2: "b", 4: "c"})
-    first = lender.ready_for({"softmax"}, 1)
-    assert lender.ready_for({"softmax", "attention_weights"}, 3) is first, "nothing kept that is not lent anyway"
-    second = lender.ready_for({"dot_product"}, 5)
-    assert second is not first and first.stopped
-    assert sent(second) == ["a", "b", "c"], "a fresh kernel replays the notebook from the top"
-    assert lender.held == {"dot_product"}
+    first = lender.ready_for(1)
     lender.discard()
-    assert second.stopped and lender.kernel is None
+    assert first.stopped and lender.kernel is None
+    second = lender.ready_for(5)
+    assert second is not first
+    assert sent(second) == ["a", "b", "c"], "a fresh kernel replays the notebook from the top"
 
 
 KEEP_DOT_PRODUCT = """\
@@ -192,14 +183,16 @@ def test_a_reference_kept_by_one_lending_step_is_not_there_for_a_step_it_was_not
 
 
 @needs_sandbox
-def test_a_lending_kernel_goes_on_to_the_next_step_that_is_lent_the_same(tmp_path, monkeypatch):
+def test_a_lending_kernel_never_runs_after_its_step_even_for_a_step_lent_the_same(tmp_path, monkeypatch):
+    """It would follow the notebook's later cells beside the notebook's kernel, holding what it
+    was lent (red-team round r37's channel): a fresh one is started for the next step."""
     starts = calls_to(monkeypatch, JudgedExecute, "_start_lender")
     correct_weights = "def attention_weights(scores):\n    return softmax(scores)\n"
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
         program("wrong_softmax"), ("grade", "softmax"), correct_weights, ("grade", "attention_weights"),
         "x = 1", ("grade", "simplified_self_attention")]))
     assert judged.steps["attention_weights"].fraction == 1
-    assert len(starts) == 1, "softmax is lent to simplified_self_attention too: the same kernel went on"
+    assert len(starts) == 2, "softmax is lent to simplified_self_attention too, by a fresh kernel"
     assert processes_left() == []
 
 

@@ -10,10 +10,13 @@ the same envelope (one budget for both) but with its own mounts and processes, f
 notebook: it is started once a step that later steps depend on loses points, is sent each
 ordinary cell as the notebook's kernel runs it (both run at once, on two cores where there are
 two), and is waited for before any step is judged, so that no step is judged while it works
-(a memory peak is the whole envelope's). A borrowing step is judged there. The kernel may go on
-to the next borrowing step only if everything it has held is lent to that step anyway
-(`needs_fresh`): a reference kept from an earlier step then gives nothing the step does not get.
-Otherwise it is replaced by a fresh one, which replays the notebook from the top.
+(a memory peak is the whole envelope's). A borrowing step is judged there, and the kernel is then
+discarded: a kernel that has held a reference never runs again. While it holds one, the
+notebook's kernel is held still (`still.py`): the two share one pids and one CPU budget, and
+red-team round r37 sent the reference's source from one to the other through them, from a
+lending kernel that went on following the notebook after its step, and from one judged while
+the notebook's kernel had a thread running. A fresh kernel, holding nothing, then follows the
+notebook again, replaying it from the top while the notebook's kernel runs on.
 
 Each borrowing step used to cost a restart of the notebook's kernel and a replay, one cell at a
 time, of every cell before it (about 0.2 s each, most of the judging of a weak notebook).
@@ -33,12 +36,6 @@ from autograder.limits import INTERRUPT_GRACE
 from autograder.steps import STEPS
 
 STOP_WAIT = INTERRUPT_GRACE  # the most a stopped lending kernel's processes are waited for
-
-
-def needs_fresh(held: Collection[str], lent: Collection[str]) -> bool:
-    """Whether a kernel that has held the references `held` must be replaced before a step that
-    is lent `lent` (with their own dependencies): it must, if it held anything the step is not lent."""
-    return not set(held) <= set(lent)
 
 
 def may_lend_later(pending: Collection[str], verdicts: dict[str, Any]) -> bool:
@@ -111,12 +108,11 @@ class LendingKernel:
     kernel: SideKernel | None = None
     sent_to: int = 0  # the cells before this one have been sent to `kernel`
     pending: list[tuple[str, int]] = field(default_factory=list)  # (request id, cell) not yet answered
-    held: set[str] = field(default_factory=set)
 
     def open(self):
         """Start the kernel, if there is none (once a step that later steps need lost points)."""
         if self.kernel is None:
-            self.kernel, self.sent_to, self.pending, self.held = self.start(), 0, [], set()
+            self.kernel, self.sent_to, self.pending = self.start(), 0, []
 
     def follow(self, upto: int):
         """Send the kernel the cells before `upto` it has not been sent, once it answers; never
@@ -141,19 +137,16 @@ class LendingKernel:
             self.pending.append((self.kernel.channel.send(source), index))
         self.sent_to = max(self.sent_to, upto)
 
-    def ready_for(self, lent: Collection[str], upto: int) -> SideKernel:
-        """The kernel, having run the notebook's ordinary cells before `upto`, that may be lent
-        `lent` (closed under dependencies) for the step there."""
-        if self.kernel is not None and needs_fresh(self.held, lent):
-            self.discard()
+    def ready_for(self, upto: int) -> SideKernel:
+        """The kernel, having run the notebook's ordinary cells before `upto`, to be lent the
+        references of the step there (and discarded after it)."""
         self.open()
         self.catch_up(upto)
-        self.held |= set(lent)
         return self.kernel
 
     def discard(self, wait=True):
-        """Stop the kernel (it stopped answering, held what the next step is not lent, or no
-        step to come may borrow); `wait`: see SideKernel.stop."""
+        """Stop the kernel (it stopped answering, was lent a reference, or no step to come may
+        borrow); `wait`: see SideKernel.stop."""
         if self.kernel is not None:
-            kernel, self.kernel, self.held, self.pending = self.kernel, None, set(), []
+            kernel, self.kernel, self.pending = self.kernel, None, []
             kernel.stop(wait)

@@ -1,0 +1,76 @@
+"""A kernel held still: every process below its monitor stopped, then let go.
+
+While the lending kernel holds a reference (`lending.py`), nothing of the notebook's kernel may
+run. The two share the submission's envelope, one pids budget and one CPU budget, so code in one
+can signal to the other: red-team round r37 sent the reference's source from the lending kernel
+to the notebook's kernel by how many threads it held (90 characters in 25 s), and by how much CPU
+it took, and the notebook's kernel put it in a later step's report. A process that is stopped
+measures nothing, so the notebook's kernel is stopped from the moment a reference is lent until
+the lending kernel that held it is gone, and then let go. What it can still tell afterwards is
+how long it was stopped: a few bits per lending step, out of the step's own time.
+
+SIGSTOP cannot be caught or ignored, and a stopped process starts nothing: the processes are
+stopped, then looked for again until a look finds no new one (a child forked before its parent
+stopped). The kernel is PID 1 of its own namespace (`zygote.py`), so an orphan becomes its child,
+never a process outside this tree.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from autograder.kernel import procfs
+
+STOP_WAIT = 2.0  # seconds for the processes to show as stopped (one in the kernel's D state waits)
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        return procfs.state(pid) in ("T", "t", "Z", "X")
+    except OSError:
+        return True  # gone
+
+
+def hold(monitor: int) -> list[int]:
+    """Stop every process below `monitor` (the kernel and all it started); the ones stopped.
+    Raises RuntimeError where they do not all stop within STOP_WAIT."""
+    held: list[int] = []
+    deadline = time.monotonic() + STOP_WAIT
+    while True:
+        new = [pid for pid in procfs.descendants(monitor) if pid not in held]
+        if not new:
+            return held
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                continue
+            held.append(pid)
+        while not all(_stopped(pid) for pid in new):
+            if time.monotonic() > deadline:
+                release(held)
+                raise RuntimeError("the kernel's processes did not stop")
+            time.sleep(0.001)
+
+
+def release(held: list[int]) -> None:
+    """Let the processes of `hold` go on."""
+    for pid in reversed(held):
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+@contextmanager
+def held_still(monitor: int | None) -> Iterator[None]:
+    """The kernel below `monitor` stopped for the block (nothing to hold where it is None)."""
+    held = hold(monitor) if monitor is not None else []
+    try:
+        yield
+    finally:
+        release(held)
