@@ -26,7 +26,10 @@ at least half (`SLIP_MIN_KEPT`). A case's weight is chosen for that:
 - **Each property case checks one rule** (dropout off in eval mode, the mask sliced to T, inputs
   unchanged, gradients reach every layer, a batch item independent of the others). A slip
   breaks one rule and loses that case's weight only, a small share of the step (at most 0.5 of
-  about 10 in the layers), so it keeps most of the step.
+  about 10 in the layers), so it keeps most of the step. So an output case reads what its
+  comparison needs and leaves a rule with a case of its own to that case: `padding_mask`'s stored
+  and oracle cases grade what each query of each sequence has blocked, as scores (batch, T, T)
+  see the mask, and its shape case the exact shape (batch, 1, T).
 - Steps left out of `LAYERS` weigh the case that sees their concept: `online_softmax_attention`'s
   memory cases (which check rows of the output too) carry two thirds of it, since a full score
   matrix gives right numbers; the causal one weighs more, since a wrong causal rule passes the
