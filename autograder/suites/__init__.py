@@ -26,12 +26,18 @@ at least half (`SLIP_MIN_KEPT`). A case's weight is chosen for that:
 - **Each property case checks one rule** (dropout off in eval mode, the mask sliced to T, inputs
   unchanged, gradients reach every layer, a batch item independent of the others). A slip
   breaks one rule and loses that case's weight only, a small share of the step (at most 0.5 of
-  about 10 in the layers), so it keeps most of the step.
+  about 10 in the layers), so it keeps most of the step. So an output case reads what its
+  comparison needs and leaves a rule with a case of its own to that case: `padding_mask`'s stored
+  and oracle cases grade what each query of each sequence has blocked, as scores (batch, T, T)
+  see the mask, and its shape case the exact shape (batch, 1, T).
 - Steps left out of `LAYERS` weigh the case that sees their concept: `online_softmax_attention`'s
   memory cases (which check rows of the output too) carry two thirds of it, since a full score
   matrix gives right numbers; the causal one weighs more, since a wrong causal rule passes the
-  other. `KVCache`'s oracle (torch.cat of everything so far) carries half, since its stored
-  outputs also check `len()`, a slip. `sinusoidal_positions`' stored outputs carry most of it,
+  other. `KVCache`'s keys and values (its stored outputs, the torch.cat oracle and the long
+  generation) carry three quarters of it; `len()`, a slip in a secondary part, is graded by its two
+  cases alone (the stored lengths and the length property), which every other case reads as
+  evidence at most, so a wrong `__len__` keeps the keys and values it has right.
+  `sinusoidal_positions`' stored outputs carry most of it,
   since a wrong frequency still puts each pair on the unit circle and turns it by shifts, as its
   properties check; `dot_product_variance`'s stored and theory cases weigh twice its
   properties, which a wrong variance passes. `CachedCausalAttention`'s cache-consistency

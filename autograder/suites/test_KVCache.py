@@ -5,7 +5,9 @@ side, so the notes hold no number it produces. Graded by stored sequences of upd
 `torch.cat` along the token axis as an oracle, and by properties: `len` counts tokens (0 when
 empty), two caches never share storage, a long run of one-token updates (generation), inputs
 left unchanged. The cache lives with the code under test and is driven through its handle:
-`cache.call("update", k, v)` and `len(cache)`.
+`cache.call("update", k, v)` and `len(cache)`. Only the two cases about `len` (the stored lengths
+and the length property) grade it; the others read it as evidence for a diagnosis at most, so a
+wrong `__len__`, a slip, costs those two cases and not the keys and values it has right.
 """
 
 import re
@@ -182,14 +184,31 @@ def _values_from_keys(values, keys):
             (lambda: np.concatenate(values[:1] + keys[1:], axis=1), said.format("appended after the first update"))]
 
 
+def _counted(cache, what):
+    """len(cache), or the CaseFailure saying why it cannot be read: a case about the keys and values keeps it as
+    evidence, and only the cases about len raise it (`_read`)."""
+    try:
+        return _length(cache, what)
+    except CaseFailure as failure:
+        return failure
+
+
+def _read(lengths):
+    """The lengths `_counted` read, as an int array; the first failure to read one is raised."""
+    for length in lengths:
+        if isinstance(length, CaseFailure):
+            raise length
+    return np.array(lengths, dtype=np.int64)
+
+
 def _run(impl, cache, ks, vs, label):
-    """Every update; (final keys, final values, len after each update)."""
+    """Every update; (final keys, final values, len after each update as `_counted` read it)."""
     lengths = []
     out = None
     for step, (k, v) in enumerate(zip(ks, vs)):
         out = _update(impl, cache, k, v, f"update number {step + 1} ({label})")
-        lengths.append(_length(cache, f"the cache after update {step + 1} ({label})"))
-    return out[0], out[1], np.array(lengths, dtype=np.int64)
+        lengths.append(_counted(cache, f"the cache after update {step + 1} ({label})"))
+    return out[0], out[1], lengths
 
 
 # --- stored outputs ---------------------------------------------------------------------------
@@ -214,25 +233,39 @@ def stored_inputs():
 def apply(impl, record):
     sizes = [int(s) for s in record["sizes"]]
     k, v = torch.tensor(record["k"]), torch.tensor(record["v"])
-    return _run(impl, _new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), record["label"])
+    keys, values, lengths = _run(impl, _new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), record["label"])
+    return keys, values, _read(lengths)
+
+
+def _stored_runs(impl):
+    """(record, its sizes, keys and values as update returned them last, lengths as `_counted` read them)."""
+    from autograder.fixtures import stored
+
+    for record in stored.load(STEP):
+        sizes = [int(s) for s in record["sizes"]]
+        k, v = torch.tensor(record["k"]), torch.tensor(record["v"])
+        yield (record, sizes, *_run(impl, _new_cache(impl), _chunks(k, sizes), _chunks(v, sizes), record["label"]))
 
 
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
     """matches the reference: prompts, single tokens, batches, keys and values of other widths, float64"""
-    from autograder.fixtures import stored
-
-    for record in stored.load(STEP):
-        sizes = [int(s) for s in record["sizes"]]
+    for record, sizes, keys, values, lengths in _stored_runs(impl):
         ks, vs = _chunks(record["k"], sizes), _chunks(record["v"], sizes)
-        keys, values, lengths = apply(impl, record)
         label = record["label"]
         _expect_not_replaced(keys, ks, lengths, sizes, f"the keys update returns last ({label})")
         checks.expect_close(keys, record["expected_0"], f"the keys update returns last ({label})",
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 0))
         checks.expect_close(values, record["expected_1"], f"the values update returns last ({label})",
                             atol=1e-6, rtol=1e-5, symptoms=_symptoms(ks, vs, 1))
-        _expect_lengths(lengths, record["expected_2"], sizes, record["k"].shape, label, kept=True)
+
+
+@case(STEP, "stored")
+def test_stored_lengths(impl):
+    """len(cache) after each update matches the reference's count of the tokens held"""
+    for record, sizes, keys, _, lengths in _stored_runs(impl):
+        _expect_lengths(_read(lengths), record["expected_2"], sizes, record["k"].shape, record["label"],
+                        kept=_close(keys, record["k"]))
 
 
 def _expect_lengths(lengths, want, sizes, shape, label, kept=False):
@@ -287,6 +320,8 @@ def _expect_lengths(lengths, want, sizes, shape, label, kept=False):
 def _expect_not_replaced(keys, ks, lengths, sizes, what):
     """A cache whose every update replaces what it held holds, and returns, the last update alone: len(cache) is
     each update's own size. (One that keeps its first update only has that len too, but returns the first.)"""
+    if any(isinstance(length, CaseFailure) for length in lengths):  # no count to read the evidence from
+        return
     sizes, lengths = np.asarray(sizes), np.asarray(lengths)
     if len(sizes) < 2 or lengths.shape != sizes.shape or (lengths != sizes).any():
         return
@@ -316,7 +351,7 @@ def test_matches_torch_cat(impl):
     for step in range(len(sizes)):
         what = f"update number {step + 1} (of {', '.join(map(str, sizes))} tokens)"
         keys, values = _update(impl, cache, ks[step], vs[step], what)
-        lengths.append(_length(cache, f"the cache after {what}"))
+        lengths.append(_counted(cache, f"the cache after {what}"))
         _expect_not_replaced(keys, ks[:step + 1], lengths, sizes[:step + 1], f"the keys {what} returns")
         want_k, want_v = torch.cat(ks[:step + 1], dim=1), torch.cat(vs[:step + 1], dim=1)
         checks.expect_close(keys, want_k.numpy(), f"the keys {what} returns, compared with torch.cat(..., dim=1)",
@@ -336,7 +371,7 @@ def test_length_counts_tokens(impl):
     sizes = [2, 1, 3]
     k = torch.tensor(r.normal(size=(4, 6, 3)), dtype=torch.float32)
     keys, _, lengths = _run(impl, cache, _chunks(k, sizes), _chunks(k, sizes), "a batch of 4")
-    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a batch of 4", kept=_close(keys, k.numpy()))
+    _expect_lengths(_read(lengths), np.cumsum(sizes), sizes, k.shape, "a batch of 4", kept=_close(keys, k.numpy()))
 
 
 SHARED = ("Keep the storage on the instance (self.keys = ... in __init__), not in a class attribute or a "
@@ -347,9 +382,9 @@ def _shared(evidence):
     return f"two KVCache objects share what they hold: {evidence}. {SHARED}"
 
 
-def _expect_empty(cache):
-    held = _length(cache, "a new KVCache()")
-    if held != 0:
+def _expect_empty(cache, counted=_length):
+    held = counted(cache, "a new KVCache()")
+    if not isinstance(held, CaseFailure) and held != 0:
         raise CaseFailure(f"len(KVCache()) is {held} for a brand-new cache, not 0: do the caches share what they "
                           f"hold? {SHARED}")
 
@@ -359,7 +394,7 @@ def test_caches_are_independent(impl):
     """two caches never share what they hold"""
     r = rng(1524)
     first = _new_cache(impl)
-    _expect_empty(first)
+    _expect_empty(first, _counted)  # a count that cannot be read is the length cases' to take, not a sign of sharing
     second = _new_cache(impl)
     a = torch.tensor(r.normal(size=(1, 2, 3)), dtype=torch.float32)
     b = torch.tensor(r.normal(size=(1, 3, 3)), dtype=torch.float32)
@@ -368,8 +403,8 @@ def test_caches_are_independent(impl):
     keys = checks.to_array(keys, "the keys of the second cache")
     both = 2 + 3  # what a cache that also holds the other one's tokens holds or counts
     # A wrong len that is not that count is the length case's to take, not a sign of sharing.
-    if (keys.ndim == 3 and keys.shape[1] == both) or both in (_length(second, "the second cache"),
-                                                             _length(first, "the first cache")):
+    if (keys.ndim == 3 and keys.shape[1] == both) or both in (_counted(second, "the second cache"),
+                                                             _counted(first, "the first cache")):
         raise CaseFailure(_shared("a second, new cache returned the first cache's tokens too"))
     checks.expect_close(keys, b.numpy(), "the keys of a second, new cache", atol=1e-6, rtol=1e-5,
                         symptoms=[(lambda: _one_list([b.numpy()], [b.numpy()]), ONE_LIST)])
@@ -389,7 +424,6 @@ def test_generation_one_token_at_a_time(impl):
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 0))
     checks.expect_close(values, v.numpy(), f"the values {what}", atol=1e-6, rtol=1e-5,
                         symptoms=_symptoms(_chunks(k, sizes), _chunks(v, sizes), 1))
-    _expect_lengths(lengths, np.cumsum(sizes), sizes, k.shape, "a long generation", kept=True)
 
 
 @case(STEP, "property", weight=0.5)

@@ -4,6 +4,13 @@ The notes work no example of a padding mask, so the suite has no notes case; its
 torch.nn.MultiheadAttention's own `key_padding_mask`. Every comparison goes through `_diagnose`,
 which names the known mistakes (swapped True/False, `>` for `>=`, the size-1 axis in the wrong
 place or missing) before it falls back to saying which sequence and position are wrong.
+
+The stored and oracle cases grade what the mask blocks as scores (batch, T, T) see it
+(`_seen_by_scores`), the exact shape (batch, 1, num_tokens) is the shape case's: the right keys
+blocked for every query in another shape that lines up with the scores (repeated for every
+query, or with a multi-head mask's axis of size 1 for the heads) is a slip in the shape, and
+loses the cases about the shape only. A mask that does not line up with the scores (no query
+axis) or blocks queries ((batch, T, 1)) blocks the wrong entries, and fails them all.
 """
 
 import numpy as np
@@ -60,6 +67,17 @@ ADDITIVE = "an additive mask (0 where a key is kept, -inf where it is blocked), 
 # How torch words an elementwise comparison of shapes that do not broadcast, or a result with fewer axes
 # than the indexing after it expects.
 _NOT_BROADCAST = ("must match the size of tensor", "too many indices for tensor", "does not match the broadcast shape")
+
+
+def _seen_by_scores(mask, batch, num_tokens):
+    """What each query of each sequence has blocked, (batch, T, T), when `mask` meets scores of that shape; None
+    where it does not line up with them. A multi-head mask (batch, 1, 1, T) is read as each head's scores see it."""
+    if mask.ndim == 4 and mask.shape[:2] == (batch, 1):
+        mask = mask[:, 0]
+    try:
+        return np.broadcast_to(mask, (batch, num_tokens, num_tokens))
+    except ValueError:  # NumPy's words for shapes that do not broadcast
+        return None
 
 
 def _probe(impl, lengths):
@@ -250,15 +268,16 @@ def apply(impl, record):
 
 @case(STEP, "stored", weight=3)
 def test_stored_outputs(impl):
-    """is True exactly at key positions j >= lengths[b], shape (batch, 1, num_tokens)"""
+    """blocks, for every query of sequence b, exactly the key positions j >= lengths[b]"""
     # a record without padding tells fewer mistakes apart (swapped True/False blocks all of it, and so does
     # counting the padding), so the records with padding are compared first
     for record in sorted(stored.load(STEP), key=lambda record: bool(np.all(record["lengths"] ==
                                                                            record["num_tokens"]))):
         lengths, num_tokens = record["lengths"], int(record["num_tokens"])
         what, got = _call(impl, lengths, num_tokens)
-        want = stored.expected_outputs(record)[0]
-        if got.shape != want.shape or not np.array_equal(got, want):
+        want = stored.expected_outputs(record)[0]  # (batch, 1, num_tokens)
+        seen = _seen_by_scores(got, len(want), num_tokens)  # the shape is the shape case's to grade
+        if seen is None or not np.array_equal(seen, np.broadcast_to(want, seen.shape)):
             _diagnose(f"{what} ({record['label']})", got, lengths, num_tokens, _probe(impl, lengths))
             raise CaseFailure(f"{what} differs from the stored reference ({record['label']}), in a way the "
                               "grader cannot name")
@@ -302,11 +321,11 @@ def test_matches_torch_key_padding_mask(impl):
         torch.manual_seed(0)
         mha = torch.nn.MultiheadAttention(d, 2, batch_first=True).eval()
     key_padding = torch.arange(num_tokens)[None, :] >= torch.tensor(lengths)[:, None]
-    try:  # one (T, T) mask per sequence and head, as attn_mask takes it
-        blocked = torch.as_tensor(got).expand(3, num_tokens, num_tokens).repeat_interleave(2, dim=0)
-    except RuntimeError:
+    seen = _seen_by_scores(got, len(lengths), num_tokens)  # the shape is the shape case's to grade
+    if seen is None:
         _diagnose(what, got, lengths, num_tokens, _probe(impl, lengths))
-        raise
+    # one (T, T) mask per sequence and head, as attn_mask takes it
+    blocked = torch.as_tensor(np.ascontiguousarray(seen)).repeat_interleave(2, dim=0)
     with torch.no_grad():
         want = mha(x, x, x, key_padding_mask=key_padding, need_weights=False)[0]
         mine = mha(x, x, x, attn_mask=blocked, need_weights=False)[0]
