@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from autograder.errors import CaseFailure
+from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
@@ -46,17 +46,65 @@ def _no_extra_axes(mask, what):
 
 def _not_one_axis_of_positions(mask, num_tokens, what):
     """A mask of one axis, (T,), all True or all False: T positions compared with themselves one by one
-    (arange(T) > arange(T)), where one side needs an axis of its own to meet every other position."""
+    (arange(T) > arange(T)), where one side needs an axis of its own to meet every other position. Both
+    sides given the same axis, (1, T) or (T, 1), compare them one by one too (for T > 1: a (1, 1) mask
+    is the right shape's single entry)."""
     shape = tuple(getattr(mask, "shape", ()))
-    if shape == (num_tokens,) and len(set(np.asarray(mask).tolist())) == 1:
-        raise CaseFailure(f"{what} has shape {checks.fmt_shape(shape)}, every entry {bool(np.asarray(mask)[0])}: "
+    same_axis = num_tokens > 1 and shape in ((1, num_tokens), (num_tokens, 1))
+    if (shape == (num_tokens,) or same_axis) and len(set(np.asarray(mask).ravel().tolist())) == 1:
+        entry = bool(np.asarray(mask).ravel()[0])
+        if same_axis:
+            raise CaseFailure(f"{what} has shape {checks.fmt_shape(shape)}, every entry {entry}: {SAME_AXIS}")
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(shape)}, every entry {entry}: "
                           "the positions are compared with themselves one by one (torch.arange(T) > torch.arange(T)); "
                           "give one side an axis of its own, torch.arange(T)[None, :] > torch.arange(T)[:, None], so "
                           "that each key position meets each query position in a (T, T) mask")
 
 
+SAME_AXIS = ("both sides of the comparison got the same new axis (torch.arange(T)[None, :] > torch.arange(T)[None, :]), "
+             "so each position still meets only itself; the keys' positions go along the columns and the queries' "
+             "down the rows, torch.arange(T)[None, :] > torch.arange(T)[:, None], for a (T, T) mask")
+INDICES = ("it holds the indices of the blocked entries (torch.triu_indices, or .nonzero() of the mask), not the mask: "
+           "return the (T, T) bool tensor itself, True at those entries")
+
+
+def _not_indices(mask, num_tokens, what):
+    """The positions of the True entries, (2, K) as triu_indices gives them or (K, 2) as nonzero() does, where
+    K = T(T - 1) / 2: named by what they are (a mask of any other kind is graded by its entries)."""
+    if not torch.is_tensor(mask) or mask.dtype == torch.bool or mask.is_floating_point():
+        return
+    blocked = torch.triu_indices(num_tokens, num_tokens, offset=1)
+    if any(tuple(mask.shape) == tuple(indices.shape) and torch.equal(mask.cpu(), indices)
+           for indices in (blocked, blocked.T)):
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(mask.shape)}: {INDICES}")
+
+
+def _fixed_size(impl, mask, num_tokens, what):
+    """A right (M, M) mask where M != T, and the same (M, M) for another number of tokens: a mask made for a
+    fixed number of tokens (written in, or made once for a maximum and cut), named before the one-size-off
+    rung, which a single call cannot tell from it where M = T +- 1."""
+    shape = tuple(getattr(mask, "shape", ()))
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] in (0, num_tokens):
+        return
+    if not np.array_equal(np.asarray(mask) != 0, np.triu(np.ones(shape, dtype=bool), 1)):
+        return
+    other = max(num_tokens, shape[0]) + 3
+    try:
+        with checks.diagnosing():
+            again = impl.causal_mask(other)
+    except RemoteError:
+        return
+    if tuple(getattr(again, "shape", ())) == shape:
+        raise CaseFailure(f"{what} has shape {checks.fmt_shape(shape)}, and so has causal_mask({other}): {FIXED_SIZE}")
+
+
+FIXED_SIZE = ("the mask is made for a fixed number of tokens (a number written in, or a mask made once for a maximum "
+              "and cut), though it is right on those tokens; build it from num_tokens, which sets both sizes")
+
+
 def _examine(mask, what):
     _not_additive(mask, what)
+    _not_indices(mask, 6, what)
     _no_extra_axes(mask, what)
     _not_one_axis_of_positions(mask, 6, what)  # the notes' example has six tokens
 
@@ -73,7 +121,9 @@ def _one_size_off(mask, num_tokens, what):
 def _mask(impl, num_tokens):
     mask = impl.causal_mask(num_tokens)
     _not_additive(mask, f"causal_mask({num_tokens})")
+    _not_indices(mask, num_tokens, f"causal_mask({num_tokens})")
     _not_one_axis_of_positions(mask, num_tokens, f"causal_mask({num_tokens})")
+    _fixed_size(impl, mask, num_tokens, f"causal_mask({num_tokens})")
     _one_size_off(mask, num_tokens, f"causal_mask({num_tokens})")
     return mask
 

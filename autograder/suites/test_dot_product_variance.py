@@ -153,6 +153,8 @@ def diagnose(unscaled, scaled, d_k, rel):
                 "rng.normal((num_samples, d_k)) draws (it reads the tuple as the mean: two numbers, not that shape; "
                 "the shape is size=, or rng.standard_normal((num_samples, d_k))); sum each pair's d_k products "
                 "only, one dot product per sample (the last axis)")
+    if _near(unscaled, d_k / 144, rel) and _near(scaled, 1 / 144, rel):
+        return CENTRED_UNIFORM
     # below 0.1, but not the 7/144 of uniform entries of width 1 (the means of the dot products are ~0.005)
     if 0 < abs(unscaled) < 0.1 and 0 < abs(scaled) < 0.1 and not _near(unscaled, 7 / 144 * d_k, rel):
         return ("both values are near 0, as the mean of the dot products is: return their variance (np.var), "
@@ -165,6 +167,13 @@ def diagnose(unscaled, scaled, d_k, rel):
         return ("var_unscaled is far below d_k, as for uniform entries: draw q and k with standard-normal "
                 "entries (rng.standard_normal)")
     return None
+
+
+# rng.random() - 0.5: a product of two such entries has variance (1/12)², so the dot products have d_k / 144; a mean of
+# dot products is also near 0, but var_scaled / var_unscaled is then 1 / sqrt(d_k), not 1 / d_k.
+CENTRED_UNIFORM = ("var_unscaled is near d_k/144 and var_scaled near 1/144, as for entries uniform on [-0.5, 0.5) "
+                   "(rng.random() - 0.5, each of variance 1/12): draw q and k with standard-normal entries "
+                   "(rng.standard_normal), each of variance 1")
 
 
 def _shown_again(impl, symptom, d_k, rel):
@@ -219,6 +228,8 @@ def _fixed_divisor(impl):
     if len(ratios) < len(FIXED_DIVISOR_D_K) or not all(_near(r, ratios[0], 1e-4) for r in ratios) \
             or _near(ratios[0], 1, 1e-4):  # no scale at all has its own message
         return None
+    if _near(ratios[0], 2_000, 1e-4) and _divisor_follows_num_samples(impl):
+        return BY_NUM_SAMPLES
     return (f"var_scaled is var_unscaled / {ratios[0]:.4g} whatever d_k (d_k = "
             f"{', '.join(map(str, FIXED_DIVISOR_D_K))} tried): the dot products are divided by a fixed number, "
             f"sqrt({ratios[0]:.4g}) = {math.sqrt(ratios[0]):.4g}, not by the square root of the d_k the function "
@@ -226,6 +237,20 @@ def _fixed_divisor(impl):
 
 
 FIXED_DIVISOR_D_K = (2, 5, 20)
+BY_NUM_SAMPLES = ("var_scaled is var_unscaled / num_samples whatever d_k (2000 and 3000 samples tried): the dot products "
+                  "are divided by sqrt(num_samples), the number of samples, not by sqrt(d_k), the number of products "
+                  "each dot product sums")
+
+
+def _divisor_follows_num_samples(impl):
+    """Whether var_unscaled / var_scaled is num_samples again with 3000 samples: the divisor then follows the
+    number of samples (sqrt(len(dots)), sqrt(q.shape[0])), not a number written in that happens to be 2000."""
+    try:
+        with checks.diagnosing():
+            unscaled, scaled, _ = _pair(impl, 5, num_samples=3_000, seed=6)
+    except Exception:  # noqa: BLE001 - only asks whether the divisor follows num_samples
+        return False
+    return bool(scaled) and _near(unscaled / scaled, 3_000, 1e-4)
 SHARED_DRAW_SEEDS, SHARED_DRAW_D_K, SHARED_DRAW_SAMPLES = range(300, 320), 8, 2_000
 
 

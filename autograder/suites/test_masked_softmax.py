@@ -122,7 +122,8 @@ def stored_symptoms(record, k):
                                 lambda: _over_queries(_softmax(s) * ~m))],
             (lambda: _softmax(np.where(np.swapaxes(m, -1, -2), -np.inf, s)), TRANSPOSED),
             *[((lambda axis=axis: _softmax(np.where(m, -np.inf, s), axis=axis)), f"the softmax runs over dim "
-               f"{axis}, not over the keys: normalise over the last dimension, whatever axes come before it")
+               f"{axis}, not over the keys: normalise over the last dimension, whatever axes come before it"
+               + (_implicit_dim(axis, s.ndim) if axis == (0 if s.ndim == 3 else 1) else ""))
               for axis in range(s.ndim - 2)],
             (lambda: _softmax(np.where(m, np.inf, s)), "blocked scores are filled with +inf, the largest "
              "value, so a row with a blocked entry becomes inf / inf = nan: blocked scores get -inf"),
@@ -141,7 +142,7 @@ def stored_symptoms(record, k):
              "applied to them"),
             (lambda: _exp(np.where(m, -np.inf, s)), UNNORMALISED),
             (lambda: _softmax(np.where(np.triu(np.ones(s.shape[-2:], dtype=bool), 1), -np.inf, s)), OWN_CAUSAL_MASK),
-            *_mask_axis_added(s, record["mask"])]
+            *_mask_axis_added(s, record["mask"]), *_mask_axis_at_1(s, record["mask"])]
 
 
 MASK_AXIS_ADDED = ("the weights have an axis more than the scores: the mask got an extra leading axis (mask[None], "
@@ -157,6 +158,34 @@ def _mask_axis_added(s, mask):
         return []
     return [(lambda: np.broadcast_to(_softmax(np.where(np.broadcast_to(mask, s.shape), -np.inf, s)), shape),
              MASK_AXIS_ADDED)]
+
+
+def _implicit_dim(axis, ndim):
+    """What the dim a softmax given no dim falls back on adds to the wrong dim's message: torch picks dim 0 of 3-d
+    input and dim 1 of 4-d input (right only for 2-d scores, as most of the notes' are)."""
+    return (f" (dim={axis}, or no dim at all: F.softmax and nn.Softmax given none pick dim {axis} for {ndim}-d "
+            "scores, with only a warning, and dim 1, the last, for one matrix; give dim=-1)")
+
+
+MASK_AXIS_AT_1 = ("the weights have an axis more than the scores: the mask got a new axis of size 1 at dim 1 "
+                  "(mask.unsqueeze(1), mask[:, None]), the place of the heads' axis in a batch of heads, so each of "
+                  "its rows blocks every query of a score matrix; the mask lines up with the scores' last axes as it "
+                  "is, so use it as given")
+
+
+def _mask_axis_at_1(s, mask):
+    """(candidate, symptom) of the mask given an axis of size 1 at dim 1, where that broadcasts against the scores
+    into more axes than they have (where it does not broadcast, the code raises, and a retry on one matrix of the
+    scores shows this)."""
+    mask = np.expand_dims(mask, 1)
+    try:
+        shape = np.broadcast_shapes(s.shape, mask.shape)
+    except ValueError:
+        return []
+    if len(shape) == s.ndim:
+        return []
+    return [(lambda: _softmax(np.where(np.broadcast_to(mask, shape), -np.inf, np.broadcast_to(s, shape))),
+             MASK_AXIS_AT_1)]
 
 
 # The smallest score is a finite fill like 0 or -1e3, but one the scores choose: named apart, since it looks like -inf.

@@ -90,9 +90,14 @@ def _checked_call(impl, record):
         raise CaseFailure(f"the scores have shape {checks.fmt_shape(got)}, keys by queries: that is K Qᵀ; "
                           f"compute Q Kᵀ, one row per query ({label})")
     if got != want and Q.ndim > 2 and got == (*Q.shape[:-1], *K.shape[:-2], K.shape[-2]):
-        raise CaseFailure(f"np.dot on a batch pairs every item of Q with every item of K (scores of shape "
-                          f"{checks.fmt_shape(got)}); the @ operator (np.matmul) pairs item i with item i "
-                          f"({label})")
+        raise CaseFailure(f"np.dot on a batch pairs every item of Q with every item of K ({ALSO_PAIRS_EVERY_ITEM}: "
+                          f"scores of shape {checks.fmt_shape(got)}); the @ operator (np.matmul) pairs item i with "
+                          f"item i ({label})")
+    if got != want:
+        named = checks.named_mistake(checks.to_array(out, "the scores"), _products_as_many_tokens(Q, K))
+        if named is not None:  # the shape's cause, from the ladder (named_diagnoses checks it there)
+            shaped = f"the scores of {label} have shape {checks.fmt_shape(got)}"
+            raise CaseFailure(f"{shaped}: {named}")
     checks.expect_shape(checks.to_array(out, "the scores"), want, f"the scores of {label}")
     return out
 
@@ -102,18 +107,45 @@ UNTRANSPOSED_K = ("multiplies Q by K untransposed (Q @ K): the transpose is miss
                   "batch; swap K's last two axes, np.swapaxes(K, -1, -2)")
 
 
+ALSO_PAIRS_EVERY_ITEM = "so do np.inner and np.tensordot, which sum over the last axes of both"
+# Products that fit only where there are as many queries as keys: both named where they run, by their layout.
+ENTRY_BY_ENTRY = ("multiplies Q and K entry by entry (Q * K), which fits only where there are as many queries as keys: "
+                  "a score is the dot product of one query with one key, their products summed over the features, for "
+                  "every pair: Q @ Kᵀ")
+QT_K = ("computes Qᵀ K, features by features (the transpose on Q where it belongs on K), which fits only where there "
+        "are as many queries as keys: the scores are Q Kᵀ, one row per query and one column per key")
+
+
+def _products_as_many_tokens(Q, K):
+    """(candidate, symptom) of the products that run only where n_q == n_k."""
+    scale = np.sqrt(K.shape[-1])
+    return [(lambda: Q * K / scale, ENTRY_BY_ENTRY), (lambda: np.swapaxes(Q, -1, -2) @ K / scale, QT_K)]
+
+
 def _named_on_square_keys(impl, error, label):
     """An `error` on `label` of code that runs where the keys are as many as they are wide (n_k == d_k), the one
-    shape Q @ K fits: named there if it gives Q @ K / sqrt(d_k) (K untransposed); quiet otherwise."""
+    shape Q @ K fits: named there if it gives Q @ K / sqrt(d_k) (K untransposed); then where the queries are as
+    many as the keys too, where Q * K and Qᵀ K fit, named by the ladder's words; quiet otherwise."""
     r = rng(1210)
     Q, K = r.normal(size=(3, 4)), r.normal(size=(4, 4))
-    try:
-        out = checks.to_array(impl.scaled_attention_scores(Q.copy(), K.copy()), "the scores")
-    except Exception:  # noqa: BLE001 - only asks whether square keys go through
-        return
-    if checks.named_mistake(out, [(Q @ K / 2, UNTRANSPOSED_K)]) is not None:
+    out = _output_or_none(impl, Q, K)
+    if out is not None and checks.named_mistake(out, [(Q @ K / 2, UNTRANSPOSED_K)]) is not None:
         raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but runs on 4 keys of "
                           f"width 4, where it {UNTRANSPOSED_K}") from None
+    as_many = K[::-1]  # 4 queries
+    out = _output_or_none(impl, as_many, K)
+    named = None if out is None else checks.named_mistake(out, _products_as_many_tokens(as_many, K))
+    if named is not None:
+        raised = (f"scaled_attention_scores raised {type(error).__name__} on {label}, but runs on 4 queries and 4 keys "
+                  "of width 4, where it")
+        raise CaseFailure(f"{raised} {named}") from None
+
+
+def _output_or_none(impl, Q, K):
+    try:
+        return checks.to_array(impl.scaled_attention_scores(Q.copy(), K.copy()), "the scores")
+    except Exception:  # noqa: BLE001 - only asks whether these inputs go through
+        return None
 
 
 def _softmax(s):
@@ -136,6 +168,7 @@ def mistakes(Q, K):
         (lambda: raw / (d_k / 2), HALF_D_K),
         (lambda: raw / d_k ** 0.25, SQRT_TWICE),
         *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
+        *(_products_as_many_tokens(Q, K) if Q.shape[-2] == K.shape[-2] else []),
         (lambda: raw / np.floor(np.sqrt(d_k)), ROOT_ROUNDED_DOWN),
         *reshapes.reshape_mistakes(Q, K, lambda product: product / np.sqrt(d_k)),
         *[(lambda: raw / np.sqrt(K.shape[0]), FIRST_AXIS)] * (K.ndim > 2 and K.shape[0] not in (1, d_k, *K.shape[1:])),

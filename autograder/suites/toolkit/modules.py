@@ -228,6 +228,18 @@ SIZES_SWAPPED = ("its input and output sizes are in each other's place (d_in and
                  "nn.Linear or in the arguments passed on to it?)")
 
 
+# A wrapper head as wide as the whole layer: d_out read as MultiHeadAttention's (the layer's width), not one head's.
+HEAD_WIDENED = ("each head's projection is a whole number of times d_out wide: is each head built with d_out * "
+                "num_heads features? In MultiHeadAttentionWrapper d_out is ONE head's width, and the heads side by side "
+                "make the num_heads * d_out of the output")
+
+
+def _head_widened(shape, expected, path):
+    """Whether a head's nn.Linear at `path` has the inputs expected and a multiple (2 or more) of the outputs."""
+    out, inputs = shape
+    return path.startswith("heads.") and inputs == expected[1] and out > expected[0] and out % expected[0] == 0
+
+
 def load_linear(module, path, weight, bias, what):
     """Copy (weight (out, in), bias or None) into the nn.Linear at `path` (e.g. "heads.1.W_key").
 
@@ -237,9 +249,11 @@ def load_linear(module, path, weight, bias, what):
     weight = np.asarray(weight, dtype=np.float32)
     if tuple(info["weight_shape"]) != weight.shape:
         swapped = tuple(info["weight_shape"]) == weight.shape[::-1]
+        widened = _head_widened(info["weight_shape"], weight.shape, path)
         raise CaseFailure(f"{what}: `{path}.weight` has shape {checks.fmt_shape(info['weight_shape'])}, "
                           f"expected {checks.fmt_shape(weight.shape)} (nn.Linear(in_features="
-                          f"{weight.shape[1]}, out_features={weight.shape[0]}))" + (f": {SIZES_SWAPPED}" if swapped else ""))
+                          f"{weight.shape[1]}, out_features={weight.shape[0]}))" + (f": {SIZES_SWAPPED}" if swapped else "")
+                          + (f": {HEAD_WIDENED}" if widened else ""))
     if bias is not None and not info.get("bias") and np.any(np.asarray(bias)):
         why = ("out_proj always has one" if path.endswith("out_proj")
                else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")
