@@ -13,13 +13,20 @@ The verdicts (which cases pass) are untouched.
 
 import builtins
 
-SEALED_FAILURE = ("`{step}` failed this case. It was graded with the course's reference of a step it builds on in "
-                  "place of yours (yours lost points), and the grader does not describe what your code did here: "
-                  "code that can read the reference could write it into that description")
+from autograder.steps import STEPS
+
+SEALED_FAILURE = ("`{step}` failed this case. It was graded with the course's {built_on} in place of yours (yours "
+                  "lost points), and the grader does not describe what your code did here: code that can read the "
+                  "reference could write it into that description. Fix yours first: this step's visible checks, "
+                  "run with your own, then say what is wrong")
 
 
 def sealed_failure(step: str) -> str:
-    return SEALED_FAILURE.format(step=step)
+    """The one text of a failed case of `step` graded with a lent reference: it names the steps it
+    builds on (fixed by the course, never by the kernel) and what to do."""
+    built_on = STEPS[step].depends_on if step in STEPS else ()
+    names = " or ".join(f"`{name}`" for name in built_on) or "a step it builds on"
+    return SEALED_FAILURE.format(step=step, built_on=f"reference of {names}")
 
 
 def builtin_name(error: BaseException) -> str:

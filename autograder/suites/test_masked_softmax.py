@@ -294,10 +294,14 @@ def test_matches_scaled_dot_product_attention(impl):
                         "F.scaled_dot_product_attention(q, k, v, attn_mask=~mask)",
                         symptoms=[(lambda candidate=candidate: candidate() @ v.numpy(), why)
                                   for candidate, why in known])
-    scores = q @ k.transpose(-2, -1)
+    # in float64, as the notebook's check asks: the weights keep the scores' dtype there too
+    scores = (q @ k.transpose(-2, -1)).double()
     got = impl.masked_softmax(scores, torch.zeros(6, 6, dtype=torch.bool))
+    if torch.is_tensor(got) and got.dtype != scores.dtype:
+        raise CaseFailure(f"masked_softmax returns {got.dtype} weights for float64 scores: keep the scores' "
+                          "dtype (make no tensor of a fixed dtype, and give torch.softmax no dtype)")
     checks.expect_close(got, torch.softmax(scores, dim=-1),
-                        "masked_softmax with nothing blocked compared with torch.softmax")
+                        "masked_softmax of float64 scores with nothing blocked compared with torch.softmax")
     _check_more_queries_than_keys(impl, r)
 
 

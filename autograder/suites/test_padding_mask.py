@@ -325,7 +325,7 @@ def test_matches_torch_key_padding_mask(impl):
     if seen is None:
         _diagnose(what, got, lengths, num_tokens, _probe(impl, lengths))
     # one (T, T) mask per sequence and head, as attn_mask takes it
-    blocked = torch.as_tensor(np.ascontiguousarray(seen)).repeat_interleave(2, dim=0)
+    blocked = torch.tensor(np.array(seen, dtype=bool)).repeat_interleave(2, dim=0)  # a copy: `seen` may be a read-only view
     with torch.no_grad():
         want = mha(x, x, x, key_padding_mask=key_padding, need_weights=False)[0]
         mine = mha(x, x, x, attn_mask=blocked, need_weights=False)[0]
