@@ -298,8 +298,8 @@ def test_matches_scaled_dot_product_attention(impl):
     scores = (q @ k.transpose(-2, -1)).double()
     got = impl.masked_softmax(scores, torch.zeros(6, 6, dtype=torch.bool))
     if torch.is_tensor(got) and got.dtype != scores.dtype:
-        raise CaseFailure(f"masked_softmax returns {got.dtype} weights for float64 scores: keep the scores' "
-                          "dtype (make no tensor of a fixed dtype, and give torch.softmax no dtype)")
+        raise CaseFailure(f"masked_softmax returns {got.dtype} weights for float64 scores: the weights take the "
+                          "dtype of the scores (make no tensor of a fixed dtype, and give torch.softmax no dtype)")
     checks.expect_close(got, torch.softmax(scores, dim=-1),
                         "masked_softmax of float64 scores with nothing blocked compared with torch.softmax")
     _check_more_queries_than_keys(impl, r)
