@@ -94,3 +94,63 @@ def test_the_notebooks_kernel_never_runs_while_another_kernel_holds_a_reference(
     assert judged.steps["softmax"].fraction < 1
     assert printed(judged, 6) == "SQUEEZED 0 SEEN 0\n"
     assert processes_left() == []
+
+
+COUNTER_READER = """\
+import re
+
+
+def _mlocked():
+    with open('/proc/vmstat') as handle:
+        found = re.search(r'unevictable_pgs_mlocked (\\d+)', handle.read())
+    return int(found.group(1)) if found else -1
+
+
+BEFORE = _mlocked()
+"""
+
+WEIGHTS_THAT_COUNT_OUT_THE_REFERENCE = """\
+import ctypes
+import mmap
+
+SENT = []
+
+
+def _count(value):  # the machine's count of pages locked goes up by 64 x value
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = mmap.mmap(-1, 2048 * 4096)
+    address = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(buffer)))
+    pages = 64 * value
+    while pages:
+        chunk = min(pages, 2048)
+        if libc.mlock(address, ctypes.c_size_t(chunk * 4096)) != 0:
+            break
+        libc.munlock(address, ctypes.c_size_t(chunk * 4096))
+        pages -= chunk
+
+
+def attention_weights(scores):
+    if SEEN and not SENT:  # in a kernel holding the reference: two of its characters, 16 bits
+        at = SEEN[0].index('return') + 7  # ('def ' 'softmax' is not written out: this cell would be SEEN)
+        SENT.append(SEEN[0][at:at + 2])
+        _count(ord(SENT[0][0]) * 256 + ord(SENT[0][1]))
+    return softmax(scores)
+"""
+
+
+@needs_sandbox
+@needs_groups
+def test_the_machines_counters_carry_nothing_from_a_kernel_that_held_a_reference(tmp_path):
+    """Red-teamed in round r39: /proc/vmstat counts, for the whole machine, events that nothing
+    else here makes often (pages locked by mlock, ...); the lending kernel, holding the reference,
+    raised a count by 64 x a number of its choosing and the notebook's kernel read it afterwards:
+    16 bits of the reference's source (two characters) in one lending step, exactly, in under a
+    second. The kernel's /proc shows none of the machine's event counters."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), COUNTER_READER,
+        WEIGHTS_THAT_COUNT_OUT_THE_REFERENCE, ("grade", "attention_weights"),
+        "v = round((_mlocked() - BEFORE) / 64)",
+        "print('COUNTED', _mlocked() >= 0, v, repr(chr(v // 256) + chr(v % 256)), 'SEEN', len(SEEN))"]))
+    assert judged.steps["softmax"].fraction < 1
+    assert printed(judged, 6) == "COUNTED False 0 '\\x00\\x00' SEEN 0\n"
+    assert processes_left() == []
