@@ -12,13 +12,16 @@ Here each archive (the one handed in, then each found inside it) is unpacked, as
 only if what it states it holds fits what is left of one budget for the archive handed in and
 everything inside it: `MAX_UNPACKED_BYTES` and `MAX_UNPACKED_MEMBERS`. The sizes an archive states
 are what its reader writes at most (zipfile stops a member at its stated size and fails its
-check if there is more; tarfile copies exactly a member's stated size). An archive that does not
+check if there is more; tarfile copies exactly a member's stated size, and a tar's link is
+counted as the copy of what it names that nbgrader's unzip writes for it). An archive that does not
 fit is left out whole and the instructor is told; its student then has no notebook, which
 autograde reports as not graded. An archive neither reader recognises is left to nbgrader's
 unpacker, which reports it as before.
 """
 
+import math
 import os
+import posixpath
 import stat
 import tarfile
 import zipfile
@@ -58,13 +61,37 @@ def stated(archive, size_left, members_left):
             infos = opened.infolist()
             return sum(info.file_size for info in infos), len(infos)
     size = members = 0
+    links = []
     with tarfile.open(archive) as opened:
         for member in opened:
             size += member.size if member.isreg() else 0
+            links += [member] if member.islnk() or member.issym() else []
             members += 1
             if size > size_left or members > members_left:
-                break
+                return size, members
+        # nbgrader's unzip (setuptools' unpack_tarfile) writes each hard or symbolic link as a whole
+        # copy of the member it names, following links to links; a link states no size (r39: a 5 kB
+        # tar.gz of one 8 MB file and 40 links wrote 328 MB). By name, the last member wins, as there.
+        by_name = {member.name: member for member in opened.getmembers()}
+        for link in links:
+            size += _linked_size(link, by_name)
     return size, members
+
+
+def _linked_size(link, by_name):
+    """What setuptools' `_resolve_tar_file_or_dir` writes for `link`: the size of the regular file at
+    the end of its links (0 for a directory or nothing). Links that name each other never end
+    there (zip_collect held forever): unbounded here, so the archive is left out."""
+    seen = set()
+    while link is not None and (link.islnk() or link.issym()):
+        if id(link) in seen:
+            return math.inf
+        seen.add(id(link))
+        target = link.linkname
+        if link.issym():
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(link.name), target))
+        link = by_name.get(target)
+    return link.size if link is not None and link.isreg() else 0
 
 
 def _own_folder(archive, dest):
@@ -74,12 +101,13 @@ def _own_folder(archive, dest):
     return Path(dest) / (stem if ext == ".tar" else name)
 
 
-def unpack(archive, dest, zip_ext, log, budget=None):
+def unpack(archive, dest, zip_ext, log, budget=None, sources=None):
     """nbgrader's `unzip(archive, dest, zip_ext, create_own_folder=True, tree=True)`, each archive
     unpacked only within one `Budget` (nested ones unpacked flat into their own folders beside
     them, in the order nbgrader's tree walk finds them; the walk does not recurse). Returns the
     folders it unpacked into, `archive`'s own first: the names below a nested archive's folder are
-    whoever made that archive's, a student's (`coursekit/zip_names.py`)."""
+    whoever made that archive's, a student's (`coursekit/zip_names.py`). `sources`, a dict, is
+    given each folder's archive."""
     budget = budget or Budget()
     extensions = tuple(zip_ext)
     pending, seen, unpacked = [Path(archive)], set(), []
@@ -94,6 +122,8 @@ def unpack(archive, dest, zip_ext, log, budget=None):
         where = dest if path == Path(archive) else path.parent
         unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
         unpacked.append(_own_folder(path, where))
+        if sources is not None:
+            sources[unpacked[-1]] = path
         if not pending:  # the next round of nbgrader's walk: every archive under `top` not yet unpacked
             pending = [p for p, _, info in intake.entries_under(top)
                        if stat.S_ISREG(info.st_mode) and p.suffix in extensions and p not in seen]

@@ -117,6 +117,7 @@ class SafeZipExtractor(ExtractorPlugin):
 
     def extract(self, archive_path, extracted_path):
         self.unpacked = []  # (folder an archive was unpacked into, whether that archive was inside another)
+        self.sources = {}  # folder an archive was unpacked into -> that archive
         extensions = tuple(self.zip_ext)
         top = Path(archive_path)
         dropped = intake.safe_copy(top, extracted_path, keep=lambda relative: not relative.endswith(extensions)
@@ -131,7 +132,7 @@ class SafeZipExtractor(ExtractorPlugin):
                     where.mkdir(parents=True, exist_ok=True)
                     self.log.info("Extracting from: %s", path)
                     # nbgrader's unzip, within a budget: it bounds neither memory nor disk (archives.py)
-                    own, *inside = archives.unpack(path, where, self.zip_ext, self.log) or [None]
+                    own, *inside = archives.unpack(path, where, self.zip_ext, self.log, sources=self.sources) or [None]
                     self.unpacked += [(own, False)] * (own is not None) + [(folder, True) for folder in inside]
 
 
@@ -147,7 +148,7 @@ class SafeFileNameCollector(FileNameCollectorPlugin):
         extractor = getattr(self.parent, "extractor_plugin_inst", None)
         uploads = [folder for folder, nested in getattr(extractor, "unpacked", ())
                    if zip_names.is_upload(folder, nested, self.named_regexp, os.path.basename(submitted_file))]
-        why = zip_names.refusal(submitted_file, info, self.named_regexp, uploads)
+        why = zip_names.refusal(submitted_file, info, self.named_regexp, uploads, getattr(extractor, "sources", {}))
         if why:
             self.log.warning("zip_collect: not collected: %s: %s", submitted_file, why)
             return None

@@ -44,9 +44,10 @@ def is_upload(folder, nested, named_regexp, name):
     return False
 
 
-def refusal(path, info, named_regexp, uploads):
+def refusal(path, info, named_regexp, uploads, sources=None):
     """Why the file at `path`, which `named_regexp` read as `info` (nbgrader's groupdict), is not
-    collected ("" if it is). `uploads`: the folders whose names below them are a student's."""
+    collected ("" if it is). `uploads`: the folders whose names below them are a student's;
+    `sources`: the archive each was unpacked from."""
     student, file_id = info.get("student_id") or "", info.get("file_id") or ""
     if not student or "/" in student or "\\" in student or student.startswith(".") or "\0" in student:
         return f"its student id {student!r} is not a plain name"
@@ -59,11 +60,23 @@ def refusal(path, info, named_regexp, uploads):
     inside = [folder for folder in uploads if str(path).startswith(str(folder) + os.sep)]
     if not inside:
         return ""
-    boundary = len(str(min(inside, key=lambda folder: len(str(folder)))))
+    outer = min(inside, key=lambda folder: len(str(folder)))
+    boundary = len(str(outer))
     match = re.match(named_regexp, str(path))
     read_inside = [group for group in IDENTITY_GROUPS
                    if group in match.re.groupindex and match.start(group) >= 0 and match.end(group) > boundary]
     if read_inside:
         return (f"its {' and '.join(read_inside)} would be read from a name inside an archive a student handed in, "
                 "which the student chose; collect it by hand if it is theirs")
+    # The folder an upload unpacks into is named after it, and where a platform keeps the name a
+    # student gave (Moodle: `Full Name_id_assignsubmission_file_/their name.zip`), that name is
+    # theirs: r39's upload named as a classmate's folder was read, by the last match, as the
+    # classmate's. A file inside an upload is whose the upload itself is, where it says.
+    owner = re.match(named_regexp, str((sources or {}).get(outer, "")))
+    if owner and "student_id" in owner.re.groupindex and owner.group("student_id"):
+        differ = [group for group in IDENTITY_GROUPS if group in owner.re.groupindex
+                  and owner.group(group) is not None and match.group(group) != owner.group(group)]
+        if differ:
+            return (f"its {' and '.join(differ)} would differ from those of the archive it was handed in, "
+                    f"{os.path.basename(sources[outer])}; collect it by hand if it is theirs")
     return ""

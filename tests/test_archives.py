@@ -3,8 +3,10 @@ zeros, or one nesting others, unpacked to gigabytes in the instructor's memory a
 (red-team round r27: 785 kB became 1.8 GB on disk and 1.6 GB resident). The budget is made
 small here, so the archives stay small."""
 
+import io
 import logging
 import shutil
+import tarfile
 import zipfile
 
 import pytest
@@ -90,3 +92,39 @@ def test_too_many_members_and_a_tar_are_counted_too(tmp_path, small_budget):
     (folder / "big.bin").write_bytes(bytes(MB))
     tar = shutil.make_archive(str(tmp_path / "small"), "gztar", folder)
     assert archives.Budget().take(tar) == ""
+
+
+def _linked_tar(path, links):
+    """A tar.gz of one 1 MB file and `links` = [(name, type, target)] (tarfile.LNKTYPE or SYMTYPE)."""
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo("big.bin")
+        info.size = MB
+        tar.addfile(info, io.BytesIO(bytes(MB)))
+        for name, kind, target in links:
+            link = tarfile.TarInfo(name)
+            link.type, link.linkname = kind, target
+            tar.addfile(link)
+    return path
+
+
+def test_a_tars_links_are_counted_as_the_copies_nbgraders_unzip_writes(tmp_path, small_budget, caplog):
+    """Red-teamed in round r39: setuptools' unpack_tarfile (nbgrader's unzip) writes each hard or
+    symbolic link as a full copy of what it names, and a link states no size. A 5 kB tar.gz of one
+    8 MB file and 40 links to it wrote 328 MB; at the real budget, 512 MB times 10,000 members."""
+    links = [(f"hard{i}", tarfile.LNKTYPE, "big.bin") for i in range(3)]
+    links += [(f"sub/soft{i}", tarfile.SYMTYPE, "../big.bin") for i in range(2)]
+    archive = _linked_tar(tmp_path / "eve.tar.gz", links)  # 6 MB once unpacked, past the 4 MB budget
+    assert archives.stated(archive, 100 * MB, 50) == (6 * MB, 6)
+    out = tmp_path / "out"
+    out.mkdir()
+    archives.unpack(archive, out, [".gz"], logging.getLogger("test"))
+    assert list(out.rglob("*.bin")) == [] and "left out" in caplog.text
+    within = _linked_tar(tmp_path / "ok.tar.gz", links[:2])
+    assert archives.Budget().take(within) == ""
+
+
+def test_a_tar_whose_links_name_each_other_is_left_out(tmp_path, small_budget):
+    """setuptools' unpack_tarfile follows a link to a link until it finds a file: two symbolic links
+    naming each other held `nbgrader zip_collect` forever (red-team round r39)."""
+    archive = _linked_tar(tmp_path / "eve.tar.gz", [("a", tarfile.SYMTYPE, "b"), ("b", tarfile.SYMTYPE, "a")])
+    assert archives.Budget().take(archive) != ""

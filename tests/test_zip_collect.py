@@ -46,7 +46,8 @@ def zip_collect(tmp_path, download, named_regexp, loose=None):
     collected = {}
     for folder in sorted((course / "submitted").glob(f"*/{A}")):
         stamp = folder / "timestamp.txt"
-        collected[folder.parent.name] = ((folder / f"{A}.ipynb").read_text(),
+        notebook = folder / f"{A}.ipynb"
+        collected[folder.parent.name] = (notebook.read_text() if notebook.exists() else None,
                                          stamp.read_text() if stamp.exists() else None)
     return collected, result.stderr
 
@@ -106,3 +107,21 @@ def test_a_bulk_download_names_no_student_but_a_loose_upload_does(named_regexp):
     assert not zip_names.is_upload(Path("/x/extracted/platform"), False, named_regexp, name)
     assert zip_names.is_upload(Path("/x/extracted/ps1_bob_attempt_2026-11-20 08:00:00_work"), False, named_regexp, name)
     assert zip_names.is_upload(Path("/x/extracted/platform/anything"), True, named_regexp, name)
+
+
+# Moodle's download: a folder for each student, holding the files they uploaded under their own names
+MOODLE = r".*/(?P<first_name>[^/_]+) (?P<last_name>[^/_]+)_(?P<student_id>\d+)_assignsubmission_file_/(?P<file_id>.*)"
+
+
+def test_an_upload_named_as_a_classmates_folder_is_not_collected_as_theirs(tmp_path):
+    """Red-teamed in round r39: on Moodle a student's upload keeps the name they gave it, and an
+    archive is unpacked into a folder of that name, beside it. Mallory's upload named as alice's
+    folder was read, by the expression's last match, as alice's."""
+    collected, said = zip_collect(tmp_path, {
+        f"Alice Jones_42_assignsubmission_file_/{A}.ipynb": "alice's",
+        "Bob Lee_7_assignsubmission_file_/work.zip": zipped({f"{A}.ipynb": "bob's"}),
+        "Mallory Smith_66_assignsubmission_file_/Alice Jones_42_assignsubmission_file_.zip":
+            zipped({f"{A}.ipynb": "mallory's"})}, MOODLE)
+    assert collected == {"42": ("alice's", None), "7": (None, None)}
+    assert (tmp_path / "course" / "submitted" / "7" / A / "work" / f"{A}.ipynb").read_text() == "bob's"
+    assert "Mallory Smith_66_assignsubmission_file_/Alice Jones_42" in said and "not collected" in said

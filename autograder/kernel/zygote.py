@@ -72,6 +72,12 @@ def _drop_capabilities():
     _check(libc.capset(header, data), "capset")
 
 
+# /proc's counts of events on the whole machine, hidden from the kernel (an empty file over each):
+# nothing else here locks pages (vmstat's unevictable_pgs_mlocked), so the lending kernel, holding
+# a reference, raised that count by a number of its choosing and the notebook's kernel read it once
+# it ran again, 16 bits of the reference a lending step (red-team round r39, `still.py`).
+MACHINE_COUNTERS = ("vmstat", "schedstat", "softirqs", "interrupts", "diskstats", "zoneinfo", "buddyinfo",
+                    "pagetypeinfo")
 # The sized tmpfs mounts a request must give ({name: bytes}, and "inodes" for each).
 MOUNTS = ("tmp", "shm", "work", "outbox", "inodes")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -136,6 +142,8 @@ def _become_kernel(job, argv, env):
     os.environ.update(env)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in [n for n in MACHINE_COUNTERS if os.path.exists(f"/proc/{n}")]:
+        _mount("/dev/null", f"/proc/{name}", flags=MS_BIND)
     _drop_capabilities()
     log = os.open(os.path.join(job, "outbox", "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open("/dev/null", os.O_RDONLY)
