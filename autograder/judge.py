@@ -316,7 +316,7 @@ class JudgedExecute(Execute):
             return self._judge_lending(step, lent, index)
         if self._lending is not None:
             try:
-                self._lending.catch_up(index)  # idle while a step is judged: peaks are the envelope's
+                self._lending.catch_up(index, within=max(self._left(), 0.01))  # idle while a step is judged: peaks are the envelope's
             except (KernelStuck, RuntimeError, OSError):
                 self._lending.discard()
         channel = self._channel  # a check of an ungraded dependency may have replaced the kernel
@@ -345,7 +345,7 @@ class JudgedExecute(Execute):
         if self._lending is not None and self._room_for_lending():
             self._close_agent()  # the notebook's kernel is not judged here
             try:
-                lender = self._lending.ready_for(index)
+                lender = self._lending.ready_for(index, within=max(self._left(), 0.01))  # its start, within the notebook's time
                 channel = self._boot(lender.channel, lender.box)
                 # Nothing of the notebook's kernel runs beside a kernel that holds a reference (`still.py`).
                 held = still.hold(self.km.provisioner.process.pid)

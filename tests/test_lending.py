@@ -227,7 +227,7 @@ def _stuck_catching_up(monkeypatch, before=lambda judging: None):
         judging.append(executor)
         return preprocess(executor, *args, **kwargs)
 
-    def stuck(lending, upto):
+    def stuck(lending, upto, within=None):
         if lending.kernel is None:  # as the real one: nothing to catch up
             return
         asked.append(upto)

@@ -120,12 +120,13 @@ class LendingKernel:
         if self.kernel is not None and self.kernel.channel.ready():
             self._send(upto)
 
-    def catch_up(self, upto: int):
-        """Wait until the kernel has run every ordinary cell before `upto`. Raises KernelStuck or
-        RuntimeError where it cannot."""
+    def catch_up(self, upto: int, within: float | None = None):
+        """Wait until the kernel has run every ordinary cell before `upto`; its start is waited for
+        at most `within` seconds too (the notebook's time left). Raises KernelStuck or RuntimeError
+        where it cannot."""
         if self.kernel is None:
             return
-        self.kernel.wait_until_ready(self.startup_timeout)
+        self.kernel.wait_until_ready(self.startup_timeout if within is None else min(self.startup_timeout, within))
         self._send(upto)
         while self.pending:
             msg_id, index = self.pending[0]
@@ -137,11 +138,11 @@ class LendingKernel:
             self.pending.append((self.kernel.channel.send(source), index))
         self.sent_to = max(self.sent_to, upto)
 
-    def ready_for(self, upto: int) -> SideKernel:
+    def ready_for(self, upto: int, within: float | None = None) -> SideKernel:
         """The kernel, having run the notebook's ordinary cells before `upto`, to be lent the
-        references of the step there (and discarded after it)."""
+        references of the step there (and discarded after it); `within`: see catch_up."""
         self.open()
-        self.catch_up(upto)
+        self.catch_up(upto, within)
         return self.kernel
 
     def discard(self, wait=True):
