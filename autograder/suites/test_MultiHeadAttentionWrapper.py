@@ -72,6 +72,10 @@ ARGUMENTS_SWAPPED = ("are dropout and qkv_bias passed to the heads in each other
                      "(d_in, d_out, context_length, dropout, qkv_bias)")
 
 
+# range(num_heads - 1) where range(num_heads) belongs: every case builds the heads, so this names it before any output
+ONE_SHORT = "does the loop that builds the heads stop one short (range(num_heads - 1), or range(1, num_heads))?"
+
+
 CHAINED = ("the heads run one after another, each on the previous head's output (calling an nn.Sequential "
            "chains its modules): every head runs on x itself, and their outputs go side by side")
 
@@ -119,6 +123,8 @@ def _check_heads(module, num_heads, what):
         found = info.get("type", "nothing") if info.get("exists") else "nothing"
         raise CaseFailure(f"{what} should have an attribute `heads`, an nn.ModuleList of the heads; found "
                           f"{found}")
+    if info.get("len") == num_heads - 1 > 0:
+        raise CaseFailure(f"{what}.heads holds {num_heads - 1} modules, one fewer than num_heads={num_heads}: {ONE_SHORT}")
     if info.get("len") != num_heads:
         raise CaseFailure(f"{what}.heads holds {info.get('len')} modules, expected num_heads={num_heads}")
 
@@ -139,6 +145,12 @@ def _check_heads_as_the_task_says(module, num_heads, d_in, d_out, bias, what):
     if len(handles) != num_heads:
         raise CaseFailure(f"{what}.heads holds the same module more than once: create a new causal "
                           "attention module for every head, so each has its own weights")
+    # CausalAttention(d_in, d_out, context_length, dropout, num_heads), the wrapper's own arguments copied: the bias
+    # is the wrapper's to pass on (the heads build the layers), so nn.Linear's own advice would not reach it
+    if not bias and module.describe("heads.0.W_query").get("bias"):
+        raise CaseFailure(f"{what}: its heads' projections have a bias though qkv_bias=False: is qkv_bias passed on "
+                          "to the heads, in its place? An argument in qkv_bias's place (num_heads, say, the wrapper's "
+                          f"own arguments copied) turns the bias on whenever it is not 0: {HEAD_ARGUMENTS}")
     for i in range(num_heads):
         for name in PROJECTIONS:
             if "weight_shape" not in module.describe(f"heads.{i}.{name}"):

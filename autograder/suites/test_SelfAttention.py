@@ -166,7 +166,7 @@ def mistakes(x, weights):
                               "every token, those after it too (the causal mask belongs to CausalAttention)"),
     ] + toolkit.ROLE_MISTAKES
     if x.ndim == 3:
-        found.append((dict(axis=0), "the softmax runs over dim=0, the batch: use dim=-1"))
+        found.append((dict(axis=0), toolkit.self_attention_slips.SOFTMAX_OVER_BATCH))
     d_k = np.shape(weights["W_key"][0])[0]
 
     # wrong divisors whatever d_k is; on a batch of 2, keys.shape[0] is the chapter's 2 too, and tells

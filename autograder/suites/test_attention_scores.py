@@ -127,7 +127,13 @@ def stored_symptoms(record, k):
             (lambda: X @ np.swapaxes(X, -1, -2) * (1 - np.eye(X.shape[-2])), ZERO_DIAGONAL),
             *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
             *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2),
-            *[(lambda: _flattened(X) @ _flattened(X).T, BATCH_FLATTENED)] * (X.ndim > 2)]
+            *[(lambda: _flattened(X) @ _flattened(X).T, BATCH_FLATTENED)] * (X.ndim > 2),
+            *[(lambda i=i: X @ X[i], ONE_QUERY) for i in range(len(X))] * (X.ndim == 2)]
+
+
+# query = X[1]; X @ query: the notes' scores of the second token copied, one score per token for that query alone
+ONE_QUERY = ("gives one token's scores only (X @ X[i], as the notes' worked example does for a single query): the "
+             "scores pair every token with every token, one row per query: X Xᵀ, (n, n)")
 
 
 def _flattened(X):

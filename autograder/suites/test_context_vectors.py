@@ -172,7 +172,14 @@ def stored_symptoms(record, k):
             (lambda: w @ v / np.shape(w)[-2], BY_THE_QUERIES),
             (lambda: w * np.sum(v, axis=-1)[..., None, :], SUMMED_OVER_FEATURES),
             (lambda: (w / w.sum(axis=-2, keepdims=True)) @ v, COLUMNS_RENORMALISED),
-            *[(lambda: (w / w.sum(axis=0)) @ v, COLUMNS_RENORMALISED)] * (np.ndim(w) > 2)]  # axis 0: the batch's
+            *[(lambda: (w / w.sum(axis=0)) @ v, COLUMNS_RENORMALISED)] * (np.ndim(w) > 2),  # axis 0: the batch's
+            (lambda: w[..., :, :, None] * v[..., None, :, :], NEVER_SUMMED)]
+
+
+# weights[..., None] * values[..., None, :, :] with no sum: every term of every context vector, none added up
+NEVER_SUMMED = ("multiplies each weight by its key's value row but never sums over the keys: the result keeps one "
+                "weighted value row per query and key, (..., n_q, n_k, d); each context vector is the sum of its "
+                "query's rows over the keys (axis -2), which weights @ values gives")
 
 
 # weights / weights.sum(axis=0): each column divided by its sum, so no row of weights sums to 1 any more.

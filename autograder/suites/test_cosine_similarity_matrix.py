@@ -219,12 +219,21 @@ def _wrong_divisors(lengths):
 
 def _wrong_lengths(X):
     """(what X is divided by, its name) of the known mistakes in the rows' lengths."""
+    with np.errstate(invalid="ignore"):  # a negative sum's square root is nan, which the student's code makes too
+        unsquared = np.sqrt(X.sum(axis=-1, keepdims=True))
     return [(np.linalg.norm(X, axis=0), "the lengths of the columns (axis=0)"),
             (np.linalg.norm(X), "the length of the whole matrix (np.linalg.norm(X) with no axis)"),
             (np.abs(X).sum(axis=-1, keepdims=True), "each row's sum of absolute entries (an ord=1 length)"),
             (X.sum(axis=-1, keepdims=True), "each row's plain sum of entries (a length sums the squared entries, then "
                                             "takes the square root)"),
-            (np.abs(X).max(axis=-1, keepdims=True), "each row's largest absolute entry")]
+            (np.abs(X).max(axis=-1, keepdims=True), "each row's largest absolute entry"),
+            (unsquared, UNSQUARED_LENGTH)]
+
+
+# np.sqrt(np.sum(X, axis=-1)) for the length: the squares left out of a length written by hand
+UNSQUARED_LENGTH = ("the square root of each row's plain sum of entries, the squares left out (a length is the "
+                    "square root of the sum of the SQUARED entries, np.sqrt(np.sum(X ** 2, axis=-1, keepdims=True)); "
+                    "a row whose entries sum below 0 gets a nan length)")
 
 
 def _unit_rows(X):

@@ -125,9 +125,22 @@ def _joined_wrongly(x):
              "num_heads, head_dim); x is (batch, num_heads, T, head_dim), as split_heads returns it"),
             (lambda: x.transpose(0, 2, 1, 3).reshape(b, t * h * hd), "the tokens are flattened into the "
              "features too: the result keeps one row per token, (batch, T, num_heads * head_dim)"),
+            (lambda: x.transpose(0, 3, 2, 1).reshape(b, t, h * hd), HEADS_AND_FEATURES_SWAPPED),
+            (lambda: x.transpose(0, 2, 1, 3).reshape(b, 1, t, h * hd), HEAD_AXIS_KEPT),
             # with a batch of 1 a batch folded in is the batch axis dropped (a squeeze): only the shape says so
             *([(lambda: x.transpose(0, 2, 1, 3).reshape(t, b * h * hd), "the batch is folded into the features: "
                 "the batch axis stays first, (batch, T, num_heads * head_dim)")] if b > 1 else [])]
+
+
+# transpose(1, 3) for transpose(1, 2): (batch, head_dim, T, num_heads), whose reshape reads the features across the
+# tokens; where head_dim is 1 it is the right merge, and where num_heads is 1 it is transpose(2, 3)'s, named first
+HEADS_AND_FEATURES_SWAPPED = ("it swaps the heads and each head's features (transpose(1, 3)) before the reshape, "
+                              "which mixes tokens and features; the axes to swap are the heads and the tokens "
+                              "(transpose(1, 2))")
+# torch.cat(x.split(1, dim=1), dim=-1): every head's features in place, but split (like chunk) keeps the axis it cuts
+HEAD_AXIS_KEPT = ("the heads' features are side by side, but a head axis of size 1 is left in front of the tokens, "
+                  "(batch, 1, T, num_heads * head_dim): x.split(1, dim=1) and torch.chunk keep the axis they cut "
+                  "(x.unbind(1) drops it); the merged result is (batch, T, num_heads * head_dim)")
 
 
 def _symptoms(record, k):

@@ -39,7 +39,7 @@ def _split(impl, x, num_heads):
     axis fails only where T is no multiple of num_heads, and code that assumes one sequence fails only on
     a batch of more than one."""
     try:
-        return impl.split_heads(x, num_heads)
+        split = impl.split_heads(x, num_heads)
     except RemoteError as error:
         if VIEW_AFTER_TRANSPOSE in str(error):  # x comes in contiguous: only the student's own transpose reorders it
             raise CaseFailure(f"split_heads raised {error.type_name}: it views x after transposing it, {SPLIT_FIRST}") \
@@ -67,6 +67,31 @@ def _split(impl, x, num_heads):
                               f"batch of {batch}: every sequence of the batch is split, and the batch axis "
                               "stays first") from None
         raise
+    return split
+
+
+def _split_to_heads(impl, x, num_heads):
+    """_split, where its result is to be one array: a tuple of the heads' feature slices is named as such."""
+    split = _split(impl, x, num_heads)
+    if _are_the_slices(split, x, num_heads):
+        raise CaseFailure(f"split_heads(x, {num_heads}) of a {checks.fmt_shape(tuple(x.shape))} tensor {SLICES_UNSTACKED}")
+    return split
+
+
+# torch.chunk and torch.split cut the features right but give a tuple, which the checks of one array would call
+# several results returned (the weights beside a context, say): its items are what names it
+SLICES_UNSTACKED = ("returns the heads' feature slices as a tuple, as torch.chunk or torch.split gives them, never "
+                    "stacked on a head axis: torch.stack(slices, dim=1) makes (batch, num_heads, T, head_dim), as a "
+                    "view to (batch, T, num_heads, head_dim) and transpose(1, 2) do")
+
+
+def _are_the_slices(split, x, num_heads):
+    """Whether `split` is a tuple or list of x's num_heads consecutive feature slices, each (batch, T, head_dim)."""
+    if not isinstance(split, (tuple, list)) or len(split) != num_heads:
+        return False
+    slices = torch.chunk(x, num_heads, dim=-1)
+    return all(torch.is_tensor(part) and part.shape == want.shape and torch.equal(part, want)
+               for part, want in zip(split, slices))
 
 
 VIEW_AFTER_TRANSPOSE = "view size is not compatible with input tensor's size and stride"
@@ -84,7 +109,7 @@ def _is_right_split(split, x, num_heads):
 
 
 def apply(impl, record):
-    return _split(impl, torch.tensor(record["x"]), int(record["num_heads"]))
+    return _split_to_heads(impl, torch.tensor(record["x"]), int(record["num_heads"]))
 
 
 def _mistakes(x, h):
@@ -107,6 +132,7 @@ def _mistakes(x, h):
               for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)],
             # where T equals head_dim, x transposed before the reshape is (batch, num_heads, head_dim, T), named above
             *[(lambda: np.swapaxes(x, 1, 2).reshape(b, h, t, hd), f"{TRANSPOSED_FIRST}: {RESHAPE_FIRST}")] * (t != hd),
+            (lambda: x.reshape(b, h, hd, t).transpose(0, 1, 3, 2), HEADS_BEFORE_TOKENS),
             # torch.cat of the chunks along the batch or the tokens: the slices right, no head axis
             *[(lambda dim=dim: np.concatenate(np.split(x, h, axis=-1), axis=dim), CONCATENATED) for dim in (0, 1)],
             # x.shape unpacked as (T, batch, D): the view reads the batch's memory in the wrong sizes
@@ -127,6 +153,13 @@ TRANSPOSED_FIRST = "transposes x to (batch, D, T) before the reshape"
 RESHAPE_FIRST = ("a reshape regroups entries in memory order, so it cuts each token's features into heads only while "
                  "the features are the last axis: reshape to (batch, T, num_heads, head_dim) first, then transpose "
                  "dims 1 and 2")
+
+
+# x.view(batch, num_heads, head_dim, T).transpose(2, 3): the shape is right, but the view cuts the memory of the
+# (T, D) rows as if it held each head's features before the tokens
+HEADS_BEFORE_TOKENS = ("views x as (batch, num_heads, head_dim, T) and then swaps the last two axes: a view cuts the "
+                       "entries in memory order, where each token's D features lie together, so no view can take the "
+                       "tokens from the last axis; view as (batch, T, num_heads, head_dim) first, then transpose(1, 2)")
 
 
 CONCATENATED = ("joins the heads' feature slices along an existing axis (torch.cat), so they run on after one another "
@@ -173,7 +206,7 @@ def test_head_holds_feature_block(impl):
     b, t, d, h = 2, 3, 8, 4
     x = 1000 * np.arange(b)[:, None, None] + 100 * np.arange(t)[None, :, None] + np.arange(d)
     x = x.astype(np.float32)
-    out = _split(impl, torch.tensor(x), h)
+    out = _split_to_heads(impl, torch.tensor(x), h)
     what = "split_heads of a (2, 3, 8) tensor into 4 heads"
     out = checks.to_array(out, what)
     if out.shape == (b, t, h, d // h):
@@ -189,7 +222,7 @@ def test_matches_torch_multihead_attention(impl):
     b, t, d, h = 2, 5, 6, 3
     x = torch.tensor(rng(1602).normal(size=(b, t, d)), dtype=torch.float32)
     want = toolkit.torch_identity_multihead(x, h)
-    heads = _split(impl, x, h)
+    heads = _split_to_heads(impl, x, h)
     if heads is None:
         raise checks.returned_none("split_heads(x, 3) of a (2, 5, 6) tensor")
     if not torch.is_tensor(heads):

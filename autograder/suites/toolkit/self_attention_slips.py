@@ -7,6 +7,7 @@ keepdim show.
 `explain_item_alone`: an item of a batch whose output differs from its output alone, named by either output.
 `explain_square_only`: a forward that raises unless d_out = d_in, named by a square layer's output.
 `keys_reshaped(x, linears)`: the output with the keys reshaped to the shape of their transpose.
+`SOFTMAX_OVER_BATCH`: the message of a softmax over a batch's first axis, written or implicit.
 """
 
 import numpy as np
@@ -29,6 +30,10 @@ KEYS_FIRST_AXIS = ("the batch's output is right, but each item alone has its sco
                    "of tokens: is d_k read from the keys' first axis (keys.shape[0], len(keys))? That is the batch "
                    "size on a batch (here as large as d_k) and the number of tokens on one sequence; d_k is the "
                    "keys' width, their LAST axis (keys.shape[-1])")
+# torch.nn.functional.softmax(scores) with no dim picks dim 1 on two axes (the keys: right on one sequence) and dim 0
+# on three (the batch), as dim=0 written does on a batch: the message gives both readings
+SOFTMAX_OVER_BATCH = ("the softmax runs over dim=0, the batch (dim=0 written, or F.softmax or nn.Softmax() given no "
+                      "dim, which picks dim 0 on three axes): use dim=-1")
 # scores / keys.shape[-1] ** 1 / 2: ** binds before /, and / goes left to right, so it is scores / d_k / 2.
 POWER_BEFORE_DIVISION = ("the scores are divided by 2·d_k: keys.shape[-1] ** 1 / 2 is (d_k ** 1) / 2, since ** "
                          "binds before / (and scores / d_k / 2 divides twice); the square root is ** 0.5, or "
