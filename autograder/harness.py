@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck, RemoteError, printable
-from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, STEP_BUDGET
+from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, MAX_MESSAGE, SEVERAL_FIT, STEP_BUDGET
 from autograder.sealed_reports import builtin_name, sealed_failure
 from autograder.steps import STEPS, suite_module
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 CASE_KINDS = ("notes", "stored", "oracle", "property")
 GRADER_ERROR = "GRADER ERROR"
-MAX_MESSAGE = 400
 RECORD_KEY = "autograder"  # the graded cell's metadata key that holds StepResult.as_record()
 
 __all__ = ["CaseFailure", "CaseTimeout", "case", "case_family", "cases_of", "run_case", "run_step"]
@@ -401,7 +400,8 @@ def run_case(case_: Case, impl: Implementation, timeout: float | None = None, sh
         message = _judged_failure(case_, error)
     finally:
         impl.deadline = None
-    return CaseResult(case_, passed, message[:MAX_MESSAGE], time.perf_counter() - start)
+    causes = min(3, 1 + message.count("; or ")) if SEVERAL_FIT in message else 1
+    return CaseResult(case_, passed, message[:MAX_MESSAGE * causes], time.perf_counter() - start)
 
 
 def run_step(step: str, impl: Implementation, reference_source: str = "", reference_names: Sequence[str] = (),

@@ -24,6 +24,10 @@ CPU_SECONDS = 600  # CPU time of the kernel, all cells together
 MAX_REPLY_BYTES = 64 * 1024**2  # the largest answer the judge reads from a kernel
 MAX_NOTEBOOK_OUTPUT_BYTES = 16 * 1024**2  # what the notebook's cells print and display, together:
 # more is dropped (it would sit in the grading process's memory, the autograded notebook and the feedback)
+MAX_MESSAGE = 400  # characters of one case's message in the report, for each cause it names: a tie (one output
+# that several known mistakes give, toolkit.checks.one_or_all) names up to 3 in full; at 400 in all most ties lost
+# their second cause. SEVERAL_FIT opens a tie, and "; or " parts its causes
+SEVERAL_FIT = "the output fits more than one known mistake: "
 
 # --- the envelope of one submission -----------------------------------------------------------
 # Everything a submission runs (its kernel, the kernel's children and threads) and everything it

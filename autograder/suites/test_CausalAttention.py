@@ -248,8 +248,11 @@ def test_input_unchanged(impl):
 
 @case(STEP, "property", weight=0.25)
 def test_gradients_reach_projections(impl):
-    """gradients flow back to W_query, W_key and W_value"""
+    """gradients flow back to W_query, W_key and W_value, also in train mode with dropout > 0"""
     r = rng(1314)
-    module = _causal(impl, 3, 4, 5, toolkit.random_projections(r, 3, 4, False))
-    toolkit.check_gradients("CausalAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))),
+    linears = toolkit.random_projections(r, 3, 4, False)
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    toolkit.check_gradients("CausalAttention", _causal(impl, 3, 4, 5, linears), x,
                             [f"{name}.weight" for name in PROJECTIONS])
+    # in-place dropout (nn.Dropout(p, inplace=True)) on the softmax's output breaks only a backward with dropout on
+    toolkit.check_trains_with_dropout("CausalAttention", _causal(impl, 3, 4, 5, linears, dropout=0.5), [x], 0.5)

@@ -50,7 +50,7 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
                                           key_padding_mask, out_proj=False), head_probes.OUT_PROJ_ON_VALUES))
     if np.shape(x)[-1] == np.shape(context)[-1]:
         # keys and values from x: only computable when the widths agree (else the shape names it)
-        found.append(((lambda: cross_attention(x, x, linears, num_heads, _self_mask(key_padding_mask, x))),
+        found.append(((lambda: cross_attention(x, x, linears, num_heads, multihead.mask_for_self(key_padding_mask, x))),
                       KEYS_FROM_X))
     return found
 
@@ -64,11 +64,6 @@ NAN_HINT = ("nan appears when a query has every key blocked: True means blocked,
 
 ONE_ROW_PER_CONTEXT_TOKEN = ": one row per CONTEXT token"
 WRONG_INPUT = "a layer gets the wrong input"
-
-
-def _self_mask(key_padding_mask, x):
-    return None if key_padding_mask is None or np.shape(key_padding_mask)[-1] != np.shape(x)[-2] \
-        else key_padding_mask
 
 
 @toolkit.explains_forward(STEP)
@@ -438,12 +433,14 @@ def test_inputs_unchanged(impl):
 
 @case(STEP, "property", weight=0.25)
 def test_gradients_reach_every_layer(impl):
-    """gradients flow back to W_query, W_key, W_value and out_proj"""
+    """gradients flow back to W_query, W_key, W_value and out_proj, also in train mode with dropout > 0"""
     r = rng(1910)
-    module = _layer(impl, 3, 2, 4, 2, _random_layers(r, 3, 2, 4, False))
+    linears = _random_layers(r, 3, 2, 4, False)
+    module = _layer(impl, 3, 2, 4, 2, linears)
     x, context = toolkit.tensor(r.normal(size=(2, 3, 3))), toolkit.tensor(r.normal(size=(2, 4, 2)))
     what = "CrossAttention(3, 2, 4, num_heads=2)(x, context)"
     out = _explain_shape(_run(module, x, context, None, what), x.numpy(), context.numpy(), 4, what)
     report = module.backward([x, context], rng(99).normal(size=out.shape).astype(np.float32),
                              [f"{name}.weight" for name in LAYERS])
     toolkit.explain_gradients("CrossAttention", report, [f"{name}.weight" for name in LAYERS], module)
+    toolkit.check_trains_with_dropout("CrossAttention", _layer(impl, 3, 2, 4, 2, linears, dropout=0.5), [x, context], 0.5)

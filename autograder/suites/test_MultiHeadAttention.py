@@ -368,8 +368,9 @@ def test_input_unchanged(impl):
 
 @case(STEP, "property", weight=0.25)
 def test_gradients_reach_every_layer(impl):
-    """gradients flow back to W_query, W_key, W_value and out_proj"""
+    """gradients flow back to W_query, W_key, W_value and out_proj, also in train mode with dropout > 0"""
     r = rng(1815)
-    module = _mha(impl, 3, 4, 5, 2, _random_layers(r, 3, 4, False))
-    toolkit.check_gradients("MultiHeadAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))),
-                            [f"{name}.weight" for name in LAYERS])
+    linears = _random_layers(r, 3, 4, False)
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    toolkit.check_gradients("MultiHeadAttention", _mha(impl, 3, 4, 5, 2, linears), x, [f"{name}.weight" for name in LAYERS])
+    toolkit.check_trains_with_dropout("MultiHeadAttention", _mha(impl, 3, 4, 5, 2, linears, dropout=0.5), [x], 0.5)

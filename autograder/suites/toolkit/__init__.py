@@ -37,7 +37,7 @@
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
   model of attention fed in chunks through a cache, and the diagnoses of a forward that raised.
 - `properties`: property checks several suites share: causality, the last token, inputs shorter
-  than `context_length`, batches, the input left unchanged, gradients, dropout.
+  than `context_length`, batches, the input left unchanged, gradients, dropout (and a training step with it on).
 
 Modules are reached only through `seam.Handle`s: called (as data, under no_grad), described,
 loaded with `set_linear`, switched between train and eval.
@@ -100,6 +100,7 @@ from autograder.suites.toolkit.properties import (  # noqa: F401
     check_input_unchanged,
     check_last_token,
     check_short_input,
+    check_trains_with_dropout,
     close,
     explain_gradients,
     run_on_held,

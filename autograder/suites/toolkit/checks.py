@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck
+from autograder.limits import SEVERAL_FIT
 from autograder.suites.toolkit import differences
 
 asarray = np.asarray
@@ -155,7 +156,7 @@ def describe_difference(actual, expected, what, atol=1e-5, rtol=1e-4, relation=T
 def one_or_all(fits):
     """The message of the known mistakes an output fits: the one, or all of them where several give that output
     (the same nan, the same blocks skipped), so none is blamed alone."""
-    return fits[0] if len(fits) == 1 else "the output fits more than one known mistake: " + "; or ".join(fits)
+    return fits[0] if len(fits) == 1 else SEVERAL_FIT + "; or ".join(fits)
 
 
 def named_mistake(actual, symptoms, atol=1e-5, rtol=1e-4):

@@ -199,6 +199,11 @@ def lengths_mask(lengths, num_tokens):
     return np.arange(num_tokens)[None, :] >= np.asarray(lengths)[:, None]
 
 
+def mask_for_self(key_padding_mask, x):
+    """The key_padding_mask where keys come from x (a mistake's model): kept only if it has one entry per token of x."""
+    return None if key_padding_mask is None or np.shape(key_padding_mask)[-1] != np.shape(x)[-2] else key_padding_mask
+
+
 class SelfView:
     """A CrossAttention handle seen as a layer of one input: x attends over x itself (for
     `properties.check_dropout`, which probes with x = eye(T))."""

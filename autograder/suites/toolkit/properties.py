@@ -1,6 +1,8 @@
 """Property checks several layer suites share: causality, the last token, inputs shorter than
 `context_length`, batches, the input left unchanged, gradients, dropout."""
 
+import re
+
 import numpy as np
 import torch
 
@@ -178,6 +180,32 @@ def explain_gradients(name, report, paths, module=None):
                                   "keeping one?)")
             raise CaseFailure(f"the gradient of {path} of {name} is zero everywhere: `{layer}`'s output does "
                               "not reach the module's output (is it overwritten, or multiplied by zero?)")
+
+
+# nn.Dropout(p, inplace=True), or F.dropout(..., inplace=True), on the softmax's output: right in eval and in train
+# mode under no_grad, but the softmax computes its gradient from its output, so the first training step fails.
+DROPOUT_IN_PLACE = ("dropout overwrites the attention weights in place, and autograd keeps them for the backward "
+                    "(a softmax's gradient needs its output): apply nn.Dropout(p) without inplace=True")
+
+
+def check_trains_with_dropout(name, module, args, p, seed=99):
+    """`module`, built with dropout p > 0 like a layer whose backward with dropout 0.0 just ran on `args`,
+    backpropagates in train mode too: dropout that changes in place a tensor autograd keeps breaks training
+    only, so only a backward can show it."""
+    out = checks.to_array(module(*args), f"{name}(x)")
+    error = str(module.backward(list(args), rng(seed).normal(size=out.shape).astype(np.float32), [])
+                .get("backward_error", ""))
+    if not error:
+        return
+    if "inplace" not in error:  # autograd's words for a tensor changed in place
+        first = (error.strip().splitlines() or ["RuntimeError"])[0][:150]
+        raise CaseFailure(f"{name} in train mode with dropout={p} cannot backpropagate ({first}), though with "
+                          "dropout=0.0 it can, and the grader cannot name why")
+    node = re.search(r"output \d+ of (\w+)", error)
+    changed = f"the output of {node.group(1)}" if node else "a tensor it needs"
+    raise CaseFailure(f"{name} in train mode with dropout={p} cannot backpropagate (autograd: {changed} was modified "
+                      "by an inplace operation), though with dropout=0.0 it can: "
+                      + DROPOUT_IN_PLACE)
 
 
 def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
