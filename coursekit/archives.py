@@ -101,13 +101,12 @@ def _own_folder(archive, dest):
     return Path(dest) / (stem if ext == ".tar" else name)
 
 
-def unpack(archive, dest, zip_ext, log, budget=None, sources=None):
+def unpack(archive, dest, zip_ext, log, budget=None):
     """nbgrader's `unzip(archive, dest, zip_ext, create_own_folder=True, tree=True)`, each archive
     unpacked only within one `Budget` (nested ones unpacked flat into their own folders beside
-    them, in the order nbgrader's tree walk finds them; the walk does not recurse). Returns the
-    folders it unpacked into, `archive`'s own first: the names below a nested archive's folder are
-    whoever made that archive's, a student's (`coursekit/zip_names.py`). `sources`, a dict, is
-    given each folder's archive."""
+    them, in the order nbgrader's tree walk finds them; the walk does not recurse). Returns
+    (folder, archive) for each archive unpacked, `archive`'s own first: the names below a nested
+    archive's folder are whoever made that archive's, a student's (`coursekit/zip_names.py`)."""
     budget = budget or Budget()
     extensions = tuple(zip_ext)
     pending, seen, unpacked = [Path(archive)], set(), []
@@ -121,9 +120,7 @@ def unpack(archive, dest, zip_ext, log, budget=None, sources=None):
             continue
         where = dest if path == Path(archive) else path.parent
         unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
-        unpacked.append(_own_folder(path, where))
-        if sources is not None:
-            sources[unpacked[-1]] = path
+        unpacked.append((_own_folder(path, where), path))
         if not pending:  # the next round of nbgrader's walk: every archive under `top` not yet unpacked
             pending = [p for p, _, info in intake.entries_under(top)
                        if stat.S_ISREG(info.st_mode) and p.suffix in extensions and p not in seen]

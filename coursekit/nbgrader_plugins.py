@@ -116,8 +116,7 @@ class SafeZipExtractor(ExtractorPlugin):
     copied by `intake.safe_copy`'s rules (nbgrader's own `shutil.copy` follows links)."""
 
     def extract(self, archive_path, extracted_path):
-        self.unpacked = []  # (folder an archive was unpacked into, whether that archive was inside another)
-        self.sources = {}  # folder an archive was unpacked into -> that archive
+        self.unpacked = []  # (folder an archive was unpacked into, that archive, whether it was inside another)
         extensions = tuple(self.zip_ext)
         top = Path(archive_path)
         dropped = intake.safe_copy(top, extracted_path, keep=lambda relative: not relative.endswith(extensions)
@@ -132,8 +131,8 @@ class SafeZipExtractor(ExtractorPlugin):
                     where.mkdir(parents=True, exist_ok=True)
                     self.log.info("Extracting from: %s", path)
                     # nbgrader's unzip, within a budget: it bounds neither memory nor disk (archives.py)
-                    own, *inside = archives.unpack(path, where, self.zip_ext, self.log, sources=self.sources) or [None]
-                    self.unpacked += [(own, False)] * (own is not None) + [(folder, True) for folder in inside]
+                    unpacked = archives.unpack(path, where, self.zip_ext, self.log)
+                    self.unpacked += [(folder, source, index > 0) for index, (folder, source) in enumerate(unpacked)]
 
 
 class SafeFileNameCollector(FileNameCollectorPlugin):
@@ -145,10 +144,11 @@ class SafeFileNameCollector(FileNameCollectorPlugin):
         info = super().collect(submitted_file)
         if not info:
             return info
-        extractor = getattr(self.parent, "extractor_plugin_inst", None)
-        uploads = [folder for folder, nested in getattr(extractor, "unpacked", ())
+        unpacked = getattr(getattr(self.parent, "extractor_plugin_inst", None), "unpacked", ())
+        uploads = [folder for folder, _, nested in unpacked
                    if zip_names.is_upload(folder, nested, self.named_regexp, os.path.basename(submitted_file))]
-        why = zip_names.refusal(submitted_file, info, self.named_regexp, uploads, getattr(extractor, "sources", {}))
+        sources = {folder: source for folder, source, _ in unpacked}
+        why = zip_names.refusal(submitted_file, info, self.named_regexp, uploads, sources)
         if why:
             self.log.warning("zip_collect: not collected: %s: %s", submitted_file, why)
             return None
