@@ -39,28 +39,13 @@ def _bits(text):
     return CALIBRATION + [(ord(c) >> k) & 1 for c in text[:CHARS].ljust(CHARS) for k in range(8)]
 """
 
-WEIGHTS_THAT_LOOK_UP_THE_REFERENCE = """\
-SENT = []
-
-
-def attention_weights(scores):
-    if SEEN and not SENT:  # in a kernel holding the reference: a name looked up for each 1 bit
-        SENT.append(1)
-        for i, bit in enumerate(_bits(SEEN[0])):
-            for name in _names(i) if bit else []:
-                try:
-                    os.stat(name)
-                except OSError:
-                    pass
-    return softmax(scores)
-"""
-
-TIMED_LOOKUPS = """\
-import statistics
+# The sender and the timer, shared by both attacks: a name looked up stays in the name cache, and
+# a later look-up of it is faster.
+LOOKUPS = """
 import time
 
 
-def _took(name):
+def _took(name):  # how long looking `name` up takes (ns)
     start = time.perf_counter_ns()
     try:
         os.stat(name)
@@ -68,6 +53,26 @@ def _took(name):
         pass
     return time.perf_counter_ns() - start
 
+
+def _look_up(bits):  # the names of each 1 bit looked up, so the cache holds them
+    for i, bit in enumerate(bits):
+        for name in _names(i) if bit else []:
+            _took(name)
+"""
+
+WEIGHTS_THAT_LOOK_UP_THE_REFERENCE = """\
+SENT = []
+
+
+def attention_weights(scores):
+    if SEEN and not SENT:  # in a kernel holding the reference: a name looked up for each 1 bit
+        SENT.append(1)
+        _look_up(_bits(SEEN[0]))
+    return softmax(scores)
+"""
+
+TIMED_LOOKUPS = """\
+import statistics
 
 took = [[_took(name) for name in _names(i)] for i in range(len(CALIBRATION) + 8 * CHARS)]
 cached = statistics.median(t for i in range(0, 32, 2) for t in took[i])
@@ -89,7 +94,8 @@ def test_the_name_cache_carries_nothing_from_a_kernel_that_held_a_reference(tmp_
     The reference then never reaches the feedback (the cells that print it are sealed), but the
     notebook's kernel holds it."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, NAMES.replace("%r", repr(f"{random.getrandbits(32):08x}")), ("grade", "softmax"),
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, (NAMES + LOOKUPS).replace("%r", repr(f"{random.getrandbits(32):08x}")),
+        ("grade", "softmax"),
         WEIGHTS_THAT_LOOK_UP_THE_REFERENCE, ("grade", "attention_weights"), TIMED_LOOKUPS]))
     assert judged.steps["softmax"].fraction < 1
     sent = reference_source(with_dependencies(["softmax"]))[:40]
@@ -119,25 +125,12 @@ def attention_weights(scores):
                 node.body = node.body[1:] or [ast.Pass()]
         data = ast.unparse(tree).encode()[:N // 8 - 2]
         data = len(data).to_bytes(2, 'big') + data
-        bits = CAL + [(b >> k) & 1 for b in data for k in range(8)]
-        for i, bit in enumerate(bits):
-            for name in _names(i) if bit else []:
-                try:
-                    os.stat(name)
-                except OSError:
-                    pass
+        _look_up(CAL + [(b >> k) & 1 for b in data for k in range(8)])
     return softmax(scores)
 """
 
 READ_AND_RUN_WHAT_A_CLASSMATE_LEFT = """\
-import time, statistics
-def _took(name):
-    t = time.perf_counter_ns()
-    try:
-        os.stat(name)
-    except OSError:
-        pass
-    return time.perf_counter_ns() - t
+import statistics
 def _bit(i, thr):
     return sum(_took(n) < thr for n in _names(i)) * 2 > COPIES
 cal = [[_took(n) for n in _names(i)] for i in range(32)]
@@ -175,7 +168,7 @@ def test_a_reference_lent_to_one_student_never_reaches_a_classmate(tmp_path):
     (its docstring left out: 216 bytes, 15 names a bit); B times its own look-ups of the same names,
     runs what it read, and is graded with the reference's softmax: full marks (twice of two here),
     where B's control, without A, keeps 0.04 of them."""
-    names = CLASSMATE_NAMES.replace("%r", repr(f"{random.getrandbits(32):08x}"))
+    names = (CLASSMATE_NAMES + LOOKUPS).replace("%r", repr(f"{random.getrandbits(32):08x}"))
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     a = judge_notebook(notebook(tmp_path / "a" / "nb.ipynb", [
         WRONG_SOFTMAX_RECORDING_THE_REFERENCE, names, ("grade", "softmax"),
