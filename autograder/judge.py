@@ -153,6 +153,11 @@ class JudgedExecute(Execute):
         """Seconds left of the notebook's own time."""
         return self._deadline - time.monotonic()
 
+    def _within(self, limit: float | None = None) -> float:
+        """The seconds a wait may take: `limit` (none: no limit of its own), cut to the notebook's time
+        left, and never 0 (which some waits read as no limit at all)."""
+        return max(min(limit, self._left()) if limit else self._left(), 0.01)
+
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
         self._cell_timed_out = False
@@ -211,7 +216,7 @@ class JudgedExecute(Execute):
         agent_path = box.inbox / "grader_agent.py"
         if not agent_path.exists():
             agent_path.write_text(Path(agent.__file__).read_text())
-        channel.boot(agent_path, max(min(CELL_TIMEOUT, self._left()), 0.01))
+        channel.boot(agent_path, self._within(CELL_TIMEOUT))
         return channel
 
     def _new_channel(self, km=None, box=None):
@@ -258,7 +263,7 @@ class JudgedExecute(Execute):
         timeout = super()._get_timeout(cell)
         if self._cell_timed_out and self.endless_cell_timeout > 0:
             timeout = min(timeout, self.endless_cell_timeout) if timeout else self.endless_cell_timeout
-        return max(min(timeout, self._left()), 0.01) if timeout else max(self._left(), 0.01)
+        return self._within(timeout)
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._cell_timed_out = True
@@ -274,7 +279,7 @@ class JudgedExecute(Execute):
                 if not self._room_for_lending():
                     self._lending.discard()
                     self._lending = None  # the rest of the notebook lends the older way
-                elif may_lend_later(self._pending, {**self._unrecorded, **self.step_results}) and self._room_for_lending():
+                elif may_lend_later(self._pending, {**self._unrecorded, **self.step_results}):
                     self._lending.follow(index + 1)  # it runs the cell while this kernel does
                 else:
                     self._lending.discard()  # no step to come can be lent anything
@@ -309,14 +314,14 @@ class JudgedExecute(Execute):
         lent = self.lent_references(step, channel, index)
         if lent:
             asked = Implementation(self._channel)
-            asked.deadline = time.monotonic() + max(min(CASE_TIMEOUT, self._left()), 0.01)
+            asked.deadline = time.monotonic() + self._within(CASE_TIMEOUT)
             if still_a_stub(asked, step):
                 lent = []  # it raises before it could call anything lent (`stubs.py`)
         if lent:
             return self._judge_lending(step, lent, index)
         if self._lending is not None:
             try:
-                self._lending.catch_up(index, within=max(self._left(), 0.01))  # idle while a step is judged: peaks are the envelope's
+                self._lending.catch_up(index, within=self._within())  # idle while a step is judged: peaks are the envelope's
             except (KernelStuck, RuntimeError, OSError):
                 self._lending.discard()
         channel = self._channel  # a check of an ungraded dependency may have replaced the kernel
@@ -345,7 +350,7 @@ class JudgedExecute(Execute):
         if self._lending is not None and self._room_for_lending():
             self._close_agent()  # the notebook's kernel is not judged here
             try:
-                lender = self._lending.ready_for(index, within=max(self._left(), 0.01))  # its start, within the notebook's time
+                lender = self._lending.ready_for(index, within=self._within())  # its start, within the notebook's time
                 channel = self._boot(lender.channel, lender.box)
                 # Nothing of the notebook's kernel runs beside a kernel that holds a reference (`still.py`).
                 held = still.hold(self.km.provisioner.process.pid)
