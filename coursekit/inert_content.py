@@ -34,7 +34,7 @@ from coursekit.course_dir import CourseDir
 SHOWN = ("text/plain", "image/png", "image/jpeg", "image/gif")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 OUTPUT_NOTE = "[not kept by the grader: a {kinds} output, which a browser would run or render as markup]"
-MARKDOWN_NOTE = ("*A Markdown cell that is not as released, shown as its text: the grader renders no "
+MARKDOWN_NOTE = ("*A {kind} cell that is not as released, shown as its text: the grader renders no "
                  "Markdown or HTML a submission wrote.*\n\n")
 
 
@@ -81,7 +81,7 @@ def as_text(source, kind="Markdown"):
     in it can close."""
     longest = max((len(run) for run in re.findall(r"`+", source)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{MARKDOWN_NOTE.replace('Markdown cell', f'{kind} cell', 1)}{fence}text\n{source}\n{fence}"
+    return f"{MARKDOWN_NOTE.format(kind=kind)}{fence}text\n{source}\n{fence}"
 
 
 def released_markdown(course_root, assignment):
