@@ -162,7 +162,6 @@ class JudgedExecute(Execute):
         resources = resources if resources is not None else {}
         self._cell_timed_out = False
         self._output_bytes, self._cut_cells = 0, set()
-        self._deadline = time.monotonic() + self.submission_timeout
         folder = resources.get("metadata", {}).get("path") or os.getcwd()
         if not sandbox.available():
             sandbox.warn_once()
@@ -173,6 +172,9 @@ class JudgedExecute(Execute):
         self._inputs_sent = False  # whether the notebook's kernel has been sent a case's inputs
         self.ended_cells: set[int] = set()  # ordinary cells that ended the kernel: never replayed (`dead_kernel.py`)
         self._warm = warm.warm_parent()
+        # The notebook's time starts once the grader's own start is done (the first notebook of a
+        # process starts the warm parent; the first of a machine also makes the kernel image).
+        self._deadline = time.monotonic() + self.submission_timeout
         if self._warm is not None and trains(nb):
             try:
                 self._warm.warm("optimiser")

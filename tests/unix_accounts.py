@@ -4,10 +4,13 @@ its whole process group stopped (pip's children too)."""
 
 import pwd
 import secrets
+import shutil
 import subprocess
 from contextlib import contextmanager, suppress
 
 from processes import stop_groups
+
+from autograder.kernel import runtime_image
 
 CALL_TIMEOUT = 300  # seconds for one command or API call (a class's autograde is the slowest)
 
@@ -46,5 +49,8 @@ def accounts(*roles):
         yield names
     finally:
         for name in names.values():
+            with suppress(Exception):
+                # A user's kernel image, if it graded (runtime_image: a tmpfs outlives the account).
+                shutil.rmtree(runtime_image.users_home(pwd.getpwnam(name).pw_uid), ignore_errors=True)
             with suppress(Exception):
                 run(["userdel", "--force", "--remove", name], check=False)

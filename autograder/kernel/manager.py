@@ -163,7 +163,7 @@ class SandboxKernelManager(AsyncKernelManager):
         command[0] = sys.executable if command[0] in ("python", "python3") else command[0]
         if not self.use_bwrap or self.warm is not None:
             return command
-        return sandbox.bwrap_command(command, self.sandbox.workdir, self.sandbox.enclosure.python_roots,
+        return sandbox.bwrap_command(command, self.sandbox.workdir, self.sandbox.enclosure.view,
                                      shared_ro=[self.sandbox.inbox], shared_rw=[self.sandbox.outbox])
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):

@@ -1,6 +1,8 @@
 """The bubblewrap sandbox around student kernels: what a kernel sees, and who it runs as.
 
-What a kernel sees: the system's and Python's files read-only, and its job folder (`manager.py`):
+What a kernel sees: the system's and Python's files read-only (from the kernel image,
+`runtime_image.py`, a copy on a tmpfs, so that nothing one kernel looks up there is remembered
+for the next; from the disk where no image can be made), and its job folder (`manager.py`):
 the agent and the judge's socket read-only, a working copy of the submission folder, a folder for
 its own sockets, and a private /tmp, /dev and /dev/shm, each of those writable places a sized
 tmpfs of its own (`zygote.py`), so nothing it writes reaches a disk or any other kernel. The
@@ -33,16 +35,15 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from autograder.kernel import procfs
+from autograder.kernel import procfs, runtime_image
 from autograder.kernel.envelope import Envelope, remove_abandoned
+from autograder.kernel.runtime_image import ETC_FILES
 from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT, SANDBOX_CHECK, TMP_BYTES
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
 # judge's process id: kernels graded in parallel cannot signal, trace or starve each other.
 SANDBOX_UID_BASE = 100_000
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
-              "nsswitch.conf", "alternatives")
 # Our own packages: never visible inside, even when installed into site-packages.
 _HIDDEN_PACKAGES = ("autograder", "solutions", "coursekit")
 
@@ -71,6 +72,26 @@ def available():
 
 
 _warned = False
+
+NO_IMAGE_WARNING = (
+    "WARNING: no kernel image could be made ({error}): student kernels read the system's and "
+    "Python's files from this machine's disk, whose caches every kernel of the machine shares, so "
+    "a kernel that was lent a reference can leave it there for a later kernel to read back by "
+    "timing (README, threat model). As root the image is a tmpfs at /run/coursekit-kernel-image; "
+    "otherwise a folder of this user's in /dev/shm.")
+
+
+@functools.lru_cache(maxsize=1)
+def kernel_image():
+    """This environment's kernel image (`runtime_image`), or None, said loudly once, where none
+    can be made (no room, no tmpfs, a folder that is not ours)."""
+    try:
+        return runtime_image.image()
+    except (OSError, subprocess.SubprocessError) as error:
+        text = NO_IMAGE_WARNING.format(error=error)
+        print(text, file=sys.stderr, flush=True)
+        warnings.warn(text, RuntimeWarning, stacklevel=2)
+        return None
 
 
 def warn_once(say=True):
@@ -180,18 +201,14 @@ def passed_environment():
     return {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
 
 
-def bwrap_command(command, workdir, python_roots, shared_ro=(), shared_rw=()):
-    """`command` wrapped in bubblewrap, seeing only what the module docstring lists.
-    `python_roots` maps each Python folder to where bubblewrap can reach it from (`staged`)."""
-    args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", "--new-session",
-            "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    for path in _SYSTEM_DIRS:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    for name in _ETC_FILES:
-        path = os.path.join("/etc", name)
+def disk_view(python_roots):
+    """bubblewrap's arguments for what a kernel sees read-only, read from the machine's disk (where
+    no kernel image could be made). `python_roots` maps each Python folder to where bubblewrap can
+    reach it from (`staged`)."""
+    args = []
+    for path in [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]:
+        args += ["--ro-bind", path, path]
+    for path in [os.path.join("/etc", name) for name in ETC_FILES]:
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
     roots = sorted(python_roots)
@@ -200,6 +217,31 @@ def bwrap_command(command, workdir, python_roots, shared_ro=(), shared_rw=()):
     for hidden in _hidden_package_dirs():
         if any(hidden.startswith(root + os.sep) for root in roots):
             args += ["--tmpfs", hidden]
+    return args
+
+
+def image_view(image):
+    """bubblewrap's arguments for what a kernel sees read-only, read from `image` (a
+    `runtime_image.Image`): each folder it holds, at the path it was copied from."""
+    system = [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+    paths = system + [os.path.join("/etc", name) for name in ETC_FILES]
+    paths += [r for r in _python_roots() if not any(r == d or r.startswith(d + os.sep) for d in system)]
+    args = []
+    for path in paths:
+        source = image.source(path)
+        if source is not None:
+            args += ["--ro-bind", source, path]
+    return args
+
+
+def bwrap_command(command, workdir, view, shared_ro=(), shared_rw=()):
+    """`command` wrapped in bubblewrap, seeing only what the module docstring lists: `view` is the
+    read-only rest (`image_view` or `disk_view`)."""
+    args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    for path in [p for p in _SYSTEM_DIRS if os.path.islink(p)]:
+        args += ["--symlink", os.readlink(path), path]
+    args += view
     for path in shared_ro:
         args += ["--ro-bind", str(path), str(path)]
     for path in [workdir, *shared_rw]:
@@ -265,17 +307,24 @@ class Enclosure:
         (self.root / OWNER_FILE).write_text(f"{os.getpid()} {procfs.start_time(os.getpid())}")
         self.uid = sandbox_uid()
         self.envelope = Envelope(self.root.name)
-        # Where bubblewrap finds the Python folders: as they are, or (as root) staged in the
+        # What the kernel sees read-only: the kernel image (`runtime_image`), or, where none
+        # could be made, the disk's files, with each Python folder (as root) staged in the
         # sandbox's own mount namespace under this folder, for folders its user cannot reach.
-        self.python_roots, self.staging = {}, []
+        self.staging = []
+        image = kernel_image()
+        if image is not None:
+            self.view = image_view(image)
+            return
+        python_roots = {}
         for index, root in enumerate(_python_roots()):
             if os.getuid() == 0:
                 stage = self.root / f"python{index}"
                 stage.mkdir(mode=0o755)
                 self.staging.append((root, str(stage)))
-                self.python_roots[root] = str(stage)
+                python_roots[root] = str(stage)
             else:
-                self.python_roots[root] = root
+                python_roots[root] = root
+        self.view = disk_view(python_roots)
 
     def preexec(self):
         """What the sandbox's first process runs between fork and exec."""

@@ -107,7 +107,7 @@ class WarmParent:
         program = self.enclosure.root / "zygote.py"
         program.write_text(Path(__file__).with_name("zygote.py").read_text())
         command = sandbox.bwrap_command([sys.executable, "-I", str(program)], self.jobs,
-                                        self.enclosure.python_roots, shared_ro=[program])
+                                        self.enclosure.view, shared_ro=[program])
         log = open(self.enclosure.root / "zygote.log", "wb")  # noqa: SIM115 - closed below
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                         preexec_fn=self.enclosure.preexec(), cwd=self.jobs, text=True)

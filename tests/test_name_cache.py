@@ -1,26 +1,47 @@
-"""OPEN (issue 18): the machine's name cache carries a lent reference out of its kernel.
+"""Nothing a kernel asks of the machine's file caches reaches another kernel (issue 18, items 2 and 5).
 
-Not part of CI: `pytest tests/open_name_cache.py` runs these (the file name keeps pytest from
-collecting it otherwise). Each is an attack found by red-team round r39 that still gets through,
-and each asserts what must hold, so each FAILS today. A timing channel's reading varies with the
-machine's load, so a run in CI could pass or fail by chance; these are reproductions, kept to be
-run by hand until the channel is closed (README, "Not guaranteed").
+A name looked up on a disk's file system (a name that does not exist too) is answered from the
+machine's name cache, about twice as fast as one not looked up, for as long as the cache keeps it,
+and a page read stays in the page cache: both are the whole machine's. Red-team round r39 had a
+lending kernel, holding a reference, look up one name per 1 bit of it, in numpy's folder; the
+notebook's kernel then read the reference back by timing, and so did a classmate graded later on
+the same machine (who ran it: full marks at softmax where its control kept 0.04).
 
-A name looked up is answered from the kernel's name cache (a name that does not exist too) for as
-long as the cache keeps it, about twice as fast as one not looked up, and that cache is the whole
-machine's: a lending kernel that holds a reference can leave bits of it there, for the notebook's
-kernel (which then holds it, though every cell that prints it is sealed) or for a classmate graded
-later on the same machine (who then runs it: full marks at softmax where the control keeps 0.04).
+Kernels now read their programs from the kernel image (`autograder/kernel/runtime_image.py`), on a
+tmpfs, which keeps no name that does not exist and every page in memory. The first test says so of
+every folder a kernel can reach; the other two are r39's attacks, which read nothing back now.
+Without the image (the disk's folders bound instead, `sandbox.kernel_image` returning None) the
+first two fail: every folder of the system and of Python is on the disk, and the in-submission
+attack read the reference back (39 of 40 characters, run here). The classmate attack got through
+in r39's three runs but not in every run here: a timing channel reads less on a loaded machine, so
+without the image these two could pass by chance; with it there is no channel to read.
 """
 
+import json
 import random
 
 from test_envelope import needs_groups, needs_sandbox
-from test_judge import notebook, printed, processes_left
+from test_judge import notebook, printed, processes_left, program
 from test_lending_channel import WRONG_SOFTMAX_RECORDING_THE_REFERENCE
 
 from autograder.judge import judge_notebook
 from autograder.reference import reference_source, with_dependencies
+
+
+@needs_sandbox
+def test_every_folder_a_kernel_can_look_names_up_in_remembers_nothing(tmp_path):
+    """Every folder a kernel can reach, but its own job folder (made for it, removed after it), is
+    on a tmpfs (the kernel image, or a mount of the kernel's own) or is its own /proc, never on the
+    machine's disk; and the image holds what a kernel imports, not the grading environment."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("list_mounts")]))
+    found = json.loads(printed(judged, 0).split("MOUNTS", 1)[1])
+    job = found["job"]
+    reached = {point: kind for point, kind in found["mounts"] if point != job and not point.startswith(job + "/")}
+    assert set(reached.values()) <= {"tmpfs", "proc"}, reached
+    assert reached["/usr"] == "tmpfs" and reached["/proc"] == "proc", reached
+    assert found["nbgrader"] == found["dask"] == "ModuleNotFoundError", found
+    assert processes_left() == []
+
 
 NAMES = """\
 import os
@@ -85,7 +106,7 @@ print(repr(''.join(chr(sum(bits[8 * j + k] << k for k in range(8))) for j in ran
 @needs_sandbox
 @needs_groups
 def test_the_name_cache_carries_nothing_from_a_kernel_that_held_a_reference(tmp_path):
-    """Red-teamed in round r39, not fixed: a name looked up is answered from the kernel's name cache
+    """Red-teamed in round r39: a name looked up is answered from the kernel's name cache
     (a name that does not exist too) for as long as the cache keeps it, about twice as fast as one
     not looked up. The lending kernel, holding the reference, looked up a name that does not exist,
     in numpy's folder, for each 1 bit of the reference's source; the notebook's kernel timed a look-up
@@ -162,7 +183,7 @@ def softmax(x, axis=-1):
 @needs_sandbox
 @needs_groups
 def test_a_reference_lent_to_one_student_never_reaches_a_classmate(tmp_path):
-    """Red-teamed in round r39, not fixed: two colluding classmates graded one after the other on
+    """Red-teamed in round r39: two colluding classmates graded one after the other on
     one machine, as nbgrader autograde grades a class. A gets softmax wrong; its lending kernel,
     holding softmax's reference, looks up a name that does not exist for each 1 bit of the source
     (its docstring left out: 216 bytes, 15 names a bit); B times its own look-ups of the same names,

@@ -1,0 +1,68 @@
+"""The kernel image (`autograder/kernel/runtime_image.py`): what goes in, who may own it, when it
+goes, and what grading does without one. That kernels read only from it is `test_name_cache.py`'s."""
+
+import fcntl
+import os
+
+import pytest
+
+from autograder.kernel import runtime_image, sandbox
+
+
+def test_the_image_holds_what_a_kernel_imports_and_nothing_of_the_grader():
+    names = {d.metadata["Name"].lower() for d in runtime_image.kernel_distributions()}
+    assert {"numpy", "torch", "matplotlib", "ipykernel", "pyzmq", "traitlets"} <= names, names
+    assert not names & {"nbgrader", "dask", "distributed", "jupyterlab", "self-attention-course"}, names
+
+
+def test_an_image_folder_someone_else_could_write_is_never_used(tmp_path):
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o755)
+    assert runtime_image.trusted(ours) == ours
+    (tmp_path / "link").symlink_to(ours)
+    with pytest.raises(PermissionError):
+        runtime_image.trusted(tmp_path / "link")
+    ours.chmod(0o775)
+    with pytest.raises(PermissionError):
+        runtime_image.trusted(ours)
+    if os.getuid() == 0:  # a folder another user made first (/dev/shm is everyone's)
+        ours.chmod(0o755)
+        os.chown(ours, 65534, 65534)
+        with pytest.raises(PermissionError):
+            runtime_image.trusted(ours)
+
+
+def test_an_image_is_removed_only_once_no_process_reads_it(tmp_path):
+    for name in ("current", "read", "unread", "unfinished"):
+        (tmp_path / name).mkdir()
+    for name in ("current", "read", "unread"):
+        (tmp_path / name / runtime_image.IN_USE).touch()
+    reader = os.open(tmp_path / "read" / runtime_image.IN_USE, os.O_RDONLY)
+    try:
+        fcntl.flock(reader, fcntl.LOCK_SH)  # as a grading process whose kernels read it holds it
+        runtime_image.remove_unused(tmp_path, keep="current")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "read"]
+    finally:
+        os.close(reader)
+    runtime_image.remove_unused(tmp_path, keep="current")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["current"]
+
+
+def test_without_an_image_kernels_read_the_disk_and_grading_says_so(monkeypatch, capfd):
+    def no_room():
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runtime_image, "image", no_room)
+    sandbox.kernel_image.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="no kernel image could be made"):
+            assert sandbox.kernel_image() is None
+        assert "WARNING: no kernel image could be made" in capfd.readouterr().err
+        enclosure = sandbox.Enclosure(prefix="judge-test-no-image-")
+        try:
+            binds = [enclosure.view[i + 2] for i, a in enumerate(enclosure.view) if a == "--ro-bind"]
+            assert "/usr" in binds and all(runtime_image.IMAGE_MOUNT.as_posix() not in a for a in enclosure.view)
+        finally:
+            enclosure.close()
+    finally:
+        sandbox.kernel_image.cache_clear()
