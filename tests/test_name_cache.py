@@ -12,7 +12,7 @@ tmpfs, which keeps no name that does not exist and every page in memory. The fir
 every folder a kernel can reach; the other two are r39's attacks, which read nothing back now.
 Without the image (the disk's folders bound instead, `sandbox.kernel_image` returning None) the
 first two fail: every folder of the system and of Python is on the disk, and the in-submission
-attack read the reference back (39 of 40 characters, run here). The classmate attack got through
+attack read the reference back (run here: "import numpq as np", one bit off at the start). The classmate attack got through
 in r39's three runs but not in every run here: a timing channel reads less on a loaded machine, so
 without the image these two could pass by chance; with it there is no channel to read.
 """
