@@ -50,7 +50,6 @@ STDLIB_LEFT_OUT = ("site-packages", "dist-packages", "test", "idlelib", "tkinter
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
              "nsswitch.conf", "alternatives")
 IMAGE_MOUNT = Path("/run/coursekit-kernel-image")  # as root: a tmpfs of the image's own
-IMAGE_SPACE = 6 * 1024**3  # that tmpfs's size (pages are taken only as files are written)
 FORMAT = 2  # raise when what goes into an image changes, so that older images are not reused
 IN_USE = ".in-use"  # held (shared lock) by every process whose kernels read the image
 COMPLETE = ".complete"  # written last: an image without it is not finished
@@ -215,7 +214,8 @@ def _home():
     if os.getuid() == 0:
         IMAGE_MOUNT.mkdir(mode=0o755, exist_ok=True)
         if not os.path.ismount(IMAGE_MOUNT):
-            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={IMAGE_SPACE},mode=0755", "coursekit-kernel-image",
+            # tmpfs's own default size, half the machine's memory: a cap, pages are taken as written
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "coursekit-kernel-image",
                             str(IMAGE_MOUNT)], check=True, capture_output=True)
         home = IMAGE_MOUNT
     else:
