@@ -118,6 +118,9 @@ def judge_submission(payload):
     """
     from nbgrader import utils
 
+    from coursekit import terminal_text
+
+    terminal_text.install()  # as warm_up does, for a worker whose first task this is
     start = time.perf_counter()
     deadline = time.monotonic() + SUBMISSION_TIMEOUT
     result = {"ok": False, "notebooks": {}, "problem": "", "timings": {}, "worker": _worker_name()}
@@ -180,6 +183,9 @@ def warm_up():
 
     from autograder import judge  # noqa: F401 - the judge, and torch and numpy with it
     from autograder.kernel import warm
+    from coursekit import terminal_text
+
+    terminal_text.install()  # a worker logs what nbgrader finds in a submission too
 
     try:
         warm.warm_parent()

@@ -35,7 +35,34 @@ def test_a_log_record_shows_a_students_text_escaped():
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert not any(c in shown for c in RAW), repr(shown)
     assert "Cell '\\x1b]52;c;cjM3\\x07" in shown
-    assert "two\nlines" in shown  # a traceback logged as a message keeps its lines
+    assert "two\n    lines" in shown  # a traceback logged as a message keeps its lines, indented
+
+
+def test_a_newline_in_a_students_text_cannot_start_a_log_line_and_a_traceback_is_escaped():
+    """r37: a `grade_id` with a newline printed a line of its own, which read as a record
+    ("[AutogradeApp | ERROR] ..."); an exception's text, in the traceback a formatter adds, was
+    not escaped at all. Every line after a record's first is now indented."""
+    forged = "x\n[AutogradeApp | ERROR] every submission scored 0" + ESCAPES
+    code = ("import logging, sys; from coursekit import terminal_text; terminal_text.install(); "
+            "logging.basicConfig(stream=sys.stdout, format='[%(name)s | %(levelname)s] %(message)s'); "
+            f"log = logging.getLogger('AutogradeApp'); log.warning(\"Cell '{{}}' does not exist\".format({forged!r}))\n"
+            f"try:\n    raise ValueError({forged!r})\nexcept ValueError:\n    log.exception('grading failed')")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    lines = shown.splitlines()
+    assert [line for line in lines if line.startswith("[")] == [
+        "[AutogradeApp | WARNING] Cell 'x", "[AutogradeApp | ERROR] grading failed"], shown
+    assert not any(c in shown for c in RAW), repr(shown)
+    assert "ValueError: x" in shown and "    [AutogradeApp | ERROR] every submission scored 0" in shown
+
+
+def test_every_dask_worker_installs_it():
+    """Workers log what nbgrader finds too; they import the grading task, not nbgrader_config."""
+    import inspect
+
+    from coursekit import grading_task
+
+    for task in (grading_task.warm_up, grading_task.judge_submission):
+        assert "terminal_text.install()" in inspect.getsource(task), task.__name__
 
 
 def test_the_course_config_installs_it():
