@@ -246,6 +246,10 @@ def bwrap_command(command, workdir, view, shared_ro=(), shared_rw=()):
         args += ["--ro-bind", str(path), str(path)]
     for path in [workdir, *shared_rw]:
         args += ["--bind", str(path), str(path)]
+    # The sandbox's root is a tmpfs bubblewrap made, with the folders above the mounts (/etc,
+    # /root, ...): every kernel the warm parent forks shares it, and a kernel wrote /etc/left there
+    # for the next to read. Read-only once everything is mounted; what a kernel may write is its own.
+    args += ["--remount-ro", "/"]
     args += ["--chdir", str(workdir), "--clearenv",
              "--setenv", "PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
              "--setenv", "HOME", "/tmp", "--setenv", "USER", "student", "--setenv", "MPLBACKEND", "Agg",
