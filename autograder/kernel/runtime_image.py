@@ -13,8 +13,9 @@ A tmpfs remembers nothing of what is asked of it: every name that exists is alwa
 cache (tmpfs pins them), a name that does not exist is never kept there (tmpfs drops negative
 entries at once), and every page is always in memory. So kernels read their programs from a copy
 on a tmpfs (`Image`): the interpreter and its standard library, the distributions a kernel imports
-(`KERNEL_PACKAGES`, with everything they require), the shared libraries all of those load, and
-the few files of /etc the loader reads. Everything else a kernel sees is its own (`zygote.py`).
+(`KERNEL_PACKAGES`, with everything they require), a shell and the common tools
+(`SYSTEM_PROGRAMS`), the shared libraries all of those load, and the few files of /etc the loader
+reads. Everything else a kernel sees is its own (`zygote.py`).
 
 The copy is made by the first grading process that needs it (about 1.2 GB; seconds), under a lock,
 and kept for every later one, until the machine restarts or the environment changes (a new key:
@@ -47,10 +48,19 @@ KERNEL_PACKAGES = ("numpy", "torch", "matplotlib", "ipykernel")
 # Parts of the standard library no kernel imports, and the interpreter's own site-packages (a
 # virtualenv's interpreter does not read it): left out of the copy.
 STDLIB_LEFT_OUT = ("site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip")
+# The system's programs a notebook may run (`!ls`, `subprocess.run(["sleep", ...])`): a shell and
+# the common tools, with the libraries they load. Any other is "not found", as on a machine
+# without it; without a shell, every `!` line of a cell raised and the rest of its cell was lost.
+SYSTEM_PROGRAMS = ("sh", "bash", "dash", "env", "ls", "cat", "echo", "printf", "test", "sleep", "true",
+                   "false", "pwd", "mkdir", "rmdir", "rm", "cp", "mv", "ln", "touch", "chmod", "head",
+                   "tail", "wc", "grep", "sed", "awk", "find", "xargs", "sort", "uniq", "cut", "tr", "tee",
+                   "diff", "basename", "dirname", "readlink", "realpath", "mktemp", "stat", "du", "df", "tar",
+                   "gzip", "gunzip", "zcat", "uname", "hostname", "id", "whoami", "date", "nproc", "seq",
+                   "yes", "timeout", "kill", "ps", "free", "which")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
              "nsswitch.conf", "alternatives")
 IMAGE_MOUNT = Path("/run/coursekit-kernel-image")  # as root: a tmpfs of the image's own
-FORMAT = 2  # raise when what goes into an image changes, so that older images are not reused
+FORMAT = 3  # raise when what goes into an image changes, so that older images are not reused
 IN_USE = ".in-use"  # held (shared lock) by every process whose kernels read the image
 COMPLETE = ".complete"  # written last: an image without it is not finished
 
@@ -109,6 +119,14 @@ def _python_files():
             path = Path(distribution.locate_file(file))
             if os.path.abspath(path).startswith(str(site) + os.sep):  # not scripts in bin/
                 yield path
+
+
+def _system_programs():
+    """SYSTEM_PROGRAMS, where this machine has them."""
+    for name in SYSTEM_PROGRAMS:
+        path = shutil.which(name, path="/usr/bin:/bin")
+        if path is not None:
+            yield Path(path)
 
 
 def key():
@@ -188,12 +206,12 @@ def _etc(root):
 
 def build(root, name):
     """Fill the empty folder `root` with an image of this environment, whose key is `name`."""
-    files = list(_python_files())
+    _etc(root)  # first: a program's link may run through /etc/alternatives
+    files = [*_python_files(), *_system_programs()]
     for path in files:
         _place(path, root)
     for path in _libraries(files):
         _place(path, root)
-    _etc(root)
     for folder, dirs, names in os.walk(root):  # the sandbox's user reads it; nobody writes it
         for name in dirs + names:
             path = os.path.join(folder, name)
