@@ -31,14 +31,14 @@ from autograder.reference import reference_source, with_dependencies
 @needs_sandbox
 def test_every_folder_a_kernel_can_look_names_up_in_remembers_nothing(tmp_path):
     """Every folder a kernel can reach, but its own job folder (made for it, removed after it), is
-    on a tmpfs (the kernel image, or a mount of the kernel's own) or is its own /proc, never on the
-    machine's disk; and the image holds what a kernel imports, not the grading environment."""
+    on a tmpfs (the kernel image, or a mount of the kernel's own) or is its own /proc or terminals
+    (/dev/pts), never on the machine's disk; and the image holds what a kernel imports, not the grading environment."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("list_mounts")]))
     found = json.loads(printed(judged, 0).split("MOUNTS", 1)[1])
     job = found["job"]
     reached = {point: kind for point, kind in found["mounts"] if point != job and not point.startswith(job + "/")}
-    assert set(reached.values()) <= {"tmpfs", "proc"}, reached
-    assert reached["/usr"] == "tmpfs" and reached["/proc"] == "proc", reached
+    assert set(reached.values()) <= {"tmpfs", "proc", "devpts"}, reached
+    assert reached["/usr"] == "tmpfs" and reached["/proc"] == "proc" and reached["/dev/pts"] == "devpts", reached
     assert found["nbgrader"] == found["dask"] == "ModuleNotFoundError", found
     assert processes_left() == []
 

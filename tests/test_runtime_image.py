@@ -66,3 +66,17 @@ def test_without_an_image_kernels_read_the_disk_and_grading_says_so(monkeypatch,
             enclosure.close()
     finally:
         sandbox.kernel_image.cache_clear()
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="the image is the sandbox's")
+def test_a_notebooks_shell_lines_and_programs_run_in_its_kernel(tmp_path):
+    """A student's `!` line, or a program run with subprocess, runs as it did on the disk's files:
+    without a shell in the image, the line raised and the rest of its cell was lost."""
+    from test_judge import notebook, printed
+
+    from autograder.judge import judge_notebook
+
+    cell = "!echo shell ran && ls / > /dev/null\nimport subprocess\nsubprocess.run(['sleep', '0'], check=True)\nprint('cell ended')"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [cell, "!no-such-program"]))
+    assert printed(judged, 0).split() == ["shell", "ran", "cell", "ended"], printed(judged, 0)
+    assert "not found" in printed(judged, 1)

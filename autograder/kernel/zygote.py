@@ -10,7 +10,7 @@ itself until the judge has moved it into the kernel's envelope (`envelope.py`: i
 and cpu control groups), then, before any student code exists:
 
 1. enters new user, mount, PID, network, IPC and UTS namespaces;
-2. mounts a fresh /dev (the usual device nodes, and a /dev/shm of its own) and a fresh /tmp over
+2. mounts a fresh /dev (the usual device nodes, terminals and a /dev/shm of its own) and a fresh /tmp over
    everything under /tmp, the other jobs included, and binds back only its own job folder, read-
    only, and Python, if it lives there; every writable place is a tmpfs of its own, sized by the
    request: /tmp, /dev/shm, `work` (a copy of the job's `submission`) and `outbox` (its sockets,
@@ -101,6 +101,11 @@ def _fresh_dev(sizes):
         os.symlink(target, f"/dev/{name}")
     os.mkdir("/dev/shm")
     _tmpfs("/dev/shm", sizes, "shm")
+    # Terminals of its own (a devpts instance of this kernel's): IPython runs a notebook's `!` lines
+    # on a pseudo-terminal, and without one every such line raised, losing the rest of its cell.
+    os.mkdir("/dev/pts")
+    _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    os.symlink("pts/ptmx", "/dev/ptmx")
 
 
 def _enter_namespaces(job, sizes):
