@@ -111,8 +111,7 @@ def forward(impl, module, x, label, d_in, d_out):
         # torch.bmm's own words name its cause (harness.ERROR_CAUSES), whatever transposes the keys
         if x.ndim == 2 and "must be a 3D tensor" not in str(error) and _works(module, x[None]):
             raise CaseFailure(f"{detail}, but not on a batch of one: forward must accept (num_tokens, d_in) "
-                              "too; transpose the keys with transpose(-2, -1), which works for both"
-                              ) from None
+                              f"too; {toolkit.self_attention_slips.counted_for_a_batch(error)}") from None
         if x.ndim == 3 and _works(module, x[0]):
             raise CaseFailure(f"{detail}, but not on one item of it: forward must accept (batch, num_tokens, "
                               "d_in); transpose only the last two axes of the keys (keys.transpose(-2, -1)); keys.T "
