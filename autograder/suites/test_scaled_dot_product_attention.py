@@ -15,6 +15,8 @@ FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores))
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
 QUERIES_AXIS = ("the softmax runs over the wrong axis, the queries' (axis=-2, axis=0 of one matrix), so each key's "
                 "column sums to 1 instead of each query's row: softmax over the last axis, the keys")
+K_TRANSPOSED_FOR_ONE_MATRIX = ("with a batch, transpose only the last two axes of K for the scores Q Kᵀ "
+                               "(np.swapaxes(K, -1, -2)); K.T reverses every axis")
 V_TRANSPOSED = ("the context multiplies the weights by V transposed (V.T): V holds one value per row, (n_k, d_v), "
                 "and the weights' columns, one per key, meet those rows")
 GLOBAL_SUM = ("divides by one sum over the whole array (np.sum with no axis), not by each row's own: each row "
@@ -116,9 +118,8 @@ def _call(impl, Q, K, V, mask, label):
         if Q.ndim > 2:  # np.dot, or sums reshaped to a column, named on a smaller batch where the code runs
             batches.explain_attention_on_batches(impl.scaled_dot_product_attention, STEP, error, label)
         if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None if mask is None else full_mask[first]):
-            raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
-                              "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
-                              "axis") from None
+            raise CaseFailure(f"{detail}, but not on one item of it: "
+                              f"{batches.batch_error_cause(error, K_TRANSPOSED_FOR_ONE_MATRIX)}") from None
         raise
     if out is None:
         raise checks.returned_none(f"scaled_dot_product_attention of {label}")

@@ -265,10 +265,13 @@ def explain_batch_error(what, error, label, first_item):
     except Exception:  # noqa: BLE001 - only asks whether one item goes through
         return
     name = error_name(error)
-    raise CaseFailure(f"{what} works on one item of the batch but raised {name} on {label}: code written for one "
-                      "matrix (.T, which reverses every axis of a batch; an einsum, np.dot or loop for 2-d input) "
-                      "does not fit a batch; leave the leading axes alone and work on the last two (@ broadcasts "
-                      "over them, np.swapaxes(a, -1, -2), '...' in einsum)") from None
+    raise CaseFailure(f"{what} works on one item of the batch but raised {name} on {label}: {WRITTEN_FOR_ONE_MATRIX}"
+                      ) from None
+
+
+WRITTEN_FOR_ONE_MATRIX = ("code written for one matrix (.T, which reverses every axis of a batch; an einsum, np.dot or "
+                          "loop for 2-d input) does not fit a batch; leave the leading axes alone and work on the last "
+                          "two (@ broadcasts over them, np.swapaxes(a, -1, -2), '...' in einsum)")
 
 
 def named_on_a_square(name, error, label, X, run, ladder):
