@@ -237,9 +237,14 @@ ERROR_CAUSES = (
      "exactly that many axes; to swap the last two, whatever comes before them: np.swapaxes(K, -1, -2)"),
     (("view size is not compatible with input tensor's size and stride",),
      "`.view` on a tensor whose memory a transpose reordered; use .reshape, or call .contiguous() before .view"),
-    (("'float' object is not callable", "'int' object is not callable"),
+    (("'float' object is not callable",),
      "it calls a number as if it were a function; does an attribute that should hold a module (an "
      "nn.Dropout, say) hold the number it was built from?"),
+    # NumPy's .size is the count of entries, a whole number, where torch's x.size(dim) is a method
+    (("'int' object is not callable",),
+     "it calls a whole number as if it were a function: is it NumPy's .size, the count of an array's "
+     "entries (torch's x.size(dim) is a method; NumPy reads the size of one axis as x.shape[dim]), or an "
+     "attribute that should hold a module, holding the number it was built from?"),
     (("'numpy.ndarray' object has no attribute", "can't assign a numpy.ndarray to a torch"),
      "torch and NumPy mixed: a torch method called on a NumPy array, or a NumPy array written into a torch "
      "tensor; NumPy arrays have their own functions (np.expand_dims for .unsqueeze, .reshape for .view, "
