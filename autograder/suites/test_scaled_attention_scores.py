@@ -160,7 +160,7 @@ def mistakes(Q, K):
     raw = Q @ np.swapaxes(K, -1, -2)
     truncated = truncation_mistakes(raw / np.sqrt(d_k), np.trunc(Q) @ np.swapaxes(np.trunc(K), -1, -2) / np.sqrt(d_k),
                                     "Q and K", "scores", divides=True)
-    return [*truncated,
+    return [*truncated, *cases.rounded(raw / np.sqrt(d_k), what="the scores are"),
         (lambda: raw, "scores look unscaled: divide by sqrt(d_k)"),
         (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead, once (Q and K each divided "
                             "by sqrt(d_k) divide their product by d_k)"),

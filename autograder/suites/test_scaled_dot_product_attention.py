@@ -15,8 +15,6 @@ FILL_HINT = "fill the blocked scores with -inf (np.where(mask, -np.inf, scores))
 WRONG_AXIS = "the softmax runs over the wrong axis: each row (one query) must sum to 1, softmax over the last axis"
 QUERIES_AXIS = ("the softmax runs over the wrong axis, the queries' (axis=-2, axis=0 of one matrix), so each key's "
                 "column sums to 1 instead of each query's row: softmax over the last axis, the keys")
-K_TRANSPOSED_FOR_ONE_MATRIX = ("with a batch, transpose only the last two axes of K for the scores Q Kᵀ "
-                               "(np.swapaxes(K, -1, -2)); K.T reverses every axis")
 V_TRANSPOSED = ("the context multiplies the weights by V transposed (V.T): V holds one value per row, (n_k, d_v), "
                 "and the weights' columns, one per key, meet those rows")
 GLOBAL_SUM = ("divides by one sum over the whole array (np.sum with no axis), not by each row's own: each row "
@@ -119,7 +117,7 @@ def _call(impl, Q, K, V, mask, label):
             batches.explain_attention_on_batches(impl.scaled_dot_product_attention, STEP, error, label)
         if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None if mask is None else full_mask[first]):
             raise CaseFailure(f"{detail}, but not on one item of it: "
-                              f"{batches.batch_error_cause(error, K_TRANSPOSED_FOR_ONE_MATRIX)}") from None
+                              f"{batches.batch_error_cause(error, batches.K_TRANSPOSED_FOR_SCORES)}") from None
         raise
     if out is None:
         raise checks.returned_none(f"scaled_dot_product_attention of {label}")
@@ -186,6 +184,7 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(scaled, mask, -np.inf), -1, -2),
          "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
          "leaves its softmax unchanged, so subtract each row's maximum"),
+        *cases.rounded(weights, what="the weights are"),  # before the epsilons, which worked examples' rounding fit
         *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
         *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
         *batches.reshaped_sums_mistakes(fill(scaled, mask, -np.inf)),
@@ -226,14 +225,14 @@ def mistakes(Q, K, V, mask, k):
 
 
 def _confirmed(impl, ladder, also=()):
-    """`ladder`, its scale's diagnoses (each names d_k) and the symptoms `also` confirmed where no two divisors, or a
-    wrong axis and one sum over the whole array (equal over a single key), coincide (cases.confirmed); d_k read
-    from a fixed axis is confirmed where it is right, on one matrix."""
+    """`ladder`, its scale's diagnoses (each names d_k), its weights rounded and the symptoms `also` confirmed where no
+    two divisors, a wrong axis and one sum over the whole array (equal over a single key), or rounding and an epsilon
+    coincide (cases.confirmed); d_k read from a fixed axis is confirmed where it is right, on one matrix."""
     r = rng(1312)
     Q, K, V = r.normal(size=(3, 7)), r.normal(size=(5, 7)), r.normal(size=(5, 2))
     return cases.confirmed(ladder, lambda: impl.scaled_dot_product_attention(Q, K, V, None)[1],
                            lambda: [*mistakes(Q, K, V, None, 1), (_model(dict(Q=Q, K=K, V=V))[1], model.FIXED_AXIS)],
-                           only=lambda symptom: "d_k" in symptom or symptom in also)
+                           only=lambda symptom: "d_k" in symptom or symptom in also or cases.ROUNDED in symptom)
 
 
 def stored_symptoms(record, k):

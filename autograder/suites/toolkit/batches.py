@@ -127,6 +127,11 @@ INDEXED_FOR_ONE_MATRIX = ("the shapes do not broadcast on a batch: an axis index
                           "axis with keepdims=True, which fit any batch")
 
 
+# scaled_dot_product_attention's words for it, where the scores are the step's own (scaled_attention_scores has its own)
+K_TRANSPOSED_FOR_SCORES = ("with a batch, transpose only the last two axes of K for the scores Q Kᵀ "
+                           "(np.swapaxes(K, -1, -2)); K.T reverses every axis")
+
+
 def batch_error_cause(error, transposed):
     """The cause of an `error` on a batch where one item of it runs, as far as its words tell: `transposed` (the
     step's words for a transpose written for one matrix), INDEXED_FOR_ONE_MATRIX, or the kinds of code written for

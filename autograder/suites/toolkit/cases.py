@@ -310,9 +310,13 @@ def rng(seed):
     return np.random.default_rng(seed)
 
 
-def rounded(right, decimals=range(1, 5)):
+def rounded(right, decimals=range(1, 5), what="the result is"):
     """(candidate, symptom) of a result rounded for display (round(x, 2), np.round(x, 3)): the right value
-    rounded to each of `decimals`; more decimals stay within the tolerance of a float32 input anyway."""
+    rounded to each of `decimals`; more decimals stay within the tolerance of a float32 input anyway. `what`
+    names the value rounded (`ROUNDED` starts each symptom)."""
     return [(lambda k=k: np.round(np.asarray(right, dtype=float), k),
-             f"the result is rounded to {k} decimals: return it unrounded (round only where it is printed)")
+             f"{what} {ROUNDED} {k} decimals: return the values as computed (round only where they are printed)")
             for k in decimals]
+
+
+ROUNDED = "rounded to"
