@@ -418,8 +418,12 @@ def test_edge_cases(impl):
     out = forward(impl, module, token, "a single token", 3, 4)
     _expect_output(impl, out, _linear(token, weights["W_value"]).numpy(),
                    "the output for a single token (it attends only to itself: its value)", token.numpy(), weights)
-    big = forward(impl, module, 300 * toolkit.tensor(r.normal(size=(5, 3))), "inputs scaled by 300", 3, 4)
-    checks.expect_finite(checks.to_array(big, "the output"), "the output for inputs scaled by 300")
+    x = 300 * toolkit.tensor(r.normal(size=(5, 3)))
+    big = checks.to_array(forward(impl, module, x, "inputs scaled by 300", 3, 4), "the output")
+    named = checks.named_mistake(big, toolkit.self_attention_slips.unshifted_softmax(*_scaled_scores_and_values(x.numpy(), weights)))
+    if named is not None:
+        raise CaseFailure(f"the output for inputs scaled by 300: {named}")
+    checks.expect_finite(big, "the output for inputs scaled by 300")
 
 
 @case(STEP, "property", weight=0.5)

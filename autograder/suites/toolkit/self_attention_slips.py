@@ -8,6 +8,7 @@ keepdim show.
 `explain_square_only`: a forward that raises unless d_out = d_in, named by a square layer's output.
 `keys_reshaped(x, linears)`: the output with the keys reshaped to the shape of their transpose.
 `SOFTMAX_OVER_BATCH`: the message of a softmax over a batch's first axis, written or implicit.
+`unshifted_softmax(scores, values)`: the output of a softmax by hand that subtracts no maximum, in float32.
 `counted_for_a_batch(error)`: what a forward that runs on a batch of one but not on one sequence got wrong, as far
 as its error's words tell.
 """
@@ -143,3 +144,19 @@ def counted_for_a_batch(error):
     if "permute" in said:
         return PERMUTED_FOR_A_BATCH
     return NEEDS_A_BATCH
+
+
+# exp of a float32 overflows above about 88: scores that large make inf / inf = nan where the maximum is not subtracted
+UNSHIFTED = ("the softmax is written by hand without subtracting each row's maximum: exp overflows to inf on scores "
+             "this large, and inf / inf is nan; subtract each row's maximum first (which leaves the softmax as it is), "
+             "or use torch.softmax")
+
+
+def unshifted_softmax(scores, values):
+    """(candidate, symptom) of the context of the scaled `scores` and `values` (float64) weighed by a softmax that
+    exponentiates them as they are, in float32 as the layer computes."""
+    def weights():
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(scores.astype(np.float32))
+            return (e / e.sum(axis=-1, keepdims=True)).astype(np.float64)
+    return [(lambda: weights() @ values, UNSHIFTED)]
