@@ -337,6 +337,11 @@ ERROR_CAUSES = (
       "method-wrapper' object is not subscriptable"),
      "a method is used without calling it (cache.__len__ for len(cache), x.size for x.size()): a method gives its "
      "value only when it is called, with parentheses"),
+    # x @ W.weight.T + W.bias by hand: a layer made with bias=False (qkv_bias=False) keeps None as its bias
+    (("and 'NoneType'", "'NoneType' and '"),
+     "None is added to (or multiplied with) a value: the .bias of a layer made with bias=False (qkv_bias=False) "
+     "is None, so x @ W.weight.T + W.bias fails where calling the layer, W(x), adds a bias only where there is "
+     "one; or an optional argument left None (mask=None) is used as if it were given (test `is None` first)"),
     (("'NoneType' object has no attribute", "object of type 'NoneType' has no len()",
       "'NoneType' object is not subscriptable"),
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "
