@@ -174,7 +174,8 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
         # the queries' axis, named, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
-        *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), -2, shift), QUERIES_AXIS) for shift in (None, -1)],
+        *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), -2, shift), QUERIES_AXIS if np.ndim(scaled) != 3
+           else batches.SOFTMAX_OVER_BATCH_QUERIES) for shift in (None, -1)],
         *[(lambda axis=axis, shift=shift: _softmax(fill(scaled, mask, -np.inf), axis, shift), WRONG_AXIS)
           for axis in range(np.ndim(scaled) - 2) for shift in (None, -1)],
         (lambda: _unnormalised(fill(scaled, mask, -np.inf)),

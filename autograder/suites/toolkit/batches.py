@@ -118,6 +118,12 @@ def sums_indexed_for_one_matrix(attend):
         return False
 
 
+# axis=1 written for one matrix (n_q, n_k), where it is the keys', in NumPy's words (SelfAttention's are torch's)
+SOFTMAX_OVER_BATCH_QUERIES = ("the softmax runs over the queries' axis of the batch (B, n_q, n_k), axis=1 (or axis=-2), "
+                              "so each key's column sums to 1 instead of each query's row; axis=1 is the keys only on "
+                              "one matrix (n_q, n_k): use axis=-1, the keys on any number of leading axes")
+
+
 # Code that runs on one item of a batch but not on the batch, by the words of its error: a product whose inner sizes
 # do not meet, or a transpose that lists every axis, is a transpose written for one matrix; shapes that do not
 # broadcast come of an axis indexed or reshaped for one matrix.
