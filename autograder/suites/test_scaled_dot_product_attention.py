@@ -167,8 +167,8 @@ def mistakes(Q, K, V, mask, k):
     weights = _softmax(fill(scaled, mask, -np.inf))
     variants = [
         (lambda: _softmax(fill(raw, mask, -np.inf)), "scores look unscaled: divide by sqrt(d_k)"),
-        (lambda: _softmax(fill(raw / d_k, mask, -np.inf)),
-         "the scores are divided by d_k: divide by sqrt(d_k)"),
+        (lambda: _softmax(fill(raw / d_k, mask, -np.inf)), "the scores are divided by d_k: divide by sqrt(d_k), once "
+         "(scaled_attention_scores divides by it already: scores divided again are divided by d_k)"),
         (lambda: _softmax(fill(raw / d_k / 2, mask, -np.inf)), model.TWICE_D_K),
         *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in model.wrong_widths(Q, K, V)],
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
