@@ -8,7 +8,7 @@ keepdim show.
 `explain_square_only`: a forward that raises unless d_out = d_in, named by a square layer's output.
 `keys_reshaped(x, linears)`: the output with the keys reshaped to the shape of their transpose.
 `SOFTMAX_OVER_BATCH`: the message of a softmax over a batch's first axis, written or implicit.
-`unshifted_softmax(scores, values)`: the output of a softmax by hand that subtracts no maximum, in float32.
+`name_unshifted(output, scores, values, what)`: a softmax by hand that subtracts no maximum, named where it overflows.
 `counted_for_a_batch(error)`: what a forward that runs on a batch of one but not on one sequence got wrong, as far
 as its error's words tell.
 """
@@ -152,11 +152,14 @@ UNSHIFTED = ("the softmax is written by hand without subtracting each row's maxi
              "or use torch.softmax")
 
 
-def unshifted_softmax(scores, values):
-    """(candidate, symptom) of the context of the scaled `scores` and `values` (float64) weighed by a softmax that
-    exponentiates them as they are, in float32 as the layer computes."""
+def name_unshifted(output, scores, values, what):
+    """Raise the CaseFailure naming a softmax by hand without its shift where `output`, which holds nan or inf, is the
+    context of the scaled `scores` and `values` (float64) weighed by such a softmax, in float32 as the layer computes;
+    quiet otherwise (where nothing overflows that softmax is right)."""
     def weights():
         with np.errstate(over="ignore", invalid="ignore"):
             e = np.exp(scores.astype(np.float32))
             return (e / e.sum(axis=-1, keepdims=True)).astype(np.float64)
-    return [(lambda: weights() @ values, UNSHIFTED)]
+    named = None if np.isfinite(output).all() else checks.named_mistake(output, [(lambda: weights() @ values, UNSHIFTED)])
+    if named is not None:
+        raise CaseFailure(f"{what}: {named}")
