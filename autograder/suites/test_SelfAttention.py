@@ -111,8 +111,7 @@ def forward(impl, module, x, label, d_in, d_out):
         # torch.bmm's own words name its cause (harness.ERROR_CAUSES), whatever transposes the keys
         if x.ndim == 2 and "must be a 3D tensor" not in str(error) and _works(module, x[None]):
             raise CaseFailure(f"{detail}, but not on a batch of one: forward must accept (num_tokens, d_in) "
-                              "too; transpose the keys with transpose(-2, -1), which works for both"
-                              ) from None
+                              f"too; {toolkit.self_attention_slips.counted_for_a_batch(error)}") from None
         if x.ndim == 3 and _works(module, x[0]):
             raise CaseFailure(f"{detail}, but not on one item of it: forward must accept (batch, num_tokens, "
                               "d_in); transpose only the last two axes of the keys (keys.transpose(-2, -1)); keys.T "
@@ -419,8 +418,11 @@ def test_edge_cases(impl):
     out = forward(impl, module, token, "a single token", 3, 4)
     _expect_output(impl, out, _linear(token, weights["W_value"]).numpy(),
                    "the output for a single token (it attends only to itself: its value)", token.numpy(), weights)
-    big = forward(impl, module, 300 * toolkit.tensor(r.normal(size=(5, 3))), "inputs scaled by 300", 3, 4)
-    checks.expect_finite(checks.to_array(big, "the output"), "the output for inputs scaled by 300")
+    x = 300 * toolkit.tensor(r.normal(size=(5, 3)))
+    big = checks.to_array(forward(impl, module, x, "inputs scaled by 300", 3, 4), "the output")
+    toolkit.self_attention_slips.name_unshifted(big, *_scaled_scores_and_values(x.numpy(), weights),
+                                                "the output for inputs scaled by 300")
+    checks.expect_finite(big, "the output for inputs scaled by 300")
 
 
 @case(STEP, "property", weight=0.5)

@@ -140,6 +140,10 @@ def apply(impl, record):
     return _entries(impl, int(record["num_tokens"]))
 
 
+# An inner loop over the keys, range(i + 1, T - 1), that stops one short: range leaves its stop out already.
+LAST_KEY_OPEN = ("the last key (column T - 1) is blocked for no query, and every other entry is right: does a loop "
+                 "over the keys stop one short (range(i + 1, T - 1))? range leaves its stop out already, so "
+                 "range(i + 1, T) reaches the last key")
 BLOCKS_EARLIER = ("True below the diagonal blocks the EARLIER tokens; True belongs strictly above the diagonal "
                   "(key j > query i)")
 
@@ -151,6 +155,8 @@ def stored_symptoms(record, k):
     ones = np.ones((int(record["num_tokens"]),) * 2)
     row_0_open = np.triu(ones, 1)
     row_0_open[:1] = 0
+    last_key_open = np.triu(ones, 1)
+    last_key_open[:, -1:] = 0
     return [(np.triu(ones, 0), "the diagonal is True as well: a token must be allowed to attend to "
                                "itself, so only entries strictly above the diagonal are True (diagonal=1)"),
             (np.tril(ones, -1), BLOCKS_EARLIER),
@@ -158,10 +164,12 @@ def stored_symptoms(record, k):
             (np.tril(ones, 0), "True marks the allowed entries (the convention of "
                                "F.scaled_dot_product_attention); here True means blocked: invert it"),
             (0 * ones, "no entry is True: the entries strictly above the diagonal must be True" + (
-                # on two tokens row 0 holds the only True entry
-                " (here they are all in row 0: does a loop over the rows start at 1?)" if len(ones) == 2 else "")),
+                # on two tokens row 0 and the last column hold the only True entry
+                " (here that is one entry, in row 0 and in the last column: does a loop over the rows start at 1, or "
+                "one over the columns stop one short?)" if len(ones) == 2 else "")),
             (row_0_open, "row 0 blocks nothing, and every other row is right: query 0 must be blocked from every "
                          "later key too; does a loop over the rows start at 1 (range(1, T))? Row 0 is a query as well"),
+            (last_key_open, LAST_KEY_OPEN),
             (ones, "every entry is True: only the entries strictly above the diagonal must be"),
             (np.triu(ones, 2), "True starts one diagonal too high: each token may then attend to the token "
                                "right after it; every later key (j > i) must be blocked, the next one too"),
@@ -238,4 +246,6 @@ def test_long_sequence(impl):
     checks.expect_shape(out, (n, n), f"causal_mask({n})")
     rows, cols = np.nonzero(out)
     if len(rows) != n * (n - 1) // 2 or bool((cols <= rows).any()):
-        raise CaseFailure(f"causal_mask({n}) should be True exactly where column > row")
+        named = checks.named_mistake(out != 0, stored_symptoms(dict(num_tokens=n), 0), atol=0, rtol=0)
+        cause = f": {named}" if named else ""
+        raise CaseFailure(f"causal_mask({n}) should be True exactly where column > row{cause}")

@@ -141,6 +141,9 @@ def stored_symptoms(record, k):
             (lambda: np.where(m, -np.inf, s), "it returns the masked scores themselves: the softmax is never "
              "applied to them"),
             (lambda: _exp(np.where(m, -np.inf, s)), UNNORMALISED),
+            # the whole tensor's maximum, of the scores or of the masked scores: right until a row lies far below it
+            *[(lambda top=top: _normalised(_exp(np.where(m, -np.inf, s) - top), True), GLOBAL_MAX)
+              for top in (s.max(), np.where(m, -np.inf, s).max())],
             (lambda: _softmax(np.where(np.triu(np.ones(s.shape[-2:], dtype=bool), 1), -np.inf, s)), OWN_CAUSAL_MASK),
             *_mask_axis_added(s, record["mask"]), *_mask_axis_at_1(s, record["mask"])]
 
@@ -191,6 +194,9 @@ def _mask_axis_at_1(s, mask):
 # The smallest score is a finite fill like 0 or -1e3, but one the scores choose: named apart, since it looks like -inf.
 FILLED_WITH_MIN = ("blocked scores are filled with the smallest score (scores.min()), which is finite, so blocked "
                    "entries still get weight: fill them with float('-inf'), whose exponential is exactly 0")
+GLOBAL_MAX = ("the maximum subtracted is the whole tensor's (.max() with no dim), not each row's: a row whose scores "
+              "lie far below the largest one underflows to 0 / 0 = nan; shift each row by its own maximum "
+              "(dim=-1, keepdim=True), or let torch.softmax do it")
 UNNORMALISED = ("the weights are the exponentials of the masked scores, never divided by their row's sum: blocked "
                 "entries are 0 as they should be, but each row must then be normalised to sum to 1 (torch.softmax "
                 "does both)")

@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import cases, checks, reshapes
+from autograder.suites.toolkit import batches, cases, checks, reshapes
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 from autograder.suites.toolkit.model import (
     FIXED_AXIS,
@@ -78,9 +78,7 @@ def _checked_call(impl, record):
                                       lambda product: product / np.sqrt(k.shape[-1]))
         if Q.ndim > 2 and _works(impl, q, k):
             raise CaseFailure(f"scaled_attention_scores raised {type(error).__name__} on {label}, but not on "
-                              "one item of it: with a batch, transpose only the last two axes of K "
-                              "(np.swapaxes(K, -1, -2)); K.T reverses every axis, and K.transpose(-1, -2), torch's "
-                              "spelling, lists the order of every axis in NumPy, which a batch's K does not fit"
+                              f"one item of it: {batches.batch_error_cause(error, TRANSPOSED_FOR_ONE_MATRIX)}"
                               ) from None
         _named_on_square_keys(impl, error, label)
         raise
@@ -102,6 +100,9 @@ def _checked_call(impl, record):
     return out
 
 
+TRANSPOSED_FOR_ONE_MATRIX = ("with a batch, transpose only the last two axes of K (np.swapaxes(K, -1, -2)); K.T "
+                             "reverses every axis, and K.transpose(-1, -2), torch's spelling, lists the order of every "
+                             "axis in NumPy, which a batch's K does not fit")
 UNTRANSPOSED_K = ("multiplies Q by K untransposed (Q @ K): the transpose is missing, or is torch's K.transpose(0, 1), "
                   "which in NumPy lists every axis in its new order, so it keeps a 2-d K as it is and refuses a "
                   "batch; swap K's last two axes, np.swapaxes(K, -1, -2)")
@@ -159,7 +160,7 @@ def mistakes(Q, K):
     raw = Q @ np.swapaxes(K, -1, -2)
     truncated = truncation_mistakes(raw / np.sqrt(d_k), np.trunc(Q) @ np.swapaxes(np.trunc(K), -1, -2) / np.sqrt(d_k),
                                     "Q and K", "scores", divides=True)
-    return [*truncated,
+    return [*truncated, *cases.rounded(raw / np.sqrt(d_k), what="the scores are"),
         (lambda: raw, "scores look unscaled: divide by sqrt(d_k)"),
         (lambda: raw / d_k, "the scores are divided by d_k: divide by sqrt(d_k) instead, once (Q and K each divided "
                             "by sqrt(d_k) divide their product by d_k)"),

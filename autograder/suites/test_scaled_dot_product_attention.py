@@ -116,9 +116,8 @@ def _call(impl, Q, K, V, mask, label):
         if Q.ndim > 2:  # np.dot, or sums reshaped to a column, named on a smaller batch where the code runs
             batches.explain_attention_on_batches(impl.scaled_dot_product_attention, STEP, error, label)
         if Q.ndim > 2 and _works(impl, Q[first], K[first], V[first], None if mask is None else full_mask[first]):
-            raise CaseFailure(f"{detail}, but not on one item of it: with a batch, transpose only the last "
-                              "two axes of K for the scores Q Kᵀ (np.swapaxes(K, -1, -2)); K.T reverses every "
-                              "axis") from None
+            raise CaseFailure(f"{detail}, but not on one item of it: "
+                              f"{batches.batch_error_cause(error, batches.K_TRANSPOSED_FOR_SCORES)}") from None
         raise
     if out is None:
         raise checks.returned_none(f"scaled_dot_product_attention of {label}")
@@ -168,14 +167,15 @@ def mistakes(Q, K, V, mask, k):
     weights = _softmax(fill(scaled, mask, -np.inf))
     variants = [
         (lambda: _softmax(fill(raw, mask, -np.inf)), "scores look unscaled: divide by sqrt(d_k)"),
-        (lambda: _softmax(fill(raw / d_k, mask, -np.inf)),
-         "the scores are divided by d_k: divide by sqrt(d_k)"),
+        (lambda: _softmax(fill(raw / d_k, mask, -np.inf)), "the scores are divided by d_k: divide by sqrt(d_k), once "
+         "(scaled_attention_scores divides by it already: scores divided again are divided by d_k)"),
         (lambda: _softmax(fill(raw / d_k / 2, mask, -np.inf)), model.TWICE_D_K),
         *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in model.wrong_widths(Q, K, V)],
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
         # the queries' axis, named, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
-        *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), -2, shift), QUERIES_AXIS) for shift in (None, -1)],
+        *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), -2, shift), QUERIES_AXIS if np.ndim(scaled) != 3
+           else batches.SOFTMAX_OVER_BATCH_QUERIES) for shift in (None, -1)],
         *[(lambda axis=axis, shift=shift: _softmax(fill(scaled, mask, -np.inf), axis, shift), WRONG_AXIS)
           for axis in range(np.ndim(scaled) - 2) for shift in (None, -1)],
         (lambda: _unnormalised(fill(scaled, mask, -np.inf)),
@@ -185,6 +185,7 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(scaled, mask, -np.inf), -1, -2),
          "subtracts each column's maximum (axis=-2) before exp: only a shift that is the same along a row "
          "leaves its softmax unchanged, so subtract each row's maximum"),
+        *cases.rounded(weights, what="the weights are"),  # before the epsilons, which worked examples' rounding fit
         *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
         *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
         *batches.reshaped_sums_mistakes(fill(scaled, mask, -np.inf)),
@@ -225,14 +226,14 @@ def mistakes(Q, K, V, mask, k):
 
 
 def _confirmed(impl, ladder, also=()):
-    """`ladder`, its scale's diagnoses (each names d_k) and the symptoms `also` confirmed where no two divisors, or a
-    wrong axis and one sum over the whole array (equal over a single key), coincide (cases.confirmed); d_k read
-    from a fixed axis is confirmed where it is right, on one matrix."""
+    """`ladder`, its scale's diagnoses (each names d_k), its weights rounded and the symptoms `also` confirmed where no
+    two divisors, a wrong axis and one sum over the whole array (equal over a single key), or rounding and an epsilon
+    coincide (cases.confirmed); d_k read from a fixed axis is confirmed where it is right, on one matrix."""
     r = rng(1312)
     Q, K, V = r.normal(size=(3, 7)), r.normal(size=(5, 7)), r.normal(size=(5, 2))
     return cases.confirmed(ladder, lambda: impl.scaled_dot_product_attention(Q, K, V, None)[1],
                            lambda: [*mistakes(Q, K, V, None, 1), (_model(dict(Q=Q, K=K, V=V))[1], model.FIXED_AXIS)],
-                           only=lambda symptom: "d_k" in symptom or symptom in also)
+                           only=lambda symptom: "d_k" in symptom or symptom in also or cases.ROUNDED in symptom)
 
 
 def stored_symptoms(record, k):

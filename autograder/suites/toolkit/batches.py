@@ -9,8 +9,8 @@ import numpy as np
 from autograder.errors import CaseFailure
 from autograder.harness import error_name
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import rng
-from autograder.suites.toolkit.model import softmax
+from autograder.suites.toolkit.cases import WRITTEN_FOR_ONE_MATRIX, rng
+from autograder.suites.toolkit.model import ONE_MATRIX_SUMS, hand_written_softmax_mistakes, softmax
 
 NP_DOT = ("np.dot (like np.inner) is no batched product: on a batch it keeps the leading axes of both arrays, so "
           "every item meets every item of the other; @ (np.matmul) multiplies the last two axes, pairing item i "
@@ -46,15 +46,23 @@ def explain_np_dot(name, error, label, one_item, right, what):
                               f"shape {checks.fmt_shape(out.shape)}, an axis of size 1 too many, as np.dot gives it: {NP_DOT}") from None
 
 
-def reshaped_sums_mistakes(s, axis=-1):
-    """(candidate, symptom) of a softmax of s along `axis` whose sum, or maximum and sum, is reshaped to a column
-    (-1, 1) where keepdims=True is meant, as such code computes it: right along the last axis of a matrix only."""
-    def reshaped(both):
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            e = np.exp(s - (s.max(axis=axis).reshape(-1, 1) if both else s.max(axis=axis, keepdims=True)))
-            return e / e.sum(axis=axis).reshape(-1, 1)
+# The maximum alone reshaped: on one matrix any constant per row cancels, so only a batch, where the shapes meet
+# otherwise, shows it.
+RESHAPED_MAXIMA = ("the row maxima are reshaped to a column (.reshape(-1, 1)), which fits one matrix only: that merges "
+                   "all other axes into one, so a batch's maxima miss their rows; keepdims=True keeps the axis taken "
+                   "in its place, so the maxima broadcast on any shape")
 
-    return [(lambda both=both: reshaped(both), RESHAPED_SUMS) for both in (False, True)]
+
+def reshaped_sums_mistakes(s, axis=-1):
+    """(candidate, symptom) of a softmax of s along `axis` whose sum, maximum, or both are reshaped to a column
+    (-1, 1) where keepdims=True is meant, as such code computes it: right along the last axis of a matrix only."""
+    def reshaped(sums, maxima):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            e = np.exp(s - (s.max(axis=axis).reshape(-1, 1) if maxima else s.max(axis=axis, keepdims=True)))
+            return e / (e.sum(axis=axis).reshape(-1, 1) if sums else e.sum(axis=axis, keepdims=True))
+
+    return [(lambda: reshaped(True, False), RESHAPED_SUMS), (lambda: reshaped(True, True), RESHAPED_SUMS),
+            (lambda: reshaped(False, True), RESHAPED_MAXIMA)]
 
 
 def explain_sums_reshaped(name, error, label, run, ladder, where):
@@ -65,9 +73,10 @@ def explain_sums_reshaped(name, error, label, run, ladder, where):
         out = checks.to_array(run(), "the output")
     except Exception:  # noqa: BLE001 - only asks what these inputs give
         return
-    if checks.named_mistake(out, ladder()) is not None:
+    named = checks.named_mistake(out, ladder())
+    if named is not None:
         raise CaseFailure(f"{name} raised {error_name(error)} on {label}, but runs on {where}, where what it "
-                          f"gives shows that {RESHAPED_SUMS}") from None
+                          f"gives shows that {named}") from None
 
 
 def explain_attention_on_batches(attend, name, error, label):
@@ -86,17 +95,57 @@ def explain_attention_on_batches(attend, name, error, label):
 
 
 def sums_indexed_for_one_matrix(attend):
-    """Whether `attend(Q, K, V)` runs on 3 queries over 5 keys and on a (2, 4, 4) batch but raises on a
-    (2, 3, 5) one, as a softmax whose row sums are indexed [:, None] does (ONE_MATRIX_SUMS); K.T fails on
-    either batch, and a product in the wrong order on the single matrix."""
+    """Whether `attend(Q, K, V)` (context, weights) runs on 3 queries over 5 keys and on a (2, 4, 4) batch but
+    raises on a (2, 3, 5) one, as a softmax whose row sums are indexed [:, None] does (ONE_MATRIX_SUMS), and its
+    weights on the (2, 4, 4) batch are those sums' (new axes indexed for one matrix elsewhere, Q[:, None, :] say,
+    run on the same shapes); K.T fails on either batch, and a product in the wrong order on the single matrix."""
     r = rng(1313)
-    def runs(lead, n_q, n_k):
+    def run(lead, n_q, n_k):
+        Q, K, V = r.normal(size=(*lead, n_q, 3)), r.normal(size=(*lead, n_k, 3)), r.normal(size=(*lead, n_k, 2))
         try:
-            attend(r.normal(size=(*lead, n_q, 3)), r.normal(size=(*lead, n_k, 3)), r.normal(size=(*lead, n_k, 2)))
+            return Q, K, attend(Q, K, V)
         except Exception:  # noqa: BLE001 - only asks which shapes go through
-            return False
-        return True
-    return runs((), 3, 5) and runs((2,), 4, 4) and not runs((2,), 3, 5)
+            return None
+    square = run((2,), 4, 4)
+    if run((), 3, 5) is None or square is None or run((2,), 3, 5) is not None:
+        return False
+    Q, K, (_, weights) = square
+    sums = [(c, why) for c, why in hand_written_softmax_mistakes(Q @ np.swapaxes(K, -1, -2) / np.sqrt(3))
+            if why == ONE_MATRIX_SUMS]
+    try:
+        return checks.named_mistake(checks.to_array(weights, "the weights"), sums) is not None
+    except CaseFailure:
+        return False
+
+
+# axis=1 written for one matrix (n_q, n_k), where it is the keys', in NumPy's words (SelfAttention's are torch's)
+SOFTMAX_OVER_BATCH_QUERIES = ("the softmax runs over the queries' axis of the batch (B, n_q, n_k), axis=1 (or axis=-2), "
+                              "so each key's column sums to 1 instead of each query's row; axis=1 is the keys only on "
+                              "one matrix (n_q, n_k): use axis=-1, the keys on any number of leading axes")
+
+
+# Code that runs on one item of a batch but not on the batch, by the words of its error: a product whose inner sizes
+# do not meet, or a transpose that lists every axis, is a transpose written for one matrix; shapes that do not
+# broadcast come of an axis indexed or reshaped for one matrix.
+INDEXED_FOR_ONE_MATRIX = ("the shapes do not broadcast on a batch: an axis indexed or reshaped for one matrix? New "
+                          "axes at fixed places (Q[:, None, :]), or a maximum or sum made a column with [:, None] or "
+                          ".reshape(-1, 1), land among a batch's axes; index from the end ([..., None]) or keep the "
+                          "axis with keepdims=True, which fit any batch")
+
+
+# scaled_dot_product_attention's words for it, where the scores are the step's own (scaled_attention_scores has its own)
+K_TRANSPOSED_FOR_SCORES = ("with a batch, transpose only the last two axes of K for the scores Q Kᵀ "
+                           "(np.swapaxes(K, -1, -2)); K.T reverses every axis")
+
+
+def batch_error_cause(error, transposed):
+    """The cause of an `error` on a batch where one item of it runs, as far as its words tell: `transposed` (the
+    step's words for a transpose written for one matrix), INDEXED_FOR_ONE_MATRIX, or the kinds of code written for
+    one matrix."""
+    said = str(error)
+    if "mismatch in its core dimension" in said or "axes don't match" in said:
+        return transposed
+    return INDEXED_FOR_ONE_MATRIX if "could not be broadcast" in said else WRITTEN_FOR_ONE_MATRIX
 
 
 def told_apart_on_one_item(ladder, symptom, right_alone, symptom_if_right):

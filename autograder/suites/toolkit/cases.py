@@ -265,10 +265,13 @@ def explain_batch_error(what, error, label, first_item):
     except Exception:  # noqa: BLE001 - only asks whether one item goes through
         return
     name = error_name(error)
-    raise CaseFailure(f"{what} works on one item of the batch but raised {name} on {label}: code written for one "
-                      "matrix (.T, which reverses every axis of a batch; an einsum, np.dot or loop for 2-d input) "
-                      "does not fit a batch; leave the leading axes alone and work on the last two (@ broadcasts "
-                      "over them, np.swapaxes(a, -1, -2), '...' in einsum)") from None
+    raise CaseFailure(f"{what} works on one item of the batch but raised {name} on {label}: {WRITTEN_FOR_ONE_MATRIX}"
+                      ) from None
+
+
+WRITTEN_FOR_ONE_MATRIX = ("code written for one matrix (.T, which reverses every axis of a batch; an einsum, np.dot or "
+                          "loop for 2-d input) does not fit a batch; leave the leading axes alone and work on the last "
+                          "two (@ broadcasts over them, np.swapaxes(a, -1, -2), '...' in einsum)")
 
 
 def named_on_a_square(name, error, label, X, run, ladder):
@@ -307,9 +310,13 @@ def rng(seed):
     return np.random.default_rng(seed)
 
 
-def rounded(right, decimals=range(1, 5)):
+def rounded(right, decimals=range(1, 5), what="the result is"):
     """(candidate, symptom) of a result rounded for display (round(x, 2), np.round(x, 3)): the right value
-    rounded to each of `decimals`; more decimals stay within the tolerance of a float32 input anyway."""
+    rounded to each of `decimals`; more decimals stay within the tolerance of a float32 input anyway. `what`
+    names the value rounded (`ROUNDED` starts each symptom)."""
     return [(lambda k=k: np.round(np.asarray(right, dtype=float), k),
-             f"the result is rounded to {k} decimals: return it unrounded (round only where it is printed)")
+             f"{what} {ROUNDED} {k} decimals: return the values as computed (round only where they are printed)")
             for k in decimals]
+
+
+ROUNDED = "rounded to"

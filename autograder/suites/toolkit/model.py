@@ -271,6 +271,8 @@ MASK_MISTAKES = [
     # ~mask, or True read as "may attend": the last token sees nothing, and its row is nan (0 / 0)
     (dict(mask="inverted"), "the mask is inverted (~mask, or True read as 'may attend'): it blocks each token "
                             "itself and the earlier ones, and leaves the later ones open; True means BLOCKED"),
+    (dict(mask="diagonal"), "the mask blocks the diagonal too (triu without diagonal=1): each token is blocked from "
+                            "itself, so token 0 has no key left and is nan (0 / 0); block only keys j > i"),
     (dict(fill=0.0), "blocked scores are set to 0 instead of -inf, so blocked keys still get weight "
                      "(exp(0) = 1)"),
     (dict(after=True), "the mask is applied after the softmax without renormalising, so rows no longer "

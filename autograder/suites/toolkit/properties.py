@@ -208,6 +208,13 @@ def check_trains_with_dropout(name, module, args, p, seed=99):
                       + DROPOUT_IN_PLACE)
 
 
+# self.dropout called on the weights twice (a line that applies it, and a return that applies it again): each kept
+# weight is scaled twice, and a weight is dropped by either call
+DROPPED_TWICE = ("the kept attention weights are scaled by 1/(1-p) twice, 1/(1-p)**2, and more of them are zeroed: "
+                 "dropout is applied to the weights twice (is self.dropout called on them, and then again where they "
+                 "meet the values?); apply it once")
+
+
 def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
                   not_applied="apply self.dropout to the attention weights in forward", expected=None):
     """make(p) -> a module whose output on x = eye(T) (batch 1) is, per head h, [w_h, 2 w_h] with
@@ -285,6 +292,8 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
                 raise CaseFailure(f"{name} in train mode: the attention weights still sum to 1 but are not the "
                                   "eval-mode weights with entries zeroed: dropout acts on the scores before the "
                                   "softmax; apply it to the weights after the softmax")
+            if (dropped | (abs(weights - clean / (1 - p) ** 2) <= tol / (1 - p) ** 2)).all():
+                raise CaseFailure(f"{name} in train mode: {DROPPED_TWICE}")
             if _whole_tokens_dropped(weights, clean, dropped):
                 raise CaseFailure(f"{name} in train mode: whole tokens are dropped, the same keys weighted 0 for "
                                   "every query, as when dropout acts on the input before the projections: apply "

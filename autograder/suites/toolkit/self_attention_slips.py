@@ -8,6 +8,9 @@ keepdim show.
 `explain_square_only`: a forward that raises unless d_out = d_in, named by a square layer's output.
 `keys_reshaped(x, linears)`: the output with the keys reshaped to the shape of their transpose.
 `SOFTMAX_OVER_BATCH`: the message of a softmax over a batch's first axis, written or implicit.
+`name_unshifted(output, scores, values, what)`: a softmax by hand that subtracts no maximum, named where it overflows.
+`counted_for_a_batch(error)`: what a forward that runs on a batch of one but not on one sequence got wrong, as far
+as its error's words tell.
 """
 
 import numpy as np
@@ -121,3 +124,42 @@ def keys_reshaped(x, linears):
     queries, keys, values = project("W_query"), project("W_key"), project("W_value")
     return [(lambda candidate=candidate: candidate(), KEYS_RESHAPED) for candidate, _ in reshapes.reshape_mistakes(
         queries, keys, lambda product: softmax(product / np.sqrt(keys.shape[-1])) @ values)]
+
+
+# torch words axis 2 of one sequence alike wherever it is asked for (keys.transpose(1, 2), a softmax over dim=2), and a
+# permute of three axes in words of its own: only those words tell which part of the forward counts from the front.
+AXIS_2_OF_A_BATCH = ("axis 2 of a batch (batch, T, d) does not exist on one sequence (T, d): is it the keys' "
+                     "transpose(1, 2), or a softmax (or sum) over dim=2? Count the axes from the end, transpose(-2, -1) "
+                     "and dim=-1, which fit both")
+PERMUTED_FOR_A_BATCH = ("a permute of three axes (keys.permute(0, 2, 1)) fits a batch only; transpose the keys with "
+                        "transpose(-2, -1), which works for both")
+NEEDS_A_BATCH = "and the grader cannot name the part of it that needs a batch"
+
+
+def counted_for_a_batch(error):
+    """The message of a forward that raised `error` on one sequence but runs on a batch of one."""
+    said = str(error)
+    if "Dimension out of range" in said:
+        return AXIS_2_OF_A_BATCH
+    if "permute" in said:
+        return PERMUTED_FOR_A_BATCH
+    return NEEDS_A_BATCH
+
+
+# exp of a float32 overflows above about 88: scores that large make inf / inf = nan where the maximum is not subtracted
+UNSHIFTED = ("the softmax is written by hand without subtracting each row's maximum: exp overflows to inf on scores "
+             "this large, and inf / inf is nan; subtract each row's maximum first (which leaves the softmax as it is), "
+             "or use torch.softmax")
+
+
+def name_unshifted(output, scores, values, what):
+    """Raise the CaseFailure naming a softmax by hand without its shift where `output`, which holds nan or inf, is the
+    context of the scaled `scores` and `values` (float64) weighed by such a softmax, in float32 as the layer computes;
+    quiet otherwise (where nothing overflows that softmax is right)."""
+    def weights():
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(scores.astype(np.float32))
+            return (e / e.sum(axis=-1, keepdims=True)).astype(np.float64)
+    named = None if np.isfinite(output).all() else checks.named_mistake(output, [(lambda: weights() @ values, UNSHIFTED)])
+    if named is not None:
+        raise CaseFailure(f"{what}: {named}")
