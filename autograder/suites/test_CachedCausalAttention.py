@@ -27,54 +27,16 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import cached, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.modules import Layer
 
 STEP = "CachedCausalAttention"
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 
-class _WholeInputs(Layer):
-    """The layer, whose forward without a cache names a refusal (ValueError) of tokens context_length fits, and a mask
-    slice whose rows or columns run on to the mask's end: without a cache it runs as CausalAttention does."""
-
-    def __call__(self, *args, **kwargs):
-        num_tokens = getattr(args[0], "shape", (0, 0))[1] if args else 0
-        try:
-            out = super().__call__(*args, **kwargs)
-        except RemoteError as error:
-            if isinstance(error, ValueError) and kwargs.get("cache") is None and num_tokens <= self.fits:
-                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised ValueError "
-                                  f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
-                                  "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
-                                  "positions 0, 1, ...; refuse only more than context_length tokens") from None
-            to_end = cached.mask_to_end(self.fits, num_tokens, str(error)) if num_tokens < self.fits else None
-            if kwargs.get("cache") is None and to_end is not None:
-                in_product, why = to_end
-                if in_product:
-                    raise CaseFailure(f"{self.what}: forward of {num_tokens} token without a cache raised "
-                                      f"{error.type_name} multiplying weights the mask made {self.fits} wide by "
-                                      f"the values: {why}") from None
-                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised "
-                                  f"{error.type_name} masking the scores: {why}") from None
-            if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
-                self._explain_rows(num_tokens, kwargs, f"raised {error.type_name}")
-            raise
-        if np.ndim(out) == 3 and 0 < num_tokens != np.shape(out)[1]:  # a row per token, or a mask slice off
-            self._explain_rows(num_tokens, kwargs, f"gave {np.shape(out)[1]} rows")
-        return out
-
-    def _explain_rows(self, num_tokens, kwargs, said):
-        """A mask slice whose rows start one off, shown on a layer where it fits (`cached.explain_shifted_rows`)."""
-        with_cache = "with" if kwargs.get("cache") is not None else "without"
-        cached.explain_shifted_rows(self._impl, f"{self.what}: forward of {num_tokens} token"
-                                    f"{'s' * (num_tokens != 1)} {with_cache} a cache", said)
-
-
 def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
     layer = toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
                                   f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
-    layer = _WholeInputs.of(layer, layer.what, layer.explain)
+    layer = cached.WholeInputs.of(layer, layer.what, layer.explain)
     layer.fits, layer.width = context_length, d_out
     return layer
 
@@ -441,8 +403,11 @@ def test_input_unchanged(impl):
 
 @case(STEP, "property", weight=0.5)
 def test_gradients_reach_projections(impl):
-    """without a cache it trains like CausalAttention: gradients reach W_query, W_key and W_value"""
+    """without a cache it trains like CausalAttention: gradients reach W_query, W_key and W_value, with dropout too"""
     r = rng(1541)
-    module = _module(impl, 3, 4, 5, toolkit.random_projections(r, 3, 4, False))
-    toolkit.check_gradients("CachedCausalAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))),
+    linears = toolkit.random_projections(r, 3, 4, False)
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    toolkit.check_gradients("CachedCausalAttention", _module(impl, 3, 4, 5, linears), x,
                             [f"{name}.weight" for name in PROJECTIONS])
+    # in-place dropout (nn.Dropout(p, inplace=True)) on the softmax's output breaks only a backward with dropout on
+    toolkit.check_trains_with_dropout("CachedCausalAttention", _module(impl, 3, 4, 5, linears, dropout=0.5), [x], 0.5)
