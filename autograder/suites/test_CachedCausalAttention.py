@@ -310,13 +310,15 @@ def test_last_token_through_cache_is_self_attention(impl):
         raise CaseFailure(message)
 
 
-def _expect_value_error(call, what):
+def _expect_value_error(call, what, same_total=None):
+    """call() raises ValueError; same_total, the same number of tokens given to a new cache, names a length check
+    that counts the new tokens only (`cached.refused_otherwise`)."""
     try:
         call()
     except ValueError:
         return
     except RemoteError as error:
-        raise cached.refused_otherwise(what, error) from None
+        raise cached.refused_otherwise(what, error, same_total) from None
     raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
 
 
@@ -331,11 +333,13 @@ def test_refuses_to_grow_past_context_length(impl):
     cache = impl.KVCache()
     _forward(module, x, cache, 0, 3, f"{what}: forward(x[:, 0:3], cache=cache)")
     _forward(module, x, cache, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")  # exactly context_length: allowed
-    _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more")
+    _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more",
+                        lambda: module(x[:, :6], cache=impl.KVCache()))
     _expect_value_error(lambda: module(x[:, :6], cache=impl.KVCache()), f"{what} given 6 tokens and an empty cache")
     cache = impl.KVCache()
     module(x[:, :4], cache=cache)
-    _expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more")
+    _expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more",
+                        lambda: module(x[:, :6], cache=impl.KVCache()))
     if len(cache) != 4:  # the refused tokens' keys went in: every later call would attend to them
         raise CaseFailure(f"{what}: a refused forward left {len(cache)} tokens in the cache that held 4; check the "
                           "length before cache.update, so that a refused call changes nothing")
