@@ -102,6 +102,10 @@ MISTAKES = [
                           "number: divide with /"),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
+    # stop = min(start + block_size, n_k - 1): an off-by-one in the last block's end
+    (dict(width="last_key"), "the last key is never read: the blocks' slices end at key n_k - 1 at the latest, and a "
+                             "slice's end is left out, so key n_k - 1 gets no weight; the last block ends where the "
+                             "keys end"),
     (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES),
     (dict(scale="twice_linear"), TWICE_D_K),
     (dict(rescale="acc_twice"), blockwise.RESCALED_TWICE),

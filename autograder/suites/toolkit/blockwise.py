@@ -29,7 +29,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped, "last": the last block is skipped, even a
     full one (range(0, n_k - block_size, block_size)); width "short": each block reads one key fewer,
-    K[start:start + block_size - 1]; sum_axis 0: the block's weights
+    K[start:start + block_size - 1], "last_key": the blocks stop at n_k - 1, so the last key is never read; sum_axis 0: the block's weights
     summed over axis 0 (the queries of one sequence), None: over every axis (one total); block_max: the new maximum is the block's own; values
     "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
@@ -52,7 +52,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
         starts = {"keys": range(0, end, block_size), "queries": range(0, end, block_size),
                   "from_one": range(1, end, block_size), "block_numbers": range(n_k // block_size)}[loop]
         for start in starts:
-            stop = min(start + block_size - (width == "short"), n_k)
+            stop = min(start + block_size - (width == "short"), n_k - (width == "last_key"))
             if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
                 continue
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2)
