@@ -106,7 +106,7 @@ MISTAKES = [
     (dict(width="last_key"), "the last key is never read: the blocks' slices end at key n_k - 1 at the latest, and a "
                              "slice's end is left out, so key n_k - 1 gets no weight; the last block ends where the "
                              "keys end"),
-    (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES),
+    (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES), (dict(max_axis=None), blockwise.MAX_OF_WHOLE_BLOCK),
     (dict(scale="twice_linear"), TWICE_D_K),
     (dict(rescale="acc_twice"), blockwise.RESCALED_TWICE),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "

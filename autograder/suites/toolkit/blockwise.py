@@ -35,7 +35,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
     "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
     the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read); max_axis -2:
-    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b);
+    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b),
+    None: over the whole block (every query and sequence);
     max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too.
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
@@ -182,6 +183,11 @@ def _explain_feature_slices(impl, what, went_wrong, Q, K, V, block_size, causal,
 MAX_OVER_QUERIES = ("the block's maximum is taken over the queries (axis -2), not over each query's scores (axis "
                     "-1): a (..., 1, b) maximum broadcasts the running (..., n_q, 1) ones to (..., n_q, b), which "
                     "fits the output only where the block is as wide as the values; keep one maximum per query")
+# scores.max() with no axis: one shift for every query and sequence. Exact arithmetic cancels it, but a query whose
+# scores lie far below the block's largest underflows.
+MAX_OF_WHOLE_BLOCK = ("the block's maximum is taken over the whole block at once (every query, and every sequence of "
+                      "a batch), not over each query's own scores: a query whose scores lie far below another's gets "
+                      "exp(score - max) = 0 for every key, and 0 / 0 is nan; keep one maximum per query, over its keys")
 
 
 def _explain_square_blocks(impl, what, went_wrong, d_k, model):
