@@ -423,9 +423,7 @@ def _check_peak(impl, causal):
     # The reference peaks near 5 MiB here; any (n_q, n_k) array of float32 scores is 36 MiB.
     limit = LONG * LONG * 4 // 2
     if peak > limit:
-        raise CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once, as much as a whole (n_q, n_k) array of "
-                          f"scores or weights ({LONG * LONG * 4 / 2**20:.0f} MiB in float32): keep only one block "
-                          "of scores (n_q, block_size) at a time, with the running maximum, sum and output")
+        raise blockwise.held_too_much(what, peak, LONG)
     # Spot checks against PyTorch on a few rows (the full answer is checked elsewhere).
     q, k, v = (torch.tensor(a, dtype=torch.float64) for a in (Q, K, V))
     scores = q[rows] @ k.T / np.sqrt(32.0)

@@ -270,3 +270,21 @@ def mask_confirmed(impl, ladder, probe):
             _nan_from_the_mask(impl, "the probe", *probe, 2):
         return [(value, ADDITIVE_MASK if ADDITIVE_MASK in message else message) for value, message in ladder]
     return ladder
+
+
+def held_too_much(what, peak, num_tokens):
+    """The CaseFailure of a call on `num_tokens` queries and keys that held `peak` bytes at once, more than half an
+    (n_q, n_k) array of float32 scores. Less than one such array is no whole scores or weights: it is a few
+    (n_q, n_k) arrays of True/False (a byte an entry), a mask made whole before the blocks are cut."""
+    scores, booleans = num_tokens * num_tokens * 4 / 2**20, num_tokens * num_tokens / 2**20
+    if peak < num_tokens * num_tokens * 4:
+        return CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once: less than one (n_q, n_k) array of float32 "
+                           f"scores ({scores:.0f} MiB), but as much as a few (n_q, n_k) arrays of True/False "
+                           f"({booleans:.0f} MiB each): {WHOLE_MASK}")
+    return CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once, as much as a whole (n_q, n_k) array of "
+                       f"scores or weights ({scores:.0f} MiB in float32): keep only one block "
+                       "of scores (n_q, block_size) at a time, with the running maximum, sum and output")
+
+
+WHOLE_MASK = ("is a mask (the causal one, say) made for every query and key at once? It is an (n_q, n_k) array "
+              "too: make only each block's part of it, (n_q, block_size), from the block's key positions")
