@@ -226,8 +226,9 @@ class WholeInputs(Layer):
             if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
                 self._explain_rows(num_tokens, kwargs, f"raised {error.type_name}")
             raise
-        if np.ndim(out) == 3 and 0 < num_tokens != np.shape(out)[1]:  # a row per token, or a mask slice off
-            self._explain_rows(num_tokens, kwargs, f"gave {np.shape(out)[1]} rows")
+        shape = getattr(out, "shape", ())  # what is no array (a tuple, say) the caller's to_array names
+        if len(shape) == 3 and 0 < num_tokens != shape[1]:  # a row per token, or a mask slice off
+            self._explain_rows(num_tokens, kwargs, f"gave {shape[1]} rows")
         return out
 
     def _explain_rows(self, num_tokens, kwargs, said):
