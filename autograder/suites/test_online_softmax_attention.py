@@ -107,6 +107,7 @@ MISTAKES = [
                              "slice's end is left out, so key n_k - 1 gets no weight; the last block ends where the "
                              "keys end"),
     (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES), (dict(max_axis=None), blockwise.MAX_OF_WHOLE_BLOCK),
+    (dict(width=64), blockwise.FIXED_WIDTH),
     (dict(scale="twice_linear"), TWICE_D_K),
     (dict(rescale="acc_twice"), blockwise.RESCALED_TWICE),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "
@@ -131,22 +132,8 @@ CAUSAL_MISTAKES = [
 ]
 
 
-BY_BLOCK = ("the scores are divided by sqrt(block_size), the number of keys in a block: the scale is sqrt(d_k), "
-            "the width of the queries and keys, whatever the block size")
-
-
-def _with_block_scale(mistakes, block_size, d_k):
-    """`mistakes` and scores divided by sqrt(block_size). Where that divisor is another mistake's (block_size
-    1: no scale; d_k²: d_k), no output tells the two apart, so that mistake's message names both."""
-    twin = {1: "none", d_k * d_k: "linear"}.get(block_size)
-    if twin is None:
-        return mistakes + [(dict(scale="block"), BY_BLOCK)]
-    return [(kw, checks.one_or_all([message, BY_BLOCK]) if kw == dict(scale=twin) else message)
-            for kw, message in mistakes]
-
-
 def _symptoms(Q, K, V, block_size, causal, positions=None):
-    found = _with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
+    found = blockwise.with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
     # twins only where the models agree to rounding: the tolerance a student's output is named in would also join
     # models that differ in one block of tiny inputs
     return told_apart([((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
