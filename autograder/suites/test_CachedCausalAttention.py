@@ -27,54 +27,16 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import cached, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.modules import Layer
 
 STEP = "CachedCausalAttention"
 
 _BIAS = {"W_query": "b_query", "W_key": "b_key", "W_value": "b_value"}
 
 
-class _WholeInputs(Layer):
-    """The layer, whose forward without a cache names a refusal (ValueError) of tokens context_length fits, and a mask
-    slice whose rows or columns run on to the mask's end: without a cache it runs as CausalAttention does."""
-
-    def __call__(self, *args, **kwargs):
-        num_tokens = getattr(args[0], "shape", (0, 0))[1] if args else 0
-        try:
-            out = super().__call__(*args, **kwargs)
-        except RemoteError as error:
-            if isinstance(error, ValueError) and kwargs.get("cache") is None and num_tokens <= self.fits:
-                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised ValueError "
-                                  f"({toolkit.modules.first_line(error)}), though they fit in context_length: with no "
-                                  "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
-                                  "positions 0, 1, ...; refuse only more than context_length tokens") from None
-            to_end = cached.mask_to_end(self.fits, num_tokens, str(error)) if num_tokens < self.fits else None
-            if kwargs.get("cache") is None and to_end is not None:
-                in_product, why = to_end
-                if in_product:
-                    raise CaseFailure(f"{self.what}: forward of {num_tokens} token without a cache raised "
-                                      f"{error.type_name} multiplying weights the mask made {self.fits} wide by "
-                                      f"the values: {why}") from None
-                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised "
-                                  f"{error.type_name} masking the scores: {why}") from None
-            if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
-                self._explain_rows(num_tokens, kwargs, f"raised {error.type_name}")
-            raise
-        if np.ndim(out) == 3 and 0 < num_tokens != np.shape(out)[1]:  # a row per token, or a mask slice off
-            self._explain_rows(num_tokens, kwargs, f"gave {np.shape(out)[1]} rows")
-        return out
-
-    def _explain_rows(self, num_tokens, kwargs, said):
-        """A mask slice whose rows start one off, shown on a layer where it fits (`cached.explain_shifted_rows`)."""
-        with_cache = "with" if kwargs.get("cache") is not None else "without"
-        cached.explain_shifted_rows(self._impl, f"{self.what}: forward of {num_tokens} token"
-                                    f"{'s' * (num_tokens != 1)} {with_cache} a cache", said)
-
-
 def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False):
     layer = toolkit.loaded_module(impl, STEP, (d_in, d_out, context_length, dropout, bias), linears,
                                   f"CachedCausalAttention({d_in}, {d_out}, {context_length}, {dropout}, qkv_bias={bias})")
-    layer = _WholeInputs.of(layer, layer.what, layer.explain)
+    layer = cached.WholeInputs.of(layer, layer.what, layer.explain)
     layer.fits, layer.width = context_length, d_out
     return layer
 
@@ -348,13 +310,15 @@ def test_last_token_through_cache_is_self_attention(impl):
         raise CaseFailure(message)
 
 
-def _expect_value_error(call, what):
+def _expect_value_error(call, what, same_total=None):
+    """call() raises ValueError; same_total, the same number of tokens given to a new cache, names a length check
+    that counts the new tokens only (`cached.refused_otherwise`)."""
     try:
         call()
     except ValueError:
         return
     except RemoteError as error:
-        raise cached.refused_otherwise(what, error) from None
+        raise cached.refused_otherwise(what, error, same_total) from None
     raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
 
 
@@ -369,11 +333,13 @@ def test_refuses_to_grow_past_context_length(impl):
     cache = impl.KVCache()
     _forward(module, x, cache, 0, 3, f"{what}: forward(x[:, 0:3], cache=cache)")
     _forward(module, x, cache, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")  # exactly context_length: allowed
-    _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more")
+    _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more",
+                        lambda: module(x[:, :6], cache=impl.KVCache()))
     _expect_value_error(lambda: module(x[:, :6], cache=impl.KVCache()), f"{what} given 6 tokens and an empty cache")
     cache = impl.KVCache()
     module(x[:, :4], cache=cache)
-    _expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more")
+    _expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more",
+                        lambda: module(x[:, :6], cache=impl.KVCache()))
     if len(cache) != 4:  # the refused tokens' keys went in: every later call would attend to them
         raise CaseFailure(f"{what}: a refused forward left {len(cache)} tokens in the cache that held 4; check the "
                           "length before cache.update, so that a refused call changes nothing")
@@ -393,8 +359,9 @@ def test_attributes(impl):
 @case(STEP, "property", weight=0.5)
 def test_causal_without_cache(impl):
     """without a cache it is causal attention: later tokens never change earlier outputs"""
-    module = _module(impl, 4, 3, 7, toolkit.random_projections(rng(1537), 4, 3, False))
-    toolkit.check_finite_and_causal("CachedCausalAttention", module, 4, 7, 1538)
+    linears = toolkit.random_projections(rng(1537), 4, 3, False)
+    toolkit.check_finite_and_causal("CachedCausalAttention", _module(impl, 4, 3, 7, linears), 4, 7, 1538,
+                                    lambda x: _full_symptoms(x, linears))  # a leak need not be a missing mask
 
 
 @case(STEP, "property", weight=0.5)
@@ -441,8 +408,11 @@ def test_input_unchanged(impl):
 
 @case(STEP, "property", weight=0.5)
 def test_gradients_reach_projections(impl):
-    """without a cache it trains like CausalAttention: gradients reach W_query, W_key and W_value"""
+    """without a cache it trains like CausalAttention: gradients reach W_query, W_key and W_value, with dropout too"""
     r = rng(1541)
-    module = _module(impl, 3, 4, 5, toolkit.random_projections(r, 3, 4, False))
-    toolkit.check_gradients("CachedCausalAttention", module, toolkit.tensor(r.normal(size=(2, 5, 3))),
+    linears = toolkit.random_projections(r, 3, 4, False)
+    x = toolkit.tensor(r.normal(size=(2, 5, 3)))
+    toolkit.check_gradients("CachedCausalAttention", _module(impl, 3, 4, 5, linears), x,
                             [f"{name}.weight" for name in PROJECTIONS])
+    # in-place dropout (nn.Dropout(p, inplace=True)) on the softmax's output breaks only a backward with dropout on
+    toolkit.check_trains_with_dropout("CachedCausalAttention", _module(impl, 3, 4, 5, linears, dropout=0.5), [x], 0.5)

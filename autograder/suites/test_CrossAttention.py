@@ -43,9 +43,13 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
     either = np.shape(x)[-1] == linears["out_proj"][0].shape[0]
     d_out = linears["out_proj"][0].shape[0]
     widths = (np.shape(x)[-1], np.shape(context)[-1], num_heads)
-    found = toolkit.symptoms(compute, [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
-                                                                else cross_scales.or_heads(kw, why, *widths), compute))
-                                       for kw, why in MISTAKES] + multihead.fixed_heads(num_heads, d_out))
+    ladder = [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
+                                       else cross_scales.or_heads(kw, why, *widths), compute)) for kw, why in MISTAKES]
+    # the padding mask's misuses coincide where a mask blocks nothing (every key blocked, or every score nan):
+    # those are named together
+    found = toolkit.told_apart(toolkit.symptoms(compute, [entry for entry in ladder if "mask" in entry[0]]))
+    found += toolkit.symptoms(compute, [entry for entry in ladder if "mask" not in entry[0]]
+                              + multihead.fixed_heads(num_heads, d_out))
     found.append((lambda: cross_attention(x, context, head_probes.values_through_out_proj(linears), num_heads,
                                           key_padding_mask, out_proj=False), head_probes.OUT_PROJ_ON_VALUES))
     if np.shape(x)[-1] == np.shape(context)[-1]:

@@ -18,7 +18,7 @@ import torch
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.seam import Handle
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import cache_lengths, checks
 from autograder.suites.toolkit.cases import rng
 
 STEP = "KVCache"
@@ -29,38 +29,6 @@ def _new_cache(impl):
     if not isinstance(cache, Handle):
         raise CaseFailure(f"KVCache() returned a {type(cache).__name__}; it should create a cache object")
     return cache
-
-
-def _length(cache, what):
-    try:
-        return len(cache)
-    except RemoteError as error:
-        if "Boolean value of Tensor" in str(error):
-            raise CaseFailure(f"len({what}) raised {error.type_name}: does __len__ ask for the truth of a tensor "
-                              "(if self.keys:)? A tensor of several values is neither true nor false, and an empty "
-                              "cache holds no tensor yet: test `is None`") from None
-        if "'NoneType' object has no attribute" in str(error):
-            raise CaseFailure(f"len({what}) raised {error.type_name}: __len__ reads the shape of what the cache holds, "
-                              "but a cache that holds nothing yet has no tensor (None) to read it from: its length "
-                              "is 0 then") from None
-        returned = re.search(r"'([\w.]+)' object cannot be interpreted as an integer", str(error))
-        if returned:  # __len__ gave something other than a whole number
-            raise CaseFailure(f"len({what}) raised {error.type_name}: __len__ returned a {returned.group(1)}, "
-                              f"{_NOT_A_LENGTH.get(returned.group(1), 'not a whole number')}: len() takes one int, "
-                              "the number of tokens held, 0 when nothing is stored yet") from None
-        axes = cache.describe("keys.ndim").get("value") if error.type_name == "IndexError" else None
-        if isinstance(axes, int) and axes < 2:  # a placeholder such as torch.empty(0), with no token axis to read
-            raise CaseFailure(f"len({what}) raised {error.type_name}: the cache's keys are a tensor of {axes} "
-                              "axis, with no token axis (dim 1) to read: an empty placeholder (torch.empty(0), "
-                              "torch.tensor([])) has one axis; a cache that holds nothing has length 0 (keep None "
-                              "until the first update, or test .numel() == 0)") from None
-        raise CaseFailure(f"len({what}) raised {error.type_name}: define __len__ to return the number of "
-                          "tokens held (0 when nothing is stored yet)") from None
-
-
-# What a value __len__ returned instead of an int says about it.
-_NOT_A_LENGTH = {"NoneType": "perhaps for an empty cache (return 0 there, not None)",
-                 "torch.Size": "the whole shape of the keys, not the size of one of its axes (dim 1, the tokens)"}
 
 
 _AXES = {"0": "dim 0, the batch axis", "2": "the last dim, the features", "-1": "the last dim, the features"}
@@ -188,7 +156,7 @@ def _counted(cache, what):
     """len(cache), or the CaseFailure saying why it cannot be read: a case about the keys and values keeps it as
     evidence, and only the cases about len raise it (`_read`)."""
     try:
-        return _length(cache, what)
+        return cache_lengths.length(cache, what)
     except CaseFailure as failure:
         return failure
 
@@ -382,7 +350,7 @@ def _shared(evidence):
     return f"two KVCache objects share what they hold: {evidence}. {SHARED}"
 
 
-def _expect_empty(cache, counted=_length):
+def _expect_empty(cache, counted=cache_lengths.length):
     held = counted(cache, "a new KVCache()")
     if not isinstance(held, CaseFailure) and held != 0:
         raise CaseFailure(f"len(KVCache()) is {held} for a brand-new cache, not 0: do the caches share what they "

@@ -21,7 +21,13 @@ from autograder.suites.toolkit.multihead import LAYERS, record_linears
 
 STEP = "MultiHeadAttention"
 
+# A mask with the diagonal (torch.triu(..., diagonal=0) built inline): token 0 has no key left, its row is nan.
+MASK_BLOCKS_DIAGONAL = (dict(mask="diagonal"), "the mask also blocks each token's own key, the diagonal: the first "
+                        "token is left no key at all, which makes nan; token i may attend to the tokens 0..i, itself "
+                        "included")
+
 MISTAKES = toolkit.MASK_MISTAKES + [
+    MASK_BLOCKS_DIAGONAL,
     toolkit.FILLED_WITH_PLUS_INF,
     multihead.NOT_SCALED,
     multihead.SCALED_BY_D_OUT,

@@ -180,6 +180,10 @@ def _wrapper_mistakes(x, heads):
 # With two heads, all but the last is head 0 alone: its message says both.
 LAST_LEFT_OUT = ("the last head's output is left out: does the loop over the heads stop one short (self.heads[:-1], "
                  "range(num_heads - 1))? Every head's output goes into the concatenation")
+# torch.cat([self.heads[0](x), self.heads[1](x)], dim=-1): the chapter's two heads written out. With three heads it
+# is all but the last, and the message says both.
+TWO_HEADS = ("only the first two heads' outputs are kept, whatever num_heads is: are the chapter's two heads written "
+             "out one by one (heads[0] and heads[1])? Every head in self.heads goes into the concatenation")
 HEAD_ZERO_TWICE = ("head 0's output comes twice, before every head's output, head 0's included: is the result "
                    "started with heads[0](x) before a loop over all the heads? Start from an empty list (or from "
                    "heads[0] and loop over the rest)")
@@ -187,10 +191,12 @@ HEAD_ZERO_TWICE = ("head 0's output comes twice, before every head's output, hea
 
 def _one_head_alone(x, heads):
     """One head's output alone (right with one head, where no case fails): the loop keeps the last or the first;
-    all the heads but the last, and head 0's output twice."""
+    all the heads but the last, the first two alone, and head 0's output twice."""
     first_alone = ONE_HEAD if len(heads) != 2 else f"{ONE_HEAD}; or {LAST_LEFT_OUT}"
     return [(lambda: toolkit.attention(x, heads[-1]), ONE_HEAD), (lambda: toolkit.attention(x, heads[0]), first_alone),
-            *[(lambda: toolkit.heads_side_by_side(x, heads[:-1]), LAST_LEFT_OUT)] * (len(heads) > 2),
+            *[(lambda: toolkit.heads_side_by_side(x, heads[:-1]),
+               LAST_LEFT_OUT if len(heads) != 3 else checks.one_or_all([LAST_LEFT_OUT, TWO_HEADS]))] * (len(heads) > 2),
+            *[(lambda: toolkit.heads_side_by_side(x, heads[:2]), TWO_HEADS)] * (len(heads) > 3),
             (lambda: toolkit.heads_side_by_side(x, [heads[0], *heads]), HEAD_ZERO_TWICE)]
 
 

@@ -102,7 +102,12 @@ MISTAKES = [
                           "number: divide with /"),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
-    (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES),
+    # stop = min(start + block_size, n_k - 1): an off-by-one in the last block's end
+    (dict(width="last_key"), "the last key is never read: the blocks' slices end at key n_k - 1 at the latest, and a "
+                             "slice's end is left out, so key n_k - 1 gets no weight; the last block ends where the "
+                             "keys end"),
+    (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES), (dict(max_axis=None), blockwise.MAX_OF_WHOLE_BLOCK),
+    (dict(width=64), blockwise.FIXED_WIDTH),
     (dict(scale="twice_linear"), TWICE_D_K),
     (dict(rescale="acc_twice"), blockwise.RESCALED_TWICE),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "
@@ -127,22 +132,8 @@ CAUSAL_MISTAKES = [
 ]
 
 
-BY_BLOCK = ("the scores are divided by sqrt(block_size), the number of keys in a block: the scale is sqrt(d_k), "
-            "the width of the queries and keys, whatever the block size")
-
-
-def _with_block_scale(mistakes, block_size, d_k):
-    """`mistakes` and scores divided by sqrt(block_size). Where that divisor is another mistake's (block_size
-    1: no scale; d_k²: d_k), no output tells the two apart, so that mistake's message names both."""
-    twin = {1: "none", d_k * d_k: "linear"}.get(block_size)
-    if twin is None:
-        return mistakes + [(dict(scale="block"), BY_BLOCK)]
-    return [(kw, checks.one_or_all([message, BY_BLOCK]) if kw == dict(scale=twin) else message)
-            for kw, message in mistakes]
-
-
 def _symptoms(Q, K, V, block_size, causal, positions=None):
-    found = _with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
+    found = blockwise.with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
     # twins only where the models agree to rounding: the tolerance a student's output is named in would also join
     # models that differ in one block of tiny inputs
     return told_apart([((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
@@ -419,9 +410,7 @@ def _check_peak(impl, causal):
     # The reference peaks near 5 MiB here; any (n_q, n_k) array of float32 scores is 36 MiB.
     limit = LONG * LONG * 4 // 2
     if peak > limit:
-        raise CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once, as much as a whole (n_q, n_k) array of "
-                          f"scores or weights ({LONG * LONG * 4 / 2**20:.0f} MiB in float32): keep only one block "
-                          "of scores (n_q, block_size) at a time, with the running maximum, sum and output")
+        raise blockwise.held_too_much(what, peak, LONG)
     # Spot checks against PyTorch on a few rows (the full answer is checked elsewhere).
     q, k, v = (torch.tensor(a, dtype=torch.float64) for a in (Q, K, V))
     scores = q[rows] @ k.T / np.sqrt(32.0)

@@ -133,15 +133,24 @@ def _spread(speeds, right, n):
     return None
 
 
+DOUBLED_TWO_I = ("the exponent is 2 * 2i / d_model: 2i is doubled (two_i = np.arange(0, d_model, 2) already holds "
+                 "2i, 0, 2, 4, ...); it is 2i / d_model")
+EXPONENTS_TO_ONE = ("the exponents run evenly from 0 up to 1 itself (as np.linspace(0, 1, d_model // 2) spaces them, "
+                    "its end point kept), so the last pair turns by 1 / 10000 per position: pair i's exponent is "
+                    "2i / d_model, which stops short of 1")
+
+
 def _speeds_named(speeds, d_model, num_tokens):
     """What a wrong exponent or base that steady `speeds` fit says, else where to look: the exponent 2i doubled
-    (2 * two_i, two_i already being 2i), divided by num_tokens for d_model, or odd ((2i+1) / d_model, the columns
+    (2 * two_i, two_i already being 2i) or spread evenly from 0 to 1 (np.linspace), divided by num_tokens for d_model, or odd ((2i+1) / d_model, the columns
     counted from 1), or another power of ten than 10000 as the base (10e4 is 100000), fitted from pair 1's speed."""
     two_i = np.arange(len(speeds)) * 2.0
     fits = lambda want: np.allclose(speeds, want, rtol=1e-4, atol=1e-9)  # noqa: E731
-    if fits(10000.0 ** -(2 * two_i / d_model)):
-        return ("the exponent is 2 * 2i / d_model: 2i is doubled (two_i = np.arange(0, d_model, 2) already holds "
-                "2i, 0, 2, 4, ...); it is 2i / d_model")
+    # with two pairs, exponents 0 and 1 are both of these: the message names both
+    named = [why for want, why in ((10000.0 ** -(2 * two_i / d_model), DOUBLED_TWO_I),
+                                   (10000.0 ** -np.linspace(0, 1, len(speeds)), EXPONENTS_TO_ONE)) if fits(want)]
+    if named:
+        return checks.one_or_all(named)
     if num_tokens != d_model and fits(10000.0 ** -(two_i / num_tokens)):
         return "the exponent is 2i / num_tokens, the number of positions: it is 2i / d_model, the code's width"
     if fits(10000.0 ** -((two_i + 1) / d_model)):

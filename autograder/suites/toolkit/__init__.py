@@ -35,7 +35,9 @@
 - `self_attention_slips`: rungs of the `SelfAttention` suite, whose file is full: a hand-written softmax's sums
   taken without keepdim, and the scale written ** 1 / 2.
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
-  model of attention fed in chunks through a cache, and the diagnoses of a forward that raised.
+  model of attention fed in chunks through a cache, the diagnoses of a forward that raised, and the
+  suite's layer handle (`WholeInputs`: a forward without a cache that refused or sliced what fits).
+- `cache_lengths`: len() of a student's KVCache that raised, named by what __len__ read or returned (its suite is full).
 - `properties`: property checks several suites share: causality, the last token, inputs shorter
   than `context_length`, batches, the input left unchanged, gradients, dropout (and a training step with it on).
 

@@ -1,7 +1,8 @@
 """A NumPy model of `online_softmax_attention` with one switch per known mistake (`model`), and why a call
 whose shapes do not fit failed: it is run again on simpler inputs,
 each of which a known shape mistake fits (`simpler_inputs`), and the first where the answer comes out right
-names the mistake (`explain_shapes`)."""
+names the mistake (`explain_shapes`). Also, where the suite is full: what a call that held too much memory held
+(`held_too_much`), and the scale by sqrt(block_size) beside the mistakes it coincides with (`with_block_scale`)."""
 
 import numpy as np
 
@@ -29,13 +30,15 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     exp(scores - the maximum before the block); keep_max False: the running maximum stays -inf;
     tail False: a last block shorter than block_size is skipped, "last": the last block is skipped, even a
     full one (range(0, n_k - block_size, block_size)); width "short": each block reads one key fewer,
-    K[start:start + block_size - 1]; sum_axis 0: the block's weights
+    K[start:start + block_size - 1], "last_key": the blocks stop at n_k - 1, so the last key is never read, a number: each block's slice
+    that many keys long whatever block_size is (the default 64 written out); sum_axis 0: the block's weights
     summed over axis 0 (the queries of one sequence), None: over every axis (one total); block_max: the new maximum is the block's own; values
     "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
     "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
     the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read); max_axis -2:
-    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b);
+    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b),
+    None: over the whole block (every query and sequence);
     max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too.
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
@@ -52,7 +55,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
         starts = {"keys": range(0, end, block_size), "queries": range(0, end, block_size),
                   "from_one": range(1, end, block_size), "block_numbers": range(n_k // block_size)}[loop]
         for start in starts:
-            stop = min(start + block_size - (width == "short"), n_k)
+            reach = width if isinstance(width, int) else block_size - (width == "short")
+            stop = min(start + reach, n_k - (width == "last_key"))
             if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
                 continue
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2)
@@ -182,6 +186,11 @@ def _explain_feature_slices(impl, what, went_wrong, Q, K, V, block_size, causal,
 MAX_OVER_QUERIES = ("the block's maximum is taken over the queries (axis -2), not over each query's scores (axis "
                     "-1): a (..., 1, b) maximum broadcasts the running (..., n_q, 1) ones to (..., n_q, b), which "
                     "fits the output only where the block is as wide as the values; keep one maximum per query")
+# scores.max() with no axis: one shift for every query and sequence. Exact arithmetic cancels it, but a query whose
+# scores lie far below the block's largest underflows.
+MAX_OF_WHOLE_BLOCK = ("the block's maximum is taken over the whole block at once (every query, and every sequence of "
+                      "a batch), not over each query's own scores: a query whose scores lie far below another's gets "
+                      "exp(score - max) = 0 for every key, and 0 / 0 is nan; keep one maximum per query, over its keys")
 
 
 def _explain_square_blocks(impl, what, went_wrong, d_k, model):
@@ -264,3 +273,40 @@ def mask_confirmed(impl, ladder, probe):
             _nan_from_the_mask(impl, "the probe", *probe, 2):
         return [(value, ADDITIVE_MASK if ADDITIVE_MASK in message else message) for value, message in ladder]
     return ladder
+
+
+def held_too_much(what, peak, num_tokens):
+    """The CaseFailure of a call on `num_tokens` queries and keys that held `peak` bytes at once, more than half an
+    (n_q, n_k) array of float32 scores. Less than one such array is no whole scores or weights: it is a few
+    (n_q, n_k) arrays of True/False (a byte an entry), a mask made whole before the blocks are cut."""
+    scores, booleans = num_tokens * num_tokens * 4 / 2**20, num_tokens * num_tokens / 2**20
+    if peak < num_tokens * num_tokens * 4:
+        return CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once: less than one (n_q, n_k) array of float32 "
+                           f"scores ({scores:.0f} MiB), but as much as a few (n_q, n_k) arrays of True/False "
+                           f"({booleans:.0f} MiB each): {WHOLE_MASK}")
+    return CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once, as much as a whole (n_q, n_k) array of "
+                       f"scores or weights ({scores:.0f} MiB in float32): keep only one block "
+                       "of scores (n_q, block_size) at a time, with the running maximum, sum and output")
+
+
+WHOLE_MASK = ("is a mask (the causal one, say) made for every query and key at once? It is an (n_q, n_k) array "
+              "too: make only each block's part of it, (n_q, block_size), from the block's key positions")
+
+BY_BLOCK = ("the scores are divided by sqrt(block_size), the number of keys in a block: the scale is sqrt(d_k), "
+            "the width of the queries and keys, whatever the block size")
+
+
+def with_block_scale(mistakes, block_size, d_k):
+    """`mistakes` and scores divided by sqrt(block_size). Where that divisor is another mistake's (block_size
+    1: no scale; d_k²: d_k), no output tells the two apart, so that mistake's message names both."""
+    twin = {1: "none", d_k * d_k: "linear"}.get(block_size)
+    if twin is None:
+        return mistakes + [(dict(scale="block"), BY_BLOCK)]
+    return [(kw, checks.one_or_all([message, BY_BLOCK]) if kw == dict(scale=twin) else message)
+            for kw, message in mistakes]
+
+
+# K[..., start:start + 64, :]: the default block size written out in the slice, while the loop steps by block_size.
+FIXED_WIDTH = ("each block's slice is 64 keys long whatever block_size is (the default written out as a number): "
+               "the loop steps by block_size, so smaller blocks overlap and count keys more than once; a block holds "
+               "block_size keys")

@@ -1,17 +1,19 @@
 """What the suite of `CachedCausalAttention` names a cached forward's mistakes by: a NumPy model of
 attention fed in chunks through a cache, whose switches each reproduce one known mistake of the
-cache's use (`model`, `CACHE_MISTAKES`), and the diagnoses of a forward that raised or grew the
-cache wrongly (`explain_failed_forward`, `expect_grown`)."""
+cache's use (`model`, `CACHE_MISTAKES`), the diagnoses of a forward that raised or grew the
+cache wrongly (`explain_failed_forward`, `expect_grown`), and the suite's layer handle (`WholeInputs`), which names
+what a forward without a cache refused or sliced wrongly."""
 
 import re
 
 import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import SHAPE_MISMATCH
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.checks import fmt_shape, to_array
 from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
-from autograder.suites.toolkit.modules import loaded_module, random_projections, tensor
+from autograder.suites.toolkit.modules import Layer, first_line, loaded_module, random_projections, tensor
 from autograder.suites.toolkit.properties import close
 
 # The two numbers each of PyTorch's words for a mismatch in the mask or the weights' product quotes.
@@ -198,6 +200,44 @@ def explain_shifted_rows(impl, what, said):
                               f"after 2 cached ones show why: {why}") from None
 
 
+class WholeInputs(Layer):
+    """The layer, whose forward without a cache names a refusal (ValueError) of tokens context_length fits, and a mask
+    slice whose rows or columns run on to the mask's end: without a cache it runs as CausalAttention does."""
+
+    def __call__(self, *args, **kwargs):
+        num_tokens = getattr(args[0], "shape", (0, 0))[1] if args else 0
+        try:
+            out = super().__call__(*args, **kwargs)
+        except RemoteError as error:
+            if isinstance(error, ValueError) and kwargs.get("cache") is None and num_tokens <= self.fits:
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised ValueError "
+                                  f"({first_line(error)}), though they fit in context_length: with no "
+                                  "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
+                                  "positions 0, 1, ...; refuse only more than context_length tokens") from None
+            to_end = mask_to_end(self.fits, num_tokens, str(error)) if num_tokens < self.fits else None
+            if kwargs.get("cache") is None and to_end is not None:
+                in_product, why = to_end
+                if in_product:
+                    raise CaseFailure(f"{self.what}: forward of {num_tokens} token without a cache raised "
+                                      f"{error.type_name} multiplying weights the mask made {self.fits} wide by "
+                                      f"the values: {why}") from None
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} tokens without a cache raised "
+                                  f"{error.type_name} masking the scores: {why}") from None
+            if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
+                self._explain_rows(num_tokens, kwargs, f"raised {error.type_name}")
+            raise
+        shape = getattr(out, "shape", ())  # what is no array (a tuple, say) the caller's to_array names
+        if len(shape) == 3 and 0 < num_tokens != shape[1]:  # a row per token, or a mask slice off
+            self._explain_rows(num_tokens, kwargs, f"gave {shape[1]} rows")
+        return out
+
+    def _explain_rows(self, num_tokens, kwargs, said):
+        """A mask slice whose rows start one off, shown on a layer where it fits (`explain_shifted_rows`)."""
+        with_cache = "with" if kwargs.get("cache") is not None else "without"
+        explain_shifted_rows(self._impl, f"{self.what}: forward of {num_tokens} token"
+                             f"{'s' * (num_tokens != 1)} {with_cache} a cache", said)
+
+
 # --- a NumPy model of cached attention, with known mistakes as switches -----------------------
 
 def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
@@ -286,10 +326,32 @@ ASSERTED_LENGTH = ("is the length checked with an assert? An assert raises Asser
                    "the docstring promises ValueError: raise ValueError(...) when len(cache) + t > context_length")
 
 
-def refused_otherwise(what, error):
+# if t > context_length: the call's new tokens alone are checked, so a cache is let grow past context_length, and the
+# mask, context_length rows, has no rows for the tokens past it.
+NEW_TOKENS_ONLY = ("the length check counts only the tokens this call brings, not those the cache already holds: the "
+                   "cached keys take room in context_length too, and a cache let grow past it leaves the new tokens "
+                   "no rows of the mask")
+
+
+def refused_otherwise(what, error, same_total=None):
     """The CaseFailure of a call that should raise ValueError (too many tokens for context_length) and raised `error`
-    (a RemoteError) instead: an AssertionError is named as an assert."""
+    (a RemoteError) instead: an AssertionError is named as an assert; a layer that refuses the same number of tokens
+    given at once to a new cache (`same_total()` raises ValueError) checks the new tokens only."""
     if error.type_name == "AssertionError":
         return CaseFailure(f"{what} raised AssertionError where it should raise ValueError: {ASSERTED_LENGTH}")
+    if same_total is not None and _refuses(same_total):
+        return CaseFailure(f"{what} raised {error.type_name}, though as many tokens given at once with an empty cache "
+                           f"are refused with ValueError: {NEW_TOKENS_ONLY}")
     return CaseFailure(f"{what} raised {error.type_name}; it should raise ValueError (check the length "
                        "before using the mask: raise ValueError(...) when len(cache) + t > context_length)")
+
+
+def _refuses(call):
+    """Whether call() raises ValueError (anything else it raises, or no error, is no refusal)."""
+    try:
+        call()
+    except ValueError:
+        return True
+    except (RemoteError, CaseFailure):
+        return False
+    return False

@@ -3,7 +3,8 @@ no room for: probes of a forward that raised, a rung of a wrong output, and a pr
 
 `explain_values_not_split`: the values weighed whole (weights @ self.W_value(x), broadcast), or split into one head
 (or into head_dim heads, one where head_dim is 1): right with one head, and with several each head's output is
-d_out wide, so the merged heads are num_heads * d_out wide where out_proj takes d_out.
+d_out wide, so the merged heads are num_heads * d_out wide where out_proj takes d_out. The queries used whole are
+right with one head too, and with several the scores' product meets queries d_out wide and keys head_dim wide.
 
 `explain_cross_forward`: CrossAttention's forward that raised: the values not split, then its scores as
 keys @ queriesᵀ, (T_k, T_q), which runs only where T_q == T_k.
@@ -38,6 +39,10 @@ from autograder.suites.toolkit.properties import close
 
 VALUES_NOT_SPLIT = ("the values are not split into num_heads heads (weights @ self.W_value(x), or split into another "
                     "number): each head weighs all d_out features; split them as the queries and keys are")
+
+
+QUERIES_NOT_SPLIT = ("the queries are not split into num_heads heads (self.W_query(x) used whole): each query is d_out "
+                     "wide, but each head's keys are head_dim wide; split the queries as the keys and values are")
 
 
 def _layers(r, d_q, d_kv, d_out):
@@ -87,6 +92,12 @@ def explain_values_not_split(impl, class_name, what, error):
         if found is not None and tuple(int(n) for n in found.groups()[1:]) == (4, 2, 2):
             raise CaseFailure(f"{what} raised {error.type_name}; on a batch of 1 it is right with one head, and with 2 "
                               f"heads of 1 out_proj gets 4 features, num_heads * d_out: {VALUES_NOT_SPLIT}") from None
+        # the scores' product (torch's bmm) takes queries d_out = 2 wide against keys head_dim = 1 wide
+        found = re.search(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]", str(probed))
+        if found is not None and (int(found.group(1)), int(found.group(2))) == (2, 1):
+            raise CaseFailure(f"{what} raised {error.type_name}; on a batch of 1 it is right with one head, and with 2 "
+                              f"heads of 1 the scores' product meets queries 2 wide, d_out, and keys 1 wide, head_dim: "
+                              f"{QUERIES_NOT_SPLIT}") from None
 
 
 SCORES_TRANSPOSED = ("the scores are keys @ queriesᵀ, (T_k, T_q): they are queries @ keysᵀ, (batch, num_heads, T_q, "

@@ -102,6 +102,11 @@ KEY_PADDING_MISTAKES = [
                             "the values turns into nan: fill the scores with float(\"-inf\") before the softmax"),
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
+    # scores + mask * float("-inf"): an additive mask made from the bool one, nan wherever the mask is False
+    (dict(mask="times_minus_inf"), "every output is nan whenever a key_padding_mask is given: the mask is "
+                                   "multiplied by -inf and added to the scores, and an open key's False (0) times "
+                                   "-inf is nan, not 0, so every score is nan or -inf; put -inf into the blocked "
+                                   "scores only"),
 ]
 
 
@@ -239,7 +244,8 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
 
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
-    "inverted" | "zero" (blocked scores set to 0) | "plus_inf" (to +inf) | "added" (the bool mask added to the scores) | "heads" (the
+    "inverted" | "zero" (blocked scores set to 0) | "plus_inf" (to +inf) | "added" (the bool mask added to the scores) | "times_minus_inf" (mask * -inf added:
+    nan where the mask is False) | "heads" (the
     mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
     | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads));
@@ -280,8 +286,9 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
     if after:
         weights = softmax(scores, axis) * ~blocked
-    elif mask == "added":
-        weights = softmax(scores + blocked, axis)
+    elif mask in ("added", "times_minus_inf"):
+        with np.errstate(invalid="ignore"):  # 0 * -inf
+            weights = softmax(scores + (blocked * -np.inf if mask == "times_minus_inf" else blocked), axis)
     else:
         weights = softmax(np.where(blocked, {"zero": 0.0, "plus_inf": np.inf}.get(mask, -np.inf), scores), axis)
     if log_weights:
