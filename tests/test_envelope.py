@@ -31,7 +31,8 @@ def _printed_json(judged, index, tag):
 @needs_sandbox
 def test_nothing_one_kernel_writes_is_seen_by_the_next(tmp_path):
     """Two students graded one after the other on one warm parent: the first leaves files in
-    /tmp, /dev/shm, /dev and its working folder, the second finds none of them."""
+    /tmp, /dev/shm, /dev and its working folder, the second finds none of them. `/`, which every
+    kernel of the warm parent shares, is read-only, even remounted in a namespace of the kernel's."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     first = judge_notebook(notebook(tmp_path / "a" / "nb.ipynb", [program("leave_traces"), program("find_traces")]))

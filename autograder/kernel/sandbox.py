@@ -246,6 +246,11 @@ def bwrap_command(command, workdir, view, shared_ro=(), shared_rw=()):
         args += ["--ro-bind", str(path), str(path)]
     for path in [workdir, *shared_rw]:
         args += ["--bind", str(path), str(path)]
+    # bubblewrap's root is a tmpfs without a size, and every kernel the warm parent forks shares
+    # it: a file written in `/` was read by the next student graded on that worker, and its pages
+    # outlived the writer's envelope (red-team round r44). Read-only once the mount points above
+    # are made; a kernel's own namespaces lock it so (`zygote.py`).
+    args += ["--remount-ro", "/"]
     args += ["--chdir", str(workdir), "--clearenv",
              "--setenv", "PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
              "--setenv", "HOME", "/tmp", "--setenv", "USER", "student", "--setenv", "MPLBACKEND", "Agg",
