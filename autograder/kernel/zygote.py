@@ -72,6 +72,51 @@ def _drop_capabilities():
     _check(libc.capset(header, data), "capset")
 
 
+# Calls no kernel may make: each asks the operating system to tell this process what other
+# processes do to files it can read, and the telling waits in a queue while the process is stopped.
+# The notebook's kernel watched files of the kernel image (inotify, or dnotify's signals), the lending
+# kernel opened one of two for each bit of the reference it held, and the notebook's kernel, once let
+# go (`still.py`), read them all back: 40 characters of 40 (red-team round r44). fanotify and the
+# machine's performance counters (where the host's perf_event_paranoid allows them) tell as much.
+# By architecture (`platform.machine()`): its audit number, and the calls' numbers.
+DENIED_CALLS = {
+    "x86_64": (0xC000003E, {"inotify_init": 253, "inotify_init1": 294, "fanotify_init": 300,
+                            "perf_event_open": 298}, 72),
+    "aarch64": (0xC00000B7, {"inotify_init1": 26, "fanotify_init": 262, "perf_event_open": 241}, 25),
+}
+DENIED_FCNTL = (1026, 1024)  # F_NOTIFY (dnotify), F_SETLEASE: told when another opens a file
+X32_CALLS = 0x40000000  # x86_64's other ABI: the same calls under other numbers
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+def _deny_watching():
+    """A seccomp filter over this process and all it starts: DENIED_CALLS fail with EPERM, as does
+    any call of another architecture's ABI (32-bit calls on a 64-bit machine number them apart).
+    Nothing where the machine is neither (README: what depends on the host)."""
+    import platform
+    import struct
+
+    if platform.machine() not in DENIED_CALLS:
+        return
+    arch, calls, fcntl = DENIED_CALLS[platform.machine()]
+    # (operation, k, where to go if true, if false): "deny", "allow", or None for the next one.
+    # seccomp_data: the call's number at 0, its architecture at 4, its arguments from 16.
+    steps = [("load", 4, None, None), ("equal", arch, None, "deny"), ("load", 0, None, None),
+             ("at_least", X32_CALLS, "deny", None)]
+    steps += [("equal", number, "deny", None) for number in calls.values()]
+    steps += [("equal", fcntl, None, "allow"), ("load", 24, None, None)]  # fcntl's command, args[1]
+    steps += [("equal", command, "deny", None) for command in DENIED_FCNTL]
+    steps += [("return", 0x7FFF0000, None, None), ("return", 0x00050000 | 1, None, None)]  # ALLOW; ERRNO(EPERM)
+    codes = {"load": 0x20, "equal": 0x15, "at_least": 0x35, "return": 0x06}  # BPF_LD|W|ABS, JEQ, JGE, RET
+    places = {"allow": len(steps) - 2, "deny": len(steps) - 1}
+    program = b"".join(struct.pack("HBBI", codes[name], places[yes] - at - 1 if yes else 0,
+                                   places[no] - at - 1 if no else 0, k)
+                       for at, (name, k, yes, no) in enumerate(steps))
+    filters = ctypes.create_string_buffer(program)
+    fprog = struct.pack("HxxxxxxQ", len(steps), ctypes.addressof(filters))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog), 0, 0), "seccomp")
+
+
 # /proc's counts of events on the whole machine, hidden from the kernel (an empty file over each):
 # nothing else here locks pages (vmstat's unevictable_pgs_mlocked), so the lending kernel, holding
 # a reference, raised that count by a number of its choosing and the notebook's kernel read it once
@@ -145,6 +190,7 @@ def _become_kernel(job, argv, env):
     for name in [n for n in MACHINE_COUNTERS if os.path.exists(f"/proc/{n}")]:
         _mount("/dev/null", f"/proc/{name}", flags=MS_BIND)
     _drop_capabilities()
+    _deny_watching()  # no_new_privs, set above, lets an unprivileged process install it
     log = os.open(os.path.join(job, "outbox", "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
