@@ -68,3 +68,4 @@ MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as byte
 # (coursekit/archives.py): a larger one is left out whole, before anything is written.
 MAX_UNPACKED_BYTES = 512 * 1024**2
 MAX_UNPACKED_MEMBERS = 10_000
+MAX_EXTENDED_HEADERS = 8  # a tar's long-name and pax headers before one member (4 say all there is)
