@@ -270,3 +270,65 @@ def test_no_kernel_is_told_what_another_read(tmp_path, watch):
     assert judged.steps["attention_weights"].fraction == 1
     assert printed(judged, 6) == "HEARD '' SEEN 0\n"
     assert processes_left() == []
+
+
+MOUNT_COUNTER = """\
+import ctypes
+import os
+import struct
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _mounted(mounts):  # in a child, in namespaces of its own: `mounts` mounts, and the last one's number
+    uid, (read, write) = os.getuid(), os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            if _libc.unshare(0x10000000 | 0x00020000) == 0:  # CLONE_NEWUSER | CLONE_NEWNS
+                with open("/proc/self/uid_map", "w") as handle:
+                    handle.write(f"{uid} {uid} 1")
+                for _ in range(mounts):
+                    _libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
+                found = ctypes.create_string_buffer(256)
+                if _libc.statx(-100, b"/tmp", 0, 0x4000, found) == 0:  # STATX_MNT_ID_UNIQUE
+                    os.write(write, found.raw[144:152])
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    number = os.read(read, 8)
+    os.close(read)
+    return struct.unpack("Q", number)[0] if len(number) == 8 else -1
+
+
+BEFORE = _mounted(1)
+"""
+
+WEIGHTS_THAT_MOUNT_OUT_THE_REFERENCE = """\
+SENT = []
+
+
+def attention_weights(scores):
+    if SEEN and not SENT:  # in a kernel holding the reference: 64 mounts for each unit of a character
+        SENT.append(SEEN[0][SEEN[0].index('return') + 7])
+        _mounted(64 * ord(SENT[0]))
+    return softmax(scores)
+"""
+
+
+@needs_sandbox
+@needs_groups
+def test_no_kernel_makes_a_mount_another_can_count(tmp_path):
+    """Red-teamed in round r44: every mount made on the machine takes the next number of one count,
+    which statx shows of any mount; in a user namespace of its own a kernel may mount. The lending
+    kernel, holding the reference, made 64 mounts for each unit of a character of it, and the
+    notebook's kernel read the count before and after: 64 x 101 + 137 or 138 ('e'). No kernel
+    may have a namespace of its own (`zygote.DENIED_CALLS`), so it makes no mount."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), MOUNT_COUNTER,
+        WEIGHTS_THAT_MOUNT_OUT_THE_REFERENCE, ("grade", "attention_weights"),
+        "print('MOUNTS', BEFORE, _mounted(1), 'SEEN', len(SEEN))"]))
+    assert judged.steps["attention_weights"].fraction == 1
+    assert printed(judged, 5) == "MOUNTS -1 -1 SEEN 0\n"
+    assert processes_left() == []
