@@ -191,3 +191,17 @@ def test_an_exception_that_cannot_be_described_costs_its_request_and_the_agent_s
         ours.close()
         thread.join(5)
     assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("data", [{"$dtype": "_inductor"}, {"$dtype": "save"}, {"$dtype": "Tensor"},
+                                  {"$t": agent.encode(np.zeros(2))["$nd"], "dtype": "_inductor"}])
+def test_a_dtype_named_in_a_reply_is_a_dtype_and_imports_nothing(data):
+    """Red-teamed in round r44: the judge read a reply's dtype as any attribute of torch, and torch
+    imports some of its modules when they are first read: {"$dtype": "_inductor"} took the judge
+    1.9 s and 67 MB (800 modules more), and came back as a module, or a function, for the suite."""
+    import sys
+
+    imported = "torch._inductor" in sys.modules  # by an earlier test of this session, maybe
+    with pytest.raises(ValueError):
+        agent.decode(data)
+    assert ("torch._inductor" in sys.modules) == imported
