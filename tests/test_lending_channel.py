@@ -11,6 +11,8 @@ held it is gone before it runs again.
 """
 
 
+import platform
+
 import pytest
 from test_envelope import needs_groups, needs_sandbox
 from test_judge import notebook, printed, processes_left
@@ -331,4 +333,50 @@ def test_no_kernel_makes_a_mount_another_can_count(tmp_path):
         "print('MOUNTS', BEFORE, _mounted(1), 'SEEN', len(SEEN))"]))
     assert judged.steps["attention_weights"].fraction == 1
     assert printed(judged, 5) == "MOUNTS -1 -1 SEEN 0\n"
+    assert processes_left() == []
+
+
+KEY_COUNTER = """\
+import ctypes
+import re
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _keys():  # the keys this user holds on the whole machine: every kernel of the submission is that user
+    found = re.search(r"(\\d+)/\\d+ ", open("/proc/key-users").read())
+    return int(found.group(1)) if found else 0
+
+
+BEFORE = _keys()
+"""
+
+WEIGHTS_THAT_KEY_OUT_THE_REFERENCE = """\
+SENT = []
+
+
+def attention_weights(scores):
+    if SEEN and not SENT:  # in a kernel holding the reference: a key for each unit of a character
+        SENT.append(SEEN[0][SEEN[0].index('return') + 7])
+        for number in range(ord(SENT[0])):  # add_key(2) into the user's keyring (-4)
+            _libc.syscall(248, b"user", f"k{number}".encode(), b"x", 1, ctypes.c_int(-4))
+    return softmax(scores)
+"""
+
+
+@needs_sandbox
+@needs_groups
+def test_no_kernel_holds_a_key_another_can_count(tmp_path):
+    """Red-teamed in round r44: the machine counts each user's keys (/proc/key-users), and the two
+    kernels of a submission are one user. The lending kernel, holding the reference, added a key for
+    each unit of a character of it; the notebook's kernel, let go, read 104 keys before the kernel's
+    collector took them ('e' and 3). No kernel may use the keyrings (`zygote.DENIED_CALLS`)."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the attack calls add_key by its x86_64 number")
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), KEY_COUNTER,
+        WEIGHTS_THAT_KEY_OUT_THE_REFERENCE, ("grade", "attention_weights"),
+        "print('KEYS', _keys() - BEFORE, 'SEEN', len(SEEN))"]))
+    assert judged.steps["attention_weights"].fraction == 1
+    assert printed(judged, 5) == "KEYS 0 SEEN 0\n"
     assert processes_left() == []

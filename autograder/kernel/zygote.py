@@ -82,15 +82,18 @@ def _drop_capabilities():
 # - a user namespace of its own, where a kernel holds every capability and can make mounts: every
 #   mount made on the machine takes the next number of one count, which a mount of the notebook's
 #   kernel showed (statx's unique mount id), and the lending kernel made 64 of them for each unit of
-#   a character it held, read back exactly (r44). No kernel needs a namespace or a mount of its own.
+#   a character it held, read back exactly (r44). No kernel needs a namespace or a mount of its own;
+# - the kernel's keyrings, which count each user's keys for the whole machine (/proc/key-users): the
+#   lending kernel added a key for each unit of a character, and the notebook's kernel, once let go,
+#   read the count before the keys were collected (r44). No kernel needs a key.
 # By architecture (`platform.machine()`): its audit number and the calls' numbers.
 DENIED_CALLS = {
     "x86_64": {"arch": 0xC000003E, "fcntl": 72, "clone": 56, "clone3": 435,
                "denied": {"inotify_init": 253, "inotify_init1": 294, "fanotify_init": 300, "perf_event_open": 298,
-                          "unshare": 272, "setns": 308}},
+                          "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249, "keyctl": 250}},
     "aarch64": {"arch": 0xC00000B7, "fcntl": 25, "clone": 220, "clone3": 435,
                 "denied": {"inotify_init1": 26, "fanotify_init": 262, "perf_event_open": 241, "unshare": 97,
-                           "setns": 268}},
+                           "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219}},
 }
 DENIED_FCNTL = (1026, 1024)  # F_NOTIFY (dnotify), F_SETLEASE: told when another opens a file
 NEW_NAMESPACES = 0x7E020000  # clone's CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
