@@ -205,3 +205,49 @@ def test_a_dtype_named_in_a_reply_is_a_dtype_and_imports_nothing(data):
     with pytest.raises(ValueError):
         agent.decode(data)
     assert ("torch._inductor" in sys.modules) == imported
+
+
+# An output message whose content is no output: sent on the kernel's own IOPub socket, signed with
+# the kernel's key, as any code in the kernel can.
+FORGED_OUTPUT = """\
+kernel = get_ipython().kernel
+kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": [[]] * %d},
+                    parent=kernel.get_parent("shell"))
+print("sent")
+"""
+
+
+@pytest.mark.parametrize("lists", [10, 30_000], ids=["malformed", "many-containers"])
+def test_an_output_that_is_no_output_costs_nothing_but_itself(tmp_path, lists):
+    """Red-teamed in round r44: a stream message whose text is a list of lists failed the whole
+    notebook's grading in nbformat's validation (NotebookValidationError: not graded, the
+    student's choice), and the judge counted no bytes for empty lists against the notebook's output
+    budget: with 5 million of them (a 20 MB message) the validation's error message took the
+    grading process to 18 GB and 172 s, and 15 million took the machine's memory (the kernel killed
+    the grading process). The message is dropped, and the notebook is graded on."""
+    from test_envelope import SEALED
+    from test_judge import notebook, printed
+
+    from autograder.judge import judge_notebook
+
+    if not SEALED:
+        pytest.skip("a kernel of the judge's")
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [FORGED_OUTPUT % lists, "print('graded on')"]))
+    assert judged.problem == ""
+    assert printed(judged, 1) == "graded on\n"
+
+
+def test_a_kernels_message_is_unpacked_only_within_bounds():
+    """The unpacking of r44's 5 million empty lists, and their size against the output budget."""
+    import json
+
+    from autograder.judge import _text_size
+    from autograder.kernel.client import HostileMessage, bounded_unpack
+    from autograder.limits import MAX_NOTEBOOK_OUTPUT_BYTES
+
+    with pytest.raises(HostileMessage):
+        bounded_unpack(json.dumps({"text": [[]] * MAX_REPLY_CONTAINERS}).encode())
+    with pytest.raises(HostileMessage):
+        bounded_unpack(b"[" * 5000 + b"]" * 5000)
+    assert bounded_unpack(b'{"name": "stdout", "text": "[{}]"}') == {"name": "stdout", "text": "[{}]"}
+    assert _text_size({"text": [[]] * 3_000_000}) > MAX_NOTEBOOK_OUTPUT_BYTES
