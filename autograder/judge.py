@@ -129,7 +129,7 @@ class JudgedExecute(Execute):
 
     # The messages that carry output: counted against MAX_NOTEBOOK_OUTPUT_BYTES.
     _OUTPUT_MESSAGES = ("stream", "display_data", "execute_result", "update_display_data", "error")
-    NO_OUTPUT = "\n[the grader dropped a {} message that is no output]\n"  # nbformat's validation refused it
+    NO_OUTPUT = "\n[the grader dropped a {} message whose content is not of its kind]\n"  # dropped; graded on
 
     def process_message(self, msg, cell, cell_index):
         """nbclient's, with the notebook's output bounded: a kernel may print or display
@@ -147,7 +147,7 @@ class JudgedExecute(Execute):
                 return None
         try:
             return super().process_message(msg, cell, cell_index)
-        except nbformat.ValidationError:  # content that is no output: dropped, and the notebook goes on
+        except (nbformat.ValidationError, TypeError, AttributeError, KeyError, ValueError):  # content not of its kind
             cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=self.NO_OUTPUT.format(msg_type)))
 
     def _left(self) -> float:

@@ -207,24 +207,28 @@ def test_a_dtype_named_in_a_reply_is_a_dtype_and_imports_nothing(data):
     assert ("torch._inductor" in sys.modules) == imported
 
 
-# An output message whose content is no output: sent on the kernel's own IOPub socket, signed with
-# the kernel's key, as any code in the kernel can.
-FORGED_OUTPUT = """\
+# A message whose content is not what its type says: sent on the kernel's own IOPub socket, signed
+# with the kernel's key, as any code in the kernel can.
+FORGED_MESSAGE = """\
 kernel = get_ipython().kernel
-kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": [[]] * %d},
-                    parent=kernel.get_parent("shell"))
+kernel.session.send(kernel.iopub_socket, %r, %s, parent=kernel.get_parent("shell"))
 print("sent")
 """
 
 
-@pytest.mark.parametrize("lists", [10, 30_000], ids=["malformed", "many-containers"])
-def test_an_output_that_is_no_output_costs_nothing_but_itself(tmp_path, lists):
+@pytest.mark.parametrize("kind, content", [
+    ("stream", '{"name": "stdout", "text": [[]] * 10}'), ("stream", '{"name": "stdout", "text": [[]] * 30_000}'),
+    ("update_display_data", '{"data": {}, "metadata": {}, "transient": {"display_id": [1]}}'),
+    ("comm_open", '{"comm_id": "c", "target_name": "t", "data": 5}'),
+], ids=["malformed", "many-containers", "display-id", "comm"])
+def test_a_message_that_is_not_what_it_says_costs_nothing_but_itself(tmp_path, kind, content):
     """Red-teamed in round r44: a stream message whose text is a list of lists failed the whole
     notebook's grading in nbformat's validation (NotebookValidationError: not graded, the
-    student's choice), and the judge counted no bytes for empty lists against the notebook's output
-    budget: with 5 million of them (a 20 MB message) the validation's error message took the
-    grading process to 18 GB and 172 s, and 15 million took the machine's memory (the kernel killed
-    the grading process). The message is dropped, and the notebook is graded on."""
+    student's choice), as did a display id that is a list and a comm's data that is a number, in
+    nbclient (TypeError); and the judge counted no bytes for empty lists against the notebook's
+    output budget: with 5 million of them (a 20 MB message) the validation's error message took the
+    grading process to 18 GB and 172 s, and 15 million ran the machine out of memory (the kernel
+    killed the grading process). The message is dropped, and the notebook is graded on."""
     from test_envelope import SEALED
     from test_judge import notebook, printed
 
@@ -232,9 +236,10 @@ def test_an_output_that_is_no_output_costs_nothing_but_itself(tmp_path, lists):
 
     if not SEALED:
         pytest.skip("a kernel of the judge's")
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [FORGED_OUTPUT % lists, "print('graded on')"]))
+    shown = "from IPython.display import display\ndisplay('shown', display_id='d')"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [shown, FORGED_MESSAGE % (kind, content), "print('graded on')"]))
     assert judged.problem == ""
-    assert printed(judged, 1) == "graded on\n"
+    assert printed(judged, 2) == "graded on\n"
 
 
 def test_a_kernels_message_is_unpacked_only_within_bounds():
