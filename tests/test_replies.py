@@ -211,7 +211,12 @@ def test_a_dtype_named_in_a_reply_is_a_dtype_and_imports_nothing(data):
 # with the kernel's key, as any code in the kernel can.
 FORGED_MESSAGE = """\
 kernel = get_ipython().kernel
-kernel.session.send(kernel.iopub_socket, %r, %s, parent=kernel.get_parent("shell"))
+kind, content = %r, %s
+if kind == "execute_reply":  # on the shell channel, to the request of this very cell
+    kernel.session.send(kernel.shell_stream, kind, content, parent=kernel.get_parent("shell"),
+                        ident=kernel._parent_ident["shell"])
+else:
+    kernel.session.send(kernel.iopub_socket, kind, content, parent=kernel.get_parent("shell"))
 print("sent")
 """
 
@@ -220,12 +225,13 @@ print("sent")
     ("stream", '{"name": "stdout", "text": [[]] * 10}'), ("stream", '{"name": "stdout", "text": [[]] * 30_000}'),
     ("update_display_data", '{"data": {}, "metadata": {}, "transient": {"display_id": [1]}}'),
     ("comm_open", '{"comm_id": "c", "target_name": "t", "data": 5}'),
-], ids=["malformed", "many-containers", "display-id", "comm"])
+    ("execute_reply", "{}"), ("execute_reply", '{"status": "error"}'),
+], ids=["malformed", "many-containers", "display-id", "comm", "reply", "error-reply"])
 def test_a_message_that_is_not_what_it_says_costs_nothing_but_itself(tmp_path, kind, content):
     """Red-teamed in round r44: a stream message whose text is a list of lists failed the whole
     notebook's grading in nbformat's validation (NotebookValidationError: not graded, the
     student's choice), as did a display id that is a list and a comm's data that is a number, in
-    nbclient (TypeError); and the judge counted no bytes for empty lists against the notebook's
+    nbclient (TypeError), and a cell's reply of `{}` or an error without its name (KeyError); and the judge counted no bytes for empty lists against the notebook's
     output budget: with 5 million of them (a 20 MB message) the validation's error message took the
     grading process to 18 GB and 172 s, and 15 million ran the machine out of memory (the kernel
     killed the grading process). The message is dropped, and the notebook is graded on."""

@@ -66,15 +66,35 @@ DROPPED = {"header": {"msg_id": "", "msg_type": "dropped"}, "msg_id": "", "msg_t
            "parent_header": {}, "metadata": {}, "content": {}, "buffers": []}
 
 
+# What an execute_reply nbclient cannot read says instead: the cell failed, in the kernel's doing.
+NO_REPLY = {"status": "error", "ename": "InvalidReply", "evalue": "the kernel's reply to this cell was no reply",
+            "traceback": []}
+
+
+def _is_reply(content):
+    """Whether `content` is an execute_reply's that nbclient can read (its status, and an error's
+    name, value and traceback)."""
+    if not isinstance(content, dict) or content.get("status") not in ("ok", "error", "aborted"):
+        return False
+    return content["status"] != "error" or (
+        isinstance(content.get("ename"), str) and isinstance(content.get("evalue"), str)
+        and isinstance(content.get("traceback"), list) and all(isinstance(line, str) for line in content["traceback"]))
+
+
 class BoundedChannel(AsyncZMQSocketChannel):
     """A channel of the notebook's client: a message its session's `bounded_unpack` refuses is
-    DROPPED, not an error in nbclient, which would stop the notebook's grading."""
+    DROPPED, and an execute_reply nbclient cannot read says NO_REPLY, rather than an error in
+    nbclient, which stopped the notebook's grading (r44: a reply of `{}`, forged with the kernel's
+    own key, left the notebook not graded)."""
 
     async def _recv(self, **kwargs):
         try:
-            return await super()._recv(**kwargs)
+            msg = await super()._recv(**kwargs)
         except HostileMessage:
             return copy.deepcopy(DROPPED)
+        if msg.get("msg_type") == "execute_reply" and not _is_reply(msg.get("content")):
+            msg["content"] = dict(NO_REPLY)
+        return msg
 
 
 def limited_context():
