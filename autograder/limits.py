@@ -48,6 +48,7 @@ OUTBOX_BYTES = 16 * 1024**2  # the folder of its ZeroMQ sockets and its own log
 TMPFS_INODES = 20_000  # files and folders in each of those mounts
 MAX_COPIED_FILES = 2000  # files of a submission folder copied into its sandbox
 MAX_COPIED_BYTES = 200 * 1024**2  # bytes of those files, together
+JOBS_BYTES = 3 * MAX_COPIED_BYTES + 16 * 1024**2  # a warm parent's job folders: two kernels' and one going
 assert TMP_BYTES + SHM_BYTES + SCRATCH_BYTES + OUTBOX_BYTES < SUBMISSION_MEMORY
 
 # --- what the judge reads from a kernel -------------------------------------------------------
@@ -68,3 +69,4 @@ MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as byte
 # (coursekit/archives.py): a larger one is left out whole, before anything is written.
 MAX_UNPACKED_BYTES = 512 * 1024**2
 MAX_UNPACKED_MEMBERS = 10_000
+MAX_EXTENDED_HEADERS = 8  # a tar's long-name and pax headers before one member (4 say all there is)

@@ -158,6 +158,34 @@ def read_time(path):
         return None, "not a time nbgrader can read (such as 2026-11-20 09:00:00 UTC); graded without a time"
 
 
+# Mode bits no copy or unpacked file keeps: set-user-ID and set-group-ID (a student's program,
+# copied or unpacked by root or the instructor, ran with the copier's rights for anyone who could
+# reach it: r44's zip_collect as root wrote a root-owned set-user-ID file from a student's zip, and
+# collect kept one from the exchange), sticky, and write for anyone but the owner.
+UNSAFE_MODE_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH
+
+
+def disarm(folder):
+    """Take UNSAFE_MODE_BITS off every file and folder under `folder`, in place: what nbgrader's
+    unpacker, or a copy by hand into submitted/, wrote as an archive or a student said. Each is
+    changed through what was opened, never through a link."""
+    for path, _, info in entries_under(folder):
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)) or not info.st_mode & UNSAFE_MODE_BITS:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            continue
+        try:
+            opened = os.fstat(fd)
+            if stat.S_ISREG(opened.st_mode) or stat.S_ISDIR(opened.st_mode):
+                os.fchmod(fd, stat.S_IMODE(opened.st_mode) & ~UNSAFE_MODE_BITS)
+        except OSError:
+            pass  # not ours to change: it runs with its owner's rights, no one else's
+        finally:
+            os.close(fd)
+
+
 def _copy_file(src, dest, owner_uid, max_bytes):
     """Copy one regular file without following a link, re-checking what was opened (the student
     may swap the entry between the walk and the copy). Returns why it was refused, or ""."""
@@ -181,7 +209,7 @@ def _copy_file(src, dest, owner_uid, max_bytes):
                 target.write(block)
     # The times and mode of the file that was opened: the path may name another entry by now, or none.
     os.utime(dest, ns=(opened.st_atime_ns, opened.st_mtime_ns))
-    os.chmod(dest, stat.S_IMODE(opened.st_mode))
+    os.chmod(dest, stat.S_IMODE(opened.st_mode) & ~UNSAFE_MODE_BITS)
     return ""
 
 
@@ -282,6 +310,7 @@ def take_in(root, assignment, student, folder):
             return
     if folder.is_dir():
         quarantine(root, assignment, student, folder)
+        disarm(folder)
 
 
 def autograde_hook(assignment, student, notebooks):

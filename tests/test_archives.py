@@ -128,3 +128,42 @@ def test_a_tar_whose_links_name_each_other_is_left_out(tmp_path, small_budget):
     naming each other held `nbgrader zip_collect` forever (red-team round r39)."""
     archive = _linked_tar(tmp_path / "eve.tar.gz", [("a", tarfile.SYMTYPE, "b"), ("b", tarfile.SYMTYPE, "a")])
     assert archives.Budget().take(archive) != ""
+
+
+def _header(name, size, kind, pax=None):
+    info = tarfile.TarInfo(name)
+    info.size, info.type, info.pax_headers = size, kind, pax or {}
+    return info.tobuf(format=tarfile.PAX_FORMAT if pax else tarfile.USTAR_FORMAT)
+
+
+def _headed_tar(path, headers):
+    """A tar.gz of `headers` (each a header block and the bytes after it, padded to blocks) and then
+    one small notebook."""
+    with tarfile.open(path, "w:gz") as tar:
+        for block, data in headers:
+            tar.fileobj.write(block + data + bytes(-len(data) % tarfile.BLOCKSIZE))
+            tar.offset += len(block) + len(data) + (-len(data) % tarfile.BLOCKSIZE)
+        info = tarfile.TarInfo("nb.ipynb")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    return path
+
+
+def test_what_tarfile_reads_whole_before_a_member_is_bounded_too(tmp_path, small_budget):
+    """Red-teamed in round r44: tarfile reads a member's long name, long link and pax records whole
+    into memory, each holding on to it while it reads the next header, and a sparse file's map
+    without bound: a 4.7 MB tar.gz of four 256 MiB long names took the instructor's process to
+    1.1 GB while its budget was asked, and was then taken (a member states no size for them); a
+    131 kB one whose sparse map counts 64 Mi numbers held it 52 s, and was then taken. Such
+    headers are charged to the budget before they are read, at most MAX_EXTENDED_HEADERS of them
+    before one member, and a sparse file is left out."""
+    name = (b"a" + bytes(5 * MB), tarfile.GNUTYPE_LONGNAME)
+    long_name = _headed_tar(tmp_path / "name.tar.gz", [(_header("././@LongLink", 5 * MB + 1, name[1]), name[0])])
+    assert archives.Budget().take(long_name) != ""
+    chained = _headed_tar(tmp_path / "chain.tar.gz", [(_header("././@LongLink", 2, tarfile.GNUTYPE_LONGNAME), b"a\0")] * 40)
+    assert archives.Budget().take(chained) != ""
+    pax = _header("x", 0, tarfile.REGTYPE, {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "s"})
+    sparse = _headed_tar(tmp_path / "sparse.tar.gz", [(pax, b"1000000\n" + b"0\n" * 20_000)])
+    assert archives.Budget().take(sparse) != ""
+    fine = _headed_tar(tmp_path / "fine.tar.gz", [(_header("././@LongLink", 300, name[1]), b"b" * 299 + b"\0")])
+    assert archives.Budget().take(fine) == ""

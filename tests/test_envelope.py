@@ -33,14 +33,15 @@ def test_nothing_one_kernel_writes_is_seen_by_the_next(tmp_path):
     """Two students graded one after the other on one warm parent: the first leaves a file in every
     folder it can write to (its /tmp, /dev, /dev/shm and working folder), the second finds none of
     them anywhere. The root of the warm parent's sandbox, which every kernel forked from it shares,
-    is read-only: a kernel once wrote /etc/left there, and the next kernel read it."""
+    is read-only, even remounted in a namespace of the kernel's: a kernel once wrote /etc/left
+    there, and the next kernel read it."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     first = judge_notebook(notebook(tmp_path / "a" / "nb.ipynb", [program("leave_traces"), program("find_traces")]))
     left = _printed_json(first, 0, "LEFT")
     assert {"/tmp/trace", "/dev/shm/trace", "/dev/trace"} <= set(left), left
     assert any(place.endswith("/work/trace") for place in left), left
-    assert not {"/trace", "/etc/trace", "/usr/trace"} & set(left), left
+    assert not {"/trace", "/etc/trace", "/usr/trace", "/trace-remounted"} & set(left), left
     assert sorted(_printed_json(first, 1, "FOUND")) == sorted(left), "a kernel sees what it wrote itself"
     second = judge_notebook(notebook(tmp_path / "b" / "nb.ipynb", [program("find_traces")]))
     assert _printed_json(second, 0, "FOUND") == []

@@ -18,25 +18,29 @@ without the image these two could pass by chance; with it there is no channel to
 """
 
 import json
+import os
 import random
 
+import pytest
 from test_envelope import needs_groups, needs_sandbox
 from test_judge import notebook, printed, processes_left, program
 from test_lending_channel import WRONG_SOFTMAX_RECORDING_THE_REFERENCE
 
+from autograder import judge
 from autograder.judge import judge_notebook
 from autograder.reference import reference_source, with_dependencies
 
 
 @needs_sandbox
 def test_every_folder_a_kernel_can_look_names_up_in_remembers_nothing(tmp_path):
-    """Every folder a kernel can reach, but its own job folder (made for it, removed after it), is
-    on a tmpfs (the kernel image, or a mount of the kernel's own) or is its own /proc or terminals
-    (/dev/pts), never on the machine's disk; and the image holds what a kernel imports, not the grading environment."""
+    """Every folder a kernel can reach is on a tmpfs (the kernel image, a mount of the kernel's own,
+    or, as root, the warm parent's job folders: the kernel that replaces another after a restart has
+    the same job folder) or is its own /proc or terminals (/dev/pts), never on the machine's disk;
+    and the image holds what a kernel imports, not the grading environment."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("list_mounts")]))
     found = json.loads(printed(judged, 0).split("MOUNTS", 1)[1])
-    job = found["job"]
-    reached = {point: kind for point, kind in found["mounts"] if point != job and not point.startswith(job + "/")}
+    job = found["job"] if os.getuid() != 0 else None  # as any other user, on the disk
+    reached = {point: kind for point, kind in found["mounts"] if job is None or (point != job and not point.startswith(job + "/"))}
     assert set(reached.values()) <= {"tmpfs", "proc", "devpts"}, reached
     assert reached["/usr"] == "tmpfs" and reached["/proc"] == "proc" and reached["/dev/pts"] == "devpts", reached
     assert found["nbgrader"] == found["dask"] == "ModuleNotFoundError", found
@@ -198,4 +202,26 @@ def test_a_reference_lent_to_one_student_never_reaches_a_classmate(tmp_path):
         NO_SOFTMAX, names, READ_AND_RUN_WHAT_A_CLASSMATE_LEFT, ("grade", "softmax")]))
     assert a.steps["softmax"].fraction < 1
     assert b.steps["softmax"].fraction < 0.5, printed(b, 2)
+    assert processes_left() == []
+
+
+@needs_sandbox
+@needs_groups
+def test_a_kernel_replaced_after_a_lent_step_reads_nothing_its_predecessor_looked_up(tmp_path, monkeypatch):
+    """Red-teamed in round r44: a notebook that holds more than LENDING_ROOM (1.1 GB in a cell did)
+    is lent the reference in its own kernel, which is then replaced by a fresh one with the same job
+    folder, which was on the disk. The kernel holding the reference looked up a name that does not
+    exist in its job folder for each 1 bit of the source, and the fresh kernel read it back by timing:
+    40 characters of 40. As root, the warm parent's job folders are a tmpfs of their own."""
+    if os.getuid() != 0:
+        pytest.skip("only root mounts the job folders' tmpfs")
+    monkeypatch.setattr(judge, "LENDING_ROOM", 0)  # as a notebook holding more than that
+    names = (NAMES + LOOKUPS).replace("%r", repr(f"{random.getrandbits(32):08x}"))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, names.replace("os.path.dirname(numpy.__file__)", "os.path.dirname(os.getcwd())"),
+        ("grade", "softmax"), WEIGHTS_THAT_LOOK_UP_THE_REFERENCE, ("grade", "attention_weights"), TIMED_LOOKUPS]))
+    assert judged.steps["attention_weights"].fraction == 1
+    sent = reference_source(with_dependencies(["softmax"]))[:40]
+    read = eval(printed(judged, 5))  # noqa: S307 - the repr of a str this test's notebook printed
+    assert sum(a == b for a, b in zip(read, sent)) < 20, (read, sent)
     assert processes_left() == []

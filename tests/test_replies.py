@@ -191,3 +191,74 @@ def test_an_exception_that_cannot_be_described_costs_its_request_and_the_agent_s
         ours.close()
         thread.join(5)
     assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("data", [{"$dtype": "_inductor"}, {"$dtype": "save"}, {"$dtype": "Tensor"},
+                                  {"$t": agent.encode(np.zeros(2))["$nd"], "dtype": "_inductor"}])
+def test_a_dtype_named_in_a_reply_is_a_dtype_and_imports_nothing(data):
+    """Red-teamed in round r44: the judge read a reply's dtype as any attribute of torch, and torch
+    imports some of its modules when they are first read: {"$dtype": "_inductor"} took the judge
+    1.9 s and 67 MB (800 modules more), and came back as a module, or a function, for the suite."""
+    import sys
+
+    imported = "torch._inductor" in sys.modules  # by an earlier test of this session, maybe
+    with pytest.raises(ValueError):
+        agent.decode(data)
+    assert ("torch._inductor" in sys.modules) == imported
+
+
+# A message whose content is not what its type says: sent on the kernel's own IOPub socket, signed
+# with the kernel's key, as any code in the kernel can.
+FORGED_MESSAGE = """\
+kernel = get_ipython().kernel
+kind, content = %r, %s
+if kind == "execute_reply":  # on the shell channel, to the request of this very cell
+    kernel.session.send(kernel.shell_stream, kind, content, parent=kernel.get_parent("shell"),
+                        ident=kernel._parent_ident["shell"])
+else:
+    kernel.session.send(kernel.iopub_socket, kind, content, parent=kernel.get_parent("shell"))
+print("sent")
+"""
+
+
+@pytest.mark.parametrize("kind, content", [
+    ("stream", '{"name": "stdout", "text": [[]] * 10}'), ("stream", '{"name": "stdout", "text": [[]] * 30_000}'),
+    ("update_display_data", '{"data": {}, "metadata": {}, "transient": {"display_id": [1]}}'),
+    ("comm_open", '{"comm_id": "c", "target_name": "t", "data": 5}'),
+    ("execute_reply", "{}"), ("execute_reply", '{"status": "error"}'),
+], ids=["malformed", "many-containers", "display-id", "comm", "reply", "error-reply"])
+def test_a_message_that_is_not_what_it_says_costs_nothing_but_itself(tmp_path, kind, content):
+    """Red-teamed in round r44: a stream message whose text is a list of lists failed the whole
+    notebook's grading in nbformat's validation (NotebookValidationError: not graded, the
+    student's choice), as did a display id that is a list and a comm's data that is a number, in
+    nbclient (TypeError), and a cell's reply of `{}` or an error without its name (KeyError); and the judge counted no bytes for empty lists against the notebook's
+    output budget: with 5 million of them (a 20 MB message) the validation's error message took the
+    grading process to 18 GB and 172 s, and 15 million ran the machine out of memory (the kernel
+    killed the grading process). The message is dropped, and the notebook is graded on."""
+    from test_envelope import SEALED
+    from test_judge import notebook, printed
+
+    from autograder.judge import judge_notebook
+
+    if not SEALED:
+        pytest.skip("a kernel of the judge's")
+    shown = "from IPython.display import display\ndisplay('shown', display_id='d')"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [shown, FORGED_MESSAGE % (kind, content), "print('graded on')"]))
+    assert judged.problem == ""
+    assert printed(judged, 2) == "graded on\n"
+
+
+def test_a_kernels_message_is_unpacked_only_within_bounds():
+    """The unpacking of r44's 5 million empty lists, and their size against the output budget."""
+    import json
+
+    from autograder.judge import _text_size
+    from autograder.kernel.client import HostileMessage, bounded_unpack
+    from autograder.limits import MAX_NOTEBOOK_OUTPUT_BYTES
+
+    with pytest.raises(HostileMessage):
+        bounded_unpack(json.dumps({"text": [[]] * MAX_REPLY_CONTAINERS}).encode())
+    with pytest.raises(HostileMessage):
+        bounded_unpack(b"[" * 5000 + b"]" * 5000)
+    assert bounded_unpack(b'{"name": "stdout", "text": "[{}]"}') == {"name": "stdout", "text": "[{}]"}
+    assert _text_size({"text": [[]] * 3_000_000}) > MAX_NOTEBOOK_OUTPUT_BYTES

@@ -115,13 +115,13 @@ def decode(data, resolve=None):
     if "$nd" in data:
         array = _from_npy(data["$nd"])
         return array[()] if data.get("scalar") else array
-    if "$t" in data:
-        torch = _torch() or __import__("torch")
-        tensor = torch.from_numpy(_from_npy(data["$t"]).copy())
-        return tensor.to(getattr(torch, data.get("dtype", str(tensor.dtype)[6:])))
-    if "$dtype" in data:
-        torch = _torch() or __import__("torch")
-        return getattr(torch, data["$dtype"])
+    if "$t" in data or "$dtype" in data:  # a dtype is read from torch's namespace: as an attribute,
+        torch = _torch() or __import__("torch")  # "_inductor" imported 800 modules into the judge (r44)
+        tensor = torch.from_numpy(_from_npy(data["$t"]).copy()) if "$t" in data else None
+        dtype = vars(torch).get(str(data["$dtype"] if tensor is None else data.get("dtype", str(tensor.dtype)[6:])))
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError("a dtype torch does not have")
+        return dtype if tensor is None else tensor.to(dtype)
     if "$tuple" in data:
         return tuple(decode(v, resolve) for v in data["$tuple"])
     if "$dict" in data:

@@ -15,14 +15,17 @@ and, like the judge's own connection to a kernel (`limited_context`), refuse a m
 MAX_KERNEL_MESSAGE_BYTES: a kernel is hostile, and ZeroMQ would otherwise read any message whole.
 """
 
+import copy
+import json
 import time
 from queue import Empty
 
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
-from traitlets import default
+from jupyter_client.channels import AsyncZMQSocketChannel
+from traitlets import Type, default
 
-from autograder.limits import MAX_KERNEL_MESSAGE_BYTES
+from autograder.limits import MAX_KERNEL_MESSAGE_BYTES, MAX_REPLY_CONTAINERS
 
 IOPUB_TIMEOUT = 0.2  # as jupyter_client: no IOPub message this long after the reply: not connected yet
 # IOPub is connected (a message came) but the request's status does not follow: it was sent before
@@ -40,12 +43,83 @@ def _limit(context):
     return context
 
 
+class HostileMessage(ValueError):
+    """A part of a kernel's message whose JSON would cost the judge more than it may."""
+
+
+def bounded_unpack(data):
+    """jupyter_client's JSON unpacker, for a part of a kernel's message, once it is known to hold at
+    most MAX_REPLY_CONTAINERS lists and objects (as an agent's reply, `channel.checked_reply`): a
+    kernel signs what it likes with its own key, and json.loads of 60 MB of `[[], ...]` makes 15
+    million lists in the judge's process. HostileMessage otherwise."""
+    raw = data if isinstance(data, bytes) else str(data).encode()
+    if raw.count(b"[") + raw.count(b"{") > MAX_REPLY_CONTAINERS:
+        raise HostileMessage(f"more than {MAX_REPLY_CONTAINERS} lists and objects")
+    try:
+        return json.loads(raw.decode("utf8", "replace"))
+    except RecursionError:
+        raise HostileMessage("nested too deeply") from None
+
+
+# What a channel gives for a message `bounded_unpack` refused: answering no request, it is passed over.
+DROPPED = {"header": {"msg_id": "", "msg_type": "dropped"}, "msg_id": "", "msg_type": "dropped",
+           "parent_header": {}, "metadata": {}, "content": {}, "buffers": []}
+
+
+# What an execute_reply nbclient cannot read says instead: the cell failed, in the kernel's doing.
+NO_REPLY = {"status": "error", "ename": "InvalidReply", "evalue": "the kernel's reply to this cell was no reply",
+            "traceback": []}
+
+
+def _is_reply(content):
+    """Whether `content` is an execute_reply's that nbclient can read (its status, and an error's
+    name, value and traceback)."""
+    if not isinstance(content, dict) or content.get("status") not in ("ok", "error", "aborted"):
+        return False
+    return content["status"] != "error" or (
+        isinstance(content.get("ename"), str) and isinstance(content.get("evalue"), str)
+        and isinstance(content.get("traceback"), list) and all(isinstance(line, str) for line in content["traceback"]))
+
+
+class BoundedChannel(AsyncZMQSocketChannel):
+    """A channel of the notebook's client: a message its session's `bounded_unpack` refuses is
+    DROPPED, and an execute_reply nbclient cannot read says NO_REPLY, rather than an error in
+    nbclient, which stopped the notebook's grading (r44: a reply of `{}`, forged with the kernel's
+    own key, left the notebook not graded)."""
+
+    async def _recv(self, **kwargs):
+        try:
+            msg = await super()._recv(**kwargs)
+        except HostileMessage:
+            return copy.deepcopy(DROPPED)
+        if msg.get("msg_type") == "execute_reply" and not _is_reply(msg.get("content")):
+            msg["content"] = dict(NO_REPLY)
+        return msg
+
+
 def limited_context():
     """A ZeroMQ context for a blocking client of a graded kernel (destroy it with the client)."""
     return _limit(zmq.Context())
 
 
+def blocking_client(connection_file):
+    """A blocking client of a graded kernel, on a `limited_context` of its own, whose session
+    unpacks with `bounded_unpack` (a message it refuses raises, and `KernelChannel.wait` passes
+    over it)."""
+    from jupyter_client.blocking import BlockingKernelClient
+
+    client = BlockingKernelClient(connection_file=connection_file, context=limited_context())
+    client.session.unpack = bounded_unpack
+    return client
+
+
 class QuickStartClient(AsyncKernelClient):
+    shell_channel_class = iopub_channel_class = stdin_channel_class = control_channel_class = Type(BoundedChannel)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.session.unpack = bounded_unpack
+
     @default("context")
     def _context_default(self):
         return _limit(super()._context_default())

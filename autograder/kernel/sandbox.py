@@ -125,7 +125,8 @@ def _processes_of(uid):
 
 
 _CLONE_NEWNS = 0x00020000
-_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+_MNT_DETACH = 2
 
 
 @functools.lru_cache(maxsize=1)
@@ -246,9 +247,10 @@ def bwrap_command(command, workdir, view, shared_ro=(), shared_rw=()):
         args += ["--ro-bind", str(path), str(path)]
     for path in [workdir, *shared_rw]:
         args += ["--bind", str(path), str(path)]
-    # The sandbox's root is a tmpfs bubblewrap made, with the folders above the mounts (/etc,
-    # /root, ...): every kernel the warm parent forks shares it, and a kernel wrote /etc/left there
-    # for the next to read. Read-only once everything is mounted; what a kernel may write is its own.
+    # bubblewrap's root is a tmpfs without a size, and every kernel the warm parent forks shares
+    # it: a file written in `/` was read by the next student graded on that worker, and its pages
+    # outlived the writer's envelope (red-team round r44). Read-only once the mount points above
+    # are made; a kernel's own namespaces lock it so (`zygote.py`).
     args += ["--remount-ro", "/"]
     args += ["--chdir", str(workdir), "--clearenv",
              "--setenv", "PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
@@ -273,6 +275,7 @@ def _join(procs_files):
 
 
 OWNER_FILE = "owner"  # in an enclosure's folder: "<pid> <start time>" of the process that made it
+JOBS = "jobs"  # in a warm parent's enclosure: its kernels' job folders (`warm.WarmParent`)
 _reaped = False
 
 
@@ -297,7 +300,13 @@ def reap_abandoned():
     for folder in Path(tempfile.gettempdir()).glob("judge-*"):
         if folder.is_dir() and not folder.is_symlink() and not _owner_alive(folder):
             remove_abandoned(folder.name)
+            if os.getuid() == 0 and os.path.ismount(folder / JOBS):
+                _unmount(folder / JOBS)
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _unmount(folder):
+    _libc().umount2(str(folder).encode(), _MNT_DETACH)  # a folder that is no mount point: nothing
 
 
 class Enclosure:
@@ -306,6 +315,7 @@ class Enclosure:
 
     def __init__(self, prefix="judge-"):
         reap_abandoned()
+        self.mounts = []  # tmpfs mounts below `root` (`own_tmpfs`), unmounted when it is removed
         self.root = Path(tempfile.mkdtemp(prefix=prefix))
         os.chmod(self.root, 0o755)
         (self.root / OWNER_FILE).write_text(f"{os.getpid()} {procfs.start_time(os.getpid())}")
@@ -330,6 +340,16 @@ class Enclosure:
                 python_roots[root] = root
         self.view = disk_view(python_roots)
 
+    def own_tmpfs(self, folder, size):
+        """As root, a tmpfs of at most `size` bytes over `folder` (below `root`), gone with it; as
+        anyone else, nothing (they cannot mount)."""
+        if os.getuid() != 0:
+            return
+        data = f"size={int(size)},mode=0755".encode()
+        if _libc().mount(b"tmpfs", str(folder).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, data) != 0:
+            raise OSError(ctypes_errno(), f"mount tmpfs on {folder}")
+        self.mounts.append(folder)
+
     def preexec(self):
         """What the sandbox's first process runs between fork and exec."""
         return functools.partial(_sandboxed_child, self.uid, self.staging, self.envelope.procs_files)
@@ -339,4 +359,6 @@ class Enclosure:
         if os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
             print(f"sandbox kept: {self.root}", file=sys.stderr)
         else:
+            for folder in self.mounts:
+                _unmount(folder)
             shutil.rmtree(self.root, ignore_errors=True)

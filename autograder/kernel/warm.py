@@ -21,6 +21,7 @@ from typing import TypedDict
 from autograder.kernel import procfs, sandbox
 from autograder.kernel.envelope import Envelope
 from autograder.limits import (
+    JOBS_BYTES,
     OUTBOX_BYTES,
     SCRATCH_BYTES,
     SHM_BYTES,
@@ -100,8 +101,14 @@ class WarmParent:
 
     def __init__(self):
         self.enclosure = sandbox.Enclosure(prefix="judge-warm-")
-        self.jobs = self.enclosure.root / "jobs"
+        self.jobs = self.enclosure.root / sandbox.JOBS
         self.jobs.mkdir(mode=0o755)
+        # A job folder is where a kernel may look names up, and the kernel that replaces one after
+        # a restart has the same: on the disk, a name looked up stays in the machine's name cache,
+        # and r44's kernel lent a reference (in the notebook's own, as a notebook that holds more
+        # than LENDING_ROOM makes it) looked up one per 1 bit, which the fresh kernel read back by
+        # timing. A tmpfs keeps no name that does not exist (`runtime_image.py`).
+        self.enclosure.own_tmpfs(self.jobs, JOBS_BYTES)
         if os.getuid() == 0:
             os.lchown(self.jobs, self.enclosure.uid, self.enclosure.uid)
         program = self.enclosure.root / "zygote.py"

@@ -72,6 +72,69 @@ def _drop_capabilities():
     _check(libc.capset(header, data), "capset")
 
 
+# Calls no kernel may make (a seccomp filter, `_deny_calls`):
+# - each asks the operating system to tell this process what other processes do to files it can
+#   read, and the telling waits in a queue while the process is stopped. The notebook's kernel
+#   watched files of the kernel image (inotify, or dnotify's signals), the lending kernel opened one
+#   of two for each bit of the reference it held, and the notebook's kernel, once let go
+#   (`still.py`), read them all back: 40 characters of 40 (red-team round r44). fanotify, leases
+#   and the machine's performance counters (where perf_event_paranoid allows them) tell as much;
+# - a user namespace of its own, where a kernel holds every capability and can make mounts: every
+#   mount made on the machine takes the next number of one count, which a mount of the notebook's
+#   kernel showed (statx's unique mount id), and the lending kernel made 64 of them for each unit of
+#   a character it held, read back exactly (r44). No kernel needs a namespace or a mount of its own;
+# - the kernel's keyrings, which count each user's keys for the whole machine (/proc/key-users): the
+#   lending kernel added a key for each unit of a character, and the notebook's kernel, once let go,
+#   read the count before the keys were collected (r44). No kernel needs a key.
+# By architecture (`platform.machine()`): its audit number and the calls' numbers.
+DENIED_CALLS = {
+    "x86_64": {"arch": 0xC000003E, "fcntl": 72, "clone": 56, "clone3": 435,
+               "denied": {"inotify_init": 253, "inotify_init1": 294, "fanotify_init": 300, "perf_event_open": 298,
+                          "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249, "keyctl": 250}},
+    "aarch64": {"arch": 0xC00000B7, "fcntl": 25, "clone": 220, "clone3": 435,
+                "denied": {"inotify_init1": 26, "fanotify_init": 262, "perf_event_open": 241, "unshare": 97,
+                           "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219}},
+}
+DENIED_FCNTL = (1026, 1024)  # F_NOTIFY (dnotify), F_SETLEASE: told when another opens a file
+NEW_NAMESPACES = 0x7E020000  # clone's CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+X32_CALLS = 0x40000000  # x86_64's other ABI: the same calls under other numbers
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+def _deny_calls():
+    """A seccomp filter over this process and all it starts: DENIED_CALLS, the fcntl commands of
+    DENIED_FCNTL, and a clone into NEW_NAMESPACES fail with EPERM, as does any call of another
+    architecture's ABI (32-bit calls on a 64-bit machine number them apart); clone3, whose flags a
+    filter cannot read, fails with ENOSYS, so that the C library clones the older way. Nothing where
+    the machine is neither (README: what depends on the host)."""
+    import platform
+    import struct
+
+    calls = DENIED_CALLS.get(platform.machine())
+    if calls is None:
+        return
+    # (label, operation, k, where to go if true, if false): a label, or None for the next one.
+    # seccomp_data: the call's number at 0, its architecture at 4, its arguments from 16, 8 bytes each.
+    steps = [(None, "load", 4, None, None), (None, "equal", calls["arch"], None, "deny"),
+             (None, "load", 0, None, None), (None, "at_least", X32_CALLS, "deny", None)]
+    steps += [(None, "equal", number, "deny", None) for number in calls["denied"].values()]
+    steps += [(None, "equal", calls["clone3"], "enosys", None), (None, "equal", calls["clone"], "clone", None),
+              (None, "equal", calls["fcntl"], None, "allow"), (None, "load", 24, None, None)]  # fcntl's command
+    steps += [(None, "equal", command, "deny", None) for command in DENIED_FCNTL]
+    steps += [(None, "equal", 0, "allow", "allow"),  # (a jump to the allow below)
+              ("clone", "load", 16, None, None), (None, "any_of", NEW_NAMESPACES, "deny", "allow"),  # clone's flags
+              ("allow", "return", 0x7FFF0000, None, None), ("deny", "return", 0x00050000 | 1, None, None),
+              ("enosys", "return", 0x00050000 | 38, None, None)]
+    codes = {"load": 0x20, "equal": 0x15, "at_least": 0x35, "any_of": 0x45, "return": 0x06}  # LD|W|ABS, JEQ, JGE, JSET
+    places = {label: at for at, (label, *_) in enumerate(steps) if label}
+    program = b"".join(struct.pack("HBBI", codes[name], places[yes] - at - 1 if yes else 0,
+                                   places[no] - at - 1 if no else 0, k)
+                       for at, (_, name, k, yes, no) in enumerate(steps))
+    filters = ctypes.create_string_buffer(program)
+    fprog = struct.pack("HxxxxxxQ", len(steps), ctypes.addressof(filters))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog), 0, 0), "seccomp")
+
+
 # /proc's counts of events on the whole machine, hidden from the kernel (an empty file over each):
 # nothing else here locks pages (vmstat's unevictable_pgs_mlocked), so the lending kernel, holding
 # a reference, raised that count by a number of its choosing and the notebook's kernel read it once
@@ -150,6 +213,7 @@ def _become_kernel(job, argv, env):
     for name in [n for n in MACHINE_COUNTERS if os.path.exists(f"/proc/{n}")]:
         _mount("/dev/null", f"/proc/{name}", flags=MS_BIND)
     _drop_capabilities()
+    _deny_calls()  # no_new_privs, set above, lets an unprivileged process install it
     log = os.open(os.path.join(job, "outbox", "kernel.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
