@@ -35,6 +35,9 @@ class Channel(Protocol):
 
     def peak(self) -> int: ...
 
+    @property
+    def counts_children(self) -> bool: ...
+
 
 class Implementation:
     """The code under test, reached through `channel`."""
@@ -95,14 +98,22 @@ class Implementation:
         """(name(*args), the most memory it held at once, in bytes above what was held before).
 
         Measured from outside the process that runs it: its peak resident set size, reset
-        just before the call. The inputs are sent and decoded first, so they do not count."""
+        just before the call. The inputs are sent and decoded first, so they do not count. Where
+        the peak counts children (a kernel's envelope), the call runs in a forked child of the
+        kernel: memory held before it (a buffer an earlier cell made, which a full score matrix
+        was written into) is then counted too, page by page, as the call writes it."""
         from autograder.kernel import agent
 
         held = self._request({"op": "hold", "values": agent.encode(list(args))})
+        overhead = 0
+        if self._channel.counts_children:  # what a forked child costs doing nothing is not the call's
+            start = self._channel.reset()
+            self._request({"op": "hold", "values": agent.encode([]), "in_child": True})
+            overhead = max(0, self._channel.peak() - start)
         before = self._channel.reset()
-        result = self._request({"op": "call", "target": name, "method": None,
+        result = self._request({"op": "call", "target": name, "method": None, "in_child": self._channel.counts_children,
                                 "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
-        return result, max(0, self._channel.peak() - before)
+        return result, max(0, self._channel.peak() - before - overhead)
 
     # a step's frame
     def begin(self, reference_source: str = "", reference_names: Sequence[str] = ()) -> None:

@@ -1,18 +1,12 @@
 """The grader's agent: the only grading code that runs where the submission runs.
 
 The judge (`autograder.judge`) holds the hidden cases, the stored expected outputs and the
-reference; the student's kernel holds none of them. The two talk through this agent, and only
-in plain data: JSON whose arrays are `.npy` bytes read back with `allow_pickle=False`. No
-pickle, and no object reference the other side could walk. An object that is not data (a
-student's `nn.Module`, a `KVCache`) stays here and crosses as a numbered handle.
-
-The agent has nothing to steal: it knows the requests it is sent (inputs), and computes
-replies from the submission's own code. A submission may rewrite it, forge its replies or
-delete it; that changes only what its own code is reported to return.
-
-This file is self-contained (standard library and NumPy, torch only when present), because
-the judge ships its source into the kernel rather than making the grader importable there.
-The judge imports the same file for `encode` and `decode`, so both ends share one codec.
+reference; the kernel holds none of them. The two talk through this agent in plain data only:
+JSON whose arrays are `.npy` bytes read with `allow_pickle=False`, no pickle, no object reference
+the other side could walk. An object that is not data (a student's `nn.Module`) stays here and
+crosses as a numbered handle. A submission may rewrite the agent or forge its replies; that
+changes only what its own code is reported to return. Self-contained (standard library, NumPy,
+torch when present): the judge ships this source into the kernel, and imports it for the codec.
 """
 
 import base64
@@ -20,6 +14,7 @@ import copy
 import dis
 import io
 import json
+import os
 import socket
 import struct
 import sys
@@ -35,13 +30,8 @@ SOCKET_NAME = "agent.sock"  # the judge listens here, in the folder the kernel s
 AGENT_FILENAME = "<grader-agent>"
 REFERENCE_FILENAME = "<reference>"
 
-# Python hands the GIL to a waiting thread only after the holder has run this long. The
-# interpreter's default (5 ms) let a submission's thread that spins forever make every request
-# wait for it several times: one notebook's step took 6 s instead of 0.2 s, a worker's time that
-# its classmates wait for. At 0.5 ms the agent's thread gets its turn ten times sooner. The
-# notebook's later cells keep it: such a thread slows them too (that notebook took 3.3 s with the
-# interval short during steps only, 1.8 s with it short from the first step on), and without one
-# the extra switches cost nothing measurable (benchmarks/results.md, 2026-11-26, sixth session).
+# How long the GIL's holder runs before a waiting thread: at 5 ms, the default, a submission's thread that spins
+# forever made one step take 6 s, not 0.2 s. Later cells keep it (benchmarks/results.md, sixth session).
 SWITCH_INTERVAL = 0.0005
 
 
@@ -50,7 +40,6 @@ def _torch():
 
 
 # --- the codec ------------------------------------------------------------------------------
-
 def _npy(array):
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(array), allow_pickle=False)
@@ -134,7 +123,6 @@ def decode(data, resolve=None):
 
 
 # --- framing: one JSON document per message, after its length ----------------------------------
-
 _LENGTH = struct.Struct(">Q")
 
 
@@ -179,11 +167,9 @@ def receive(sock, limit=None):
 
 
 # --- errors ---------------------------------------------------------------------------------
-
-# A submission's exception whose `__str__` or class name raises: escaping, it would end the agent's
-# thread, and so the step through a deadline, where it should cost one case.
-UNDESCRIBABLE = {"type": "Exception", "bases": ["Exception", "BaseException"],
-                 "message": "(its message raised when read)"}
+# A submission's exception whose `__str__` or class name raises would end the agent's thread: one case, not the step.
+UNDESCRIBABLE = {"type": "Exception", "bases": ["Exception", "BaseException"], "message": "(its message raised when read)"}
+ENDED_ITS_PROCESS = {"type": "SystemExit", "bases": ["SystemExit"], "message": "the call ended the process it ran in"}
 
 
 def describe_error(error):
@@ -197,7 +183,6 @@ def describe_error(error):
 
 
 # --- the agent ------------------------------------------------------------------------------
-
 class Agent:
     """Serves the judge's requests against a namespace (the kernel's, or the reference's)."""
 
@@ -250,8 +235,7 @@ class Agent:
         return func(*args, **kwargs)
 
     def op_hold(self, request):
-        """Decode values and keep them here: handles to pass to a later call, so that decoding
-        its inputs is not part of what that call is measured for."""
+        """Values kept here, as handles for a later call: decoding is not what that call is measured for."""
         return [Encoded(self._register(value)) for value in decode(request["values"], self._resolve)]
 
     def op_len(self, request):
@@ -367,7 +351,15 @@ class Agent:
         return None
 
     def handle(self, request):
-        """One request (a dict) -> one reply (a dict); never raises."""
+        """One request (a dict) -> one reply (a dict), in a forked child with "in_child"; never raises."""
+        if not request.get("in_child"):
+            return self.answer(request)
+        try:
+            return in_child(self.answer, {**request, "in_child": False})
+        except BaseException as error:  # noqa: BLE001 - interrupted, or the fork or the pipe failed
+            return {"interrupted": True} if isinstance(error, KeyboardInterrupt) else {"error": describe_error(error)}
+
+    def answer(self, request):
         try:
             op = getattr(self, "op_" + str(request.get("op")))
         except AttributeError:
@@ -385,8 +377,7 @@ class Agent:
             return {"error": describe_error(error)}
 
     def serve(self, sock):
-        """Answer the judge's requests on `sock` until it closes: runs in a thread of its own,
-        so a request costs no trip through IPython's execution machinery."""
+        """Answer the judge's requests on `sock` until it closes, from a thread of its own (no trip through IPython)."""
         with sock:
             while True:
                 try:
@@ -415,6 +406,33 @@ class Agent:
 _MISSING = object()
 
 
+def in_child(answer, request):
+    """answer(request) in a forked child, read back through a pipe: every page the call writes is the
+    child's own (copy on write), counted in the envelope, a buffer held before it too (`seam.measure_peak`)."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        __import__("gc").disable()  # a collection writes to every object: a copy of the whole heap
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the kernel's streams are its threads'
+        try:
+            data = json.dumps(answer(request), allow_nan=True).encode()
+        except BaseException as error:  # noqa: BLE001 - a reply json cannot write
+            data = json.dumps({"error": describe_error(error)}).encode()
+        while data:
+            data = data[os.write(write, data):]
+        os._exit(0)
+    os.close(write)
+    try:
+        data = b"".join(iter(lambda: os.read(read, 1 << 20), b""))
+    except BaseException:
+        os.kill(child, 9)  # interrupted: the case's time ran out
+        raise
+    finally:
+        os.close(read)
+        os.waitpid(child, 0)
+    return json.loads(data) if data else {"error": dict(ENDED_ITS_PROCESS)}
+
+
 def install(namespace, socket_path):
     """In the kernel: connect to the judge at `socket_path` and answer it from a thread."""
     import types
@@ -430,21 +448,3 @@ def install(namespace, socket_path):
                                            name="grader-agent")
     module.agent.thread.start()
     return module.agent
-
-
-def boot_code(agent_path, socket_path):
-    """The code the judge runs in the kernel to load this file from `agent_path` (once a kernel),
-    install it and connect it to the judge. The kernel's code could change what it loaded as
-    easily as what it loads: the judge believes no reply either way (`channel.py`)."""
-    return (f"__grader_boot__ = getattr(__import__('sys').modules.get({MODULE_NAME!r}), 'install', None)\n"
-            "if __grader_boot__ is None:\n"
-            f"    exec(compile(open({str(agent_path)!r}).read(), {AGENT_FILENAME!r}, 'exec'), "
-            f"__grader_boot__ := {{'__name__': {MODULE_NAME!r}}})\n"
-            "    __grader_boot__ = __grader_boot__['install']\n"
-            f"__grader_boot__(__import__('IPython').get_ipython().user_ns, {str(socket_path)!r})\n"
-            "del __grader_boot__")
-
-
-def interrupt_code():
-    """The code the judge runs in the kernel's main thread to interrupt the agent's request."""
-    return f"__import__('sys').modules[{MODULE_NAME!r}].agent.interrupt()"

@@ -47,6 +47,11 @@ class PeakMemory:
     /proc): summed over them, each reset to what it holds now. A process that ended before the
     peak is read is not counted; a kernel's envelope counts every one (`KernelChannel`)."""
 
+    # Whether the peak counts what a process that has already ended held: then a call can be
+    # measured in a forked child of the kernel (`agent.in_child`), where every page it writes is
+    # one of its own, a buffer held before the call included. Per-process peaks do not.
+    counts_children = False
+
     def pids(self) -> list[int]:
         raise NotImplementedError
 
@@ -61,6 +66,25 @@ class PeakMemory:
 
     def peak(self) -> int:
         return sum(procfs.status_bytes(pid, "VmHWM") for pid in self.pids())
+
+
+def boot_code(agent_path: str, socket_path: str) -> str:
+    """The code the judge runs in the kernel to load the agent from `agent_path` (once a kernel),
+    install it and connect it to the judge. The kernel's code could change what it loaded as
+    easily as what it loads: the judge believes no reply either way."""
+    name = agent.MODULE_NAME
+    return (f"__grader_boot__ = getattr(__import__('sys').modules.get({name!r}), 'install', None)\n"
+            "if __grader_boot__ is None:\n"
+            f"    exec(compile(open({str(agent_path)!r}).read(), {agent.AGENT_FILENAME!r}, 'exec'), "
+            f"__grader_boot__ := {{'__name__': {name!r}}})\n"
+            "    __grader_boot__ = __grader_boot__['install']\n"
+            f"__grader_boot__(__import__('IPython').get_ipython().user_ns, {str(socket_path)!r})\n"
+            "del __grader_boot__")
+
+
+def interrupt_code() -> str:
+    """The code the judge runs in the kernel's main thread to interrupt the agent's request."""
+    return f"__import__('sys').modules[{agent.MODULE_NAME!r}].agent.interrupt()"
 
 
 def _trim_heap():
@@ -131,13 +155,17 @@ class KernelChannel(PeakMemory):
             raise OSError("the kernel's process was not found")
         return found
 
+    @property
+    def counts_children(self):
+        return self.envelope is not None and self.envelope.measures_peak
+
     def reset(self):
-        if self.envelope is not None and self.envelope.measures_peak:
+        if self.counts_children:
             return self.envelope.reset_peak()
         return super().reset()
 
     def peak(self):
-        if self.envelope is not None and self.envelope.measures_peak:
+        if self.counts_children:
             return self.envelope.peak()
         return super().peak()
 
@@ -225,7 +253,7 @@ class KernelChannel(PeakMemory):
             self.listener.bind(self.socket_path)
             os.chmod(self.socket_path, 0o666)  # the kernel's user connects
             self.listener.listen(1)
-        self._execute(agent.boot_code(agent_path, self.socket_path), timeout)
+        self._execute(boot_code(agent_path, self.socket_path), timeout)
         self.listener.settimeout(max(timeout, 1.0))
         try:
             self.connection, _ = self.listener.accept()
@@ -262,7 +290,7 @@ class KernelChannel(PeakMemory):
                 reply = self._answer(timeout)
             except TimeoutError:
                 # Over time: interrupt the agent's thread from the kernel's main thread.
-                if not self._execute(agent.interrupt_code(), INTERRUPT_GRACE):
+                if not self._execute(interrupt_code(), INTERRUPT_GRACE):
                     raise KernelStuck() from None
                 try:
                     reply = self._answer(INTERRUPT_GRACE)

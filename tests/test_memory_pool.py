@@ -1,0 +1,26 @@
+"""05's memory cases count what a call writes, memory held before it included (issue 18, item 4).
+
+The memory cases read the envelope's peak during the call, above what the submission held just
+before it. A full-matrix online_softmax_attention that wrote its (n, n) scores into a buffer made
+and touched by an earlier cell raised that peak by nothing, and passed both memory cases: it kept
+4.076 of 5 points, where the same computation into fresh arrays keeps 0.692. Such a call now runs
+in a forked child of the kernel (`agent.in_child`, `seam.measure_peak`), whose every write to a
+page it shares with the kernel is a copy of its own, counted in the envelope; what the fork costs
+doing nothing is measured alone and left out. Where the peak is per process (a grader that is not
+root, without control groups), calls are measured in the kernel, and this still gets through.
+"""
+
+from test_envelope import needs_groups, needs_sandbox
+from test_judge import notebook, program
+
+from autograder.judge import judge_notebook
+
+
+@needs_sandbox
+@needs_groups
+def test_a_score_matrix_written_into_a_buffer_held_before_the_call_still_counts(tmp_path):
+    """Both memory cases fail, as they do for the same matrix in fresh arrays."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("full_matrix_in_pool"),
+                                                             ("grade", "online_softmax_attention")]))
+    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
