@@ -88,13 +88,21 @@ def attention_weights(scores):
 """
 
 
+def _lent_then_read(tmp_path, reader, sender, *after):
+    """A notebook whose softmax loses points and records the reference lent in its place
+    (`WRONG_SOFTMAX_RECORDING_THE_REFERENCE`), judged: `reader` (a cell) readies the notebook's kernel,
+    `sender` defines an attention_weights that sends out what it saw of the reference from the lending
+    kernel, and the cells `after` read in the notebook's kernel what reached it (printed from cell 5 on)."""
+    return judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), reader,
+        sender, ("grade", "attention_weights"), *after]))
+
+
 @needs_sandbox
 @needs_groups
 def test_the_notebooks_kernel_never_runs_while_another_kernel_holds_a_reference(tmp_path):
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), LISTENER,
-        WEIGHTS_THAT_TAKE_THE_BUDGET, ("grade", "attention_weights"),
-        "time.sleep(1.5)", "print('SQUEEZED', SQUEEZED[0], 'SEEN', len(SEEN))"]))
+    judged = _lent_then_read(tmp_path, LISTENER, WEIGHTS_THAT_TAKE_THE_BUDGET,
+                             "time.sleep(1.5)", "print('SQUEEZED', SQUEEZED[0], 'SEEN', len(SEEN))")
     assert judged.steps["softmax"].fraction < 1
     assert printed(judged, 6) == "SQUEEZED 0 SEEN 0\n"
     assert processes_left() == []
@@ -150,11 +158,9 @@ def test_the_machines_counters_carry_nothing_from_a_kernel_that_held_a_reference
     raised a count by 64 x a number of its choosing and the notebook's kernel read it afterwards:
     16 bits of the reference's source (two characters) in one lending step, exactly, in under a
     second. The kernel's /proc shows none of the machine's event counters."""
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), COUNTER_READER,
-        WEIGHTS_THAT_COUNT_OUT_THE_REFERENCE, ("grade", "attention_weights"),
-        "v = round((_mlocked() - BEFORE) / 64)",
-        "print('COUNTED', _mlocked() >= 0, v, repr(chr(v // 256) + chr(v % 256)), 'SEEN', len(SEEN))"]))
+    judged = _lent_then_read(tmp_path, COUNTER_READER, WEIGHTS_THAT_COUNT_OUT_THE_REFERENCE,
+                             "v = round((_mlocked() - BEFORE) / 64)",
+                             "print('COUNTED', _mlocked() >= 0, v, repr(chr(v // 256) + chr(v % 256)), 'SEEN', len(SEEN))")
     assert judged.steps["softmax"].fraction < 1
     assert printed(judged, 6) == "COUNTED False 0 '\\x00\\x00' SEEN 0\n"
     assert processes_left() == []
@@ -264,10 +270,8 @@ def test_no_kernel_is_told_what_another_read(tmp_path, watch):
     their folders), the lending kernel, holding the reference, opened one of two for each bit of
     it, and the notebook's kernel read what it was told once it ran again: 40 characters of 40,
     either way. No kernel may ask to be told (`zygote.DENIED_CALLS`)."""
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), watch,
-        WEIGHTS_THAT_READ_OUT_THE_REFERENCE, ("grade", "attention_weights"),
-        "import time\ntime.sleep(0.3)", "print('HEARD', repr(_heard()), 'SEEN', len(SEEN))"]))
+    judged = _lent_then_read(tmp_path, watch, WEIGHTS_THAT_READ_OUT_THE_REFERENCE,
+                             "import time\ntime.sleep(0.3)", "print('HEARD', repr(_heard()), 'SEEN', len(SEEN))")
     assert judged.steps["softmax"].fraction < 1
     assert judged.steps["attention_weights"].fraction == 1
     assert printed(judged, 6) == "HEARD '' SEEN 0\n"
@@ -327,10 +331,8 @@ def test_no_kernel_makes_a_mount_another_can_count(tmp_path):
     kernel, holding the reference, made 64 mounts for each unit of a character of it, and the
     notebook's kernel read the count before and after: 64 x 101 + 137 or 138 ('e'). No kernel
     may have a namespace of its own (`zygote.DENIED_CALLS`), so it makes no mount."""
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), MOUNT_COUNTER,
-        WEIGHTS_THAT_MOUNT_OUT_THE_REFERENCE, ("grade", "attention_weights"),
-        "print('MOUNTS', BEFORE, _mounted(1), 'SEEN', len(SEEN))"]))
+    judged = _lent_then_read(tmp_path, MOUNT_COUNTER, WEIGHTS_THAT_MOUNT_OUT_THE_REFERENCE,
+                             "print('MOUNTS', BEFORE, _mounted(1), 'SEEN', len(SEEN))")
     assert judged.steps["attention_weights"].fraction == 1
     assert printed(judged, 5) == "MOUNTS -1 -1 SEEN 0\n"
     assert processes_left() == []
@@ -373,10 +375,8 @@ def test_no_kernel_holds_a_key_another_can_count(tmp_path):
     collector took them ('e' and 3). No kernel may use the keyrings (`zygote.DENIED_CALLS`)."""
     if platform.machine() != "x86_64":
         pytest.skip("the attack calls add_key by its x86_64 number")
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
-        WRONG_SOFTMAX_RECORDING_THE_REFERENCE, ("grade", "softmax"), KEY_COUNTER,
-        WEIGHTS_THAT_KEY_OUT_THE_REFERENCE, ("grade", "attention_weights"),
-        "print('KEYS', _keys() - BEFORE, 'SEEN', len(SEEN))"]))
+    judged = _lent_then_read(tmp_path, KEY_COUNTER, WEIGHTS_THAT_KEY_OUT_THE_REFERENCE,
+                             "print('KEYS', _keys() - BEFORE, 'SEEN', len(SEEN))")
     assert judged.steps["attention_weights"].fraction == 1
     assert printed(judged, 5) == "KEYS 0 SEEN 0\n"
     assert processes_left() == []
