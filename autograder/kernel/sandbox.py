@@ -88,10 +88,14 @@ def kernel_image():
     try:
         return runtime_image.image()
     except (OSError, subprocess.SubprocessError) as error:
-        text = NO_IMAGE_WARNING.format(error=error)
-        print(text, file=sys.stderr, flush=True)
-        warnings.warn(text, RuntimeWarning, stacklevel=2)
+        _say_loudly(NO_IMAGE_WARNING.format(error=error))
         return None
+
+
+def _say_loudly(text):
+    """`text` on stderr, for whoever runs grading, and as a RuntimeWarning, for a program that grades."""
+    print(text, file=sys.stderr, flush=True)
+    warnings.warn(text, RuntimeWarning, stacklevel=3)
 
 
 def warn_once(say=True):
@@ -101,8 +105,7 @@ def warn_once(say=True):
     if not _warned:
         _warned = True
         if say:
-            print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
-            warnings.warn(NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
+            _say_loudly(NO_SANDBOX_WARNING)
 
 
 def _apply_limits():
@@ -202,12 +205,17 @@ def passed_environment():
     return {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
 
 
+def _real_system_dirs():
+    """The folders of _SYSTEM_DIRS this machine has as folders (not links, which the sandbox makes again)."""
+    return [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+
+
 def disk_view(python_roots):
     """bubblewrap's arguments for what a kernel sees read-only, read from the machine's disk (where
     no kernel image could be made). `python_roots` maps each Python folder to where bubblewrap can
     reach it from (`staged`)."""
     args = []
-    for path in [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]:
+    for path in _real_system_dirs():
         args += ["--ro-bind", path, path]
     for path in [os.path.join("/etc", name) for name in ETC_FILES]:
         if os.path.exists(path):
@@ -224,7 +232,7 @@ def disk_view(python_roots):
 def image_view(image):
     """bubblewrap's arguments for what a kernel sees read-only, read from `image` (a
     `runtime_image.Image`): each folder it holds, at the path it was copied from."""
-    system = [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+    system = _real_system_dirs()
     paths = system + [os.path.join("/etc", name) for name in ETC_FILES]
     paths += [r for r in _python_roots() if not any(r == d or r.startswith(d + os.sep) for d in system)]
     args = []
