@@ -161,8 +161,9 @@ def unpack(archive, dest, zip_ext, log, budget=None):
             continue
         where = dest if path == Path(archive) else path.parent
         unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
-        intake.disarm(_own_folder(path, where))  # it writes each member's mode as the archive states
-        unpacked.append((_own_folder(path, where), path))
+        folder = _own_folder(path, where)
+        intake.disarm(folder)  # it writes each member's mode as the archive states
+        unpacked.append((folder, path))
         if not pending:  # the next round of nbgrader's walk: every archive under `top` not yet unpacked
             pending = [p for p, _, info in intake.entries_under(top)
                        if stat.S_ISREG(info.st_mode) and p.suffix in extensions and p not in seen]
