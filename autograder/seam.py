@@ -144,6 +144,14 @@ class _Remote:
         for a function also `code` {names, ops}, what it reads and does."""
         return self._impl._request({"op": "describe", "target": self.__name__, "path": path})
 
+    def backward(self, args: Sequence[Any], cotangent: Any, paths: Sequence[str]) -> dict[str, Any]:
+        """Call it on `args`, the floating-point tensors among them needing gradients, and backpropagate
+        `cotangent`: as `Handle.backward`, with `paths` "0", "1", ... naming the arguments whose gradients come back."""
+        from autograder.kernel import agent
+
+        return self._impl._request({"op": "backward", "target": self.__name__, "paths": list(paths),
+                                    "args": agent.encode(list(args)), "cotangent": agent.encode(cotangent)})
+
     def __repr__(self) -> str:
         return f"<graded name {self.__name__}>"
 
@@ -187,7 +195,8 @@ class Handle:
         return int(self._op("len"))
 
     def describe(self, path: str = "") -> dict[str, Any]:
-        """{exists, type, mro, module, training, weight_shape, bias, p, len, value} of `path`."""
+        """{exists, type, mro, module, training, stray_tensors ({name: type} of a module's own
+        tensors that are not buffers: plain attributes, and parameters not of a submodule), weight_shape, bias, p, len, value} of `path`."""
         return self._op("describe", path=path)
 
     def set_linear(self, path: str, weight: Any, bias: Any = None) -> None:

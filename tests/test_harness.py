@@ -73,6 +73,32 @@ def test_objects_that_are_not_data_cross_as_handles():
     assert layer.describe()["weight_shape"] == [2, 3] and not layer.describe("missing")["exists"]
 
 
+def test_a_functions_gradients_and_a_modules_stray_tensors_cross_as_data():
+    from torch import nn
+
+    def detached(scores):
+        return torch.softmax(scores, dim=-1).detach()
+
+    def in_place(scores):  # its argument is a copy, so the gradient still reaches the scores (a shift changes none)
+        return torch.softmax(scores.add_(1.0), dim=-1)
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear, self.mask = nn.Linear(2, 2), torch.ones(2, 2)
+            self.register_buffer("kept", torch.ones(2))
+
+    impl = implementation({"softmax": lambda s: torch.softmax(s, dim=-1), "detached": detached,
+                           "in_place": in_place, "Layer": Layer})
+    scores, cotangent = torch.tensor([[0.5, -1.0, 2.0]]), np.array([[1.0, 0.0, 0.0]], dtype=np.float32)
+    leaf = scores.clone().requires_grad_()
+    (torch.softmax(leaf, dim=-1) * torch.from_numpy(cotangent)).sum().backward()
+    assert torch.allclose(impl.softmax.backward([scores], cotangent, ["0"])["grads"]["0"], leaf.grad)
+    assert torch.allclose(impl.in_place.backward([scores], cotangent, ["0"])["grads"]["0"], leaf.grad)
+    assert impl.detached.backward([scores], cotangent, ["0"]) == {"differentiable": False}
+    assert impl.Layer().describe()["stray_tensors"] == {"mask": "Tensor"}
+
+
 def test_remote_exceptions_keep_their_name_and_builtin_base():
     def raises(kind):
         raise {"value": ValueError("bad d_out"), "exit": SystemExit(3)}[kind]

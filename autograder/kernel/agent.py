@@ -11,6 +11,7 @@ torch when present): the judge ships this source into the kernel, and imports it
 
 import base64
 import copy
+import ctypes
 import dis
 import io
 import json
@@ -65,10 +66,8 @@ def encode(value, register=None):
         return value.data
     if value is None or isinstance(value, (bool, str)):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
+    if isinstance(value, (int, float)):  # a subclass (an IntEnum) as the plain number
+        return int(value) if isinstance(value, int) else float(value)
     if isinstance(value, np.generic) and not isinstance(value, np.object_):
         return {"$nd": _npy(np.asarray(value)), "scalar": True}
     if isinstance(value, np.ndarray):
@@ -250,8 +249,10 @@ class Agent:
             return {"exists": False}
         info = {"exists": True, "type": type(obj).__name__, "mro": [c.__name__ for c in type(obj).__mro__]}
         if torch is not None and isinstance(obj, torch.nn.Module):
-            info["module"] = True
-            info["training"] = bool(obj.training)
+            info.update(module=True, training=bool(obj.training))
+            # its own tensors that are not buffers: a plain attribute stays behind in .to(device), a parameter is trained
+            info["stray_tensors"] = {k: type(v).__name__ for k, v in {**vars(obj), **obj._parameters}.items()
+                                     if torch.is_tensor(v) and v.dim()}
         if torch is not None and isinstance(obj, torch.nn.Linear):
             info["weight_shape"] = list(obj.weight.shape)
             info["bias"] = obj.bias is not None
@@ -286,15 +287,19 @@ class Agent:
         return Encoded(self._register(copy.deepcopy(self._target(request))))
 
     def op_backward(self, request):
-        """Train mode, forward, backpropagate `cotangent`; the gradients at `paths`, as data."""
+        """Train mode, forward, backpropagate `cotangent`; the gradients at `paths`, as data. A function's are
+        those of its floating-point tensor arguments (paths "0", "1", ...), each passed to it as a copy."""
         torch = _torch()
         module = self._target(request)
-        module.train()
-        for parameter in module.parameters():
+        is_module = isinstance(module, torch.nn.Module)
+        for parameter in module.train().parameters() if is_module else ():
             parameter.grad = None
         args = decode(request.get("args", []), self._resolve)
+        if not is_module:  # a copy: changing its argument in place is another case's rule, not a failed backward
+            leaves = [a.detach().requires_grad_() if torch.is_tensor(a) and a.is_floating_point() else a for a in args]
+            args = [a.clone() if torch.is_tensor(a) and a.requires_grad else a for a in leaves]
         called, hooks = set(), []
-        for layer in {path.rsplit(".", 1)[0] for path in request.get("paths", []) if "." in path}:
+        for layer in {path.rsplit(".", 1)[0] for path in request.get("paths", []) if "." in path and is_module}:
             try:  # which of the layers forward calls: a layer no gradient reaches may be never called
                 hooks.append(self._path(module, layer).register_forward_hook(
                     lambda *_, layer=layer: called.add(layer)))
@@ -312,7 +317,7 @@ class Agent:
             (out * cotangent).sum().backward()
         except RuntimeError as error:
             return {"differentiable": True, "backward_error": str(error)[:300]}
-        grads = {path: self._path(module, path).grad for path in request.get("paths", [])}
+        grads = {path: self._path(module if is_module else leaves, path).grad for path in request.get("paths", [])}
         return {"differentiable": True, "grads": grads, "called": sorted(called)}
 
     def op_begin(self, request):
@@ -340,11 +345,8 @@ class Agent:
         saved, self.saved = self.saved, None
         if saved is None:
             return None
-        for name, value in saved["names"].items():
-            if value is _MISSING:
-                self.namespace.pop(name, None)
-            else:
-                self.namespace[name] = value
+        for name, value in saved["names"].items():  # a name the step's start added goes again
+            self.namespace.pop(name, None) if value is _MISSING else self.namespace.__setitem__(name, value)
         np.random.set_state(saved["numpy_rng"])
         if torch is not None and "torch_rng" in saved:
             torch.random.set_rng_state(saved["torch_rng"])
@@ -396,8 +398,6 @@ class Agent:
     def interrupt(self):
         """Raise KeyboardInterrupt in the thread that serves the judge (the judge asks for this
         from the kernel's main thread when a request runs over its time)."""
-        import ctypes
-
         if self.thread is not None and self.thread.is_alive():
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread.ident),
                                                        ctypes.py_object(KeyboardInterrupt))
