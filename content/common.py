@@ -12,6 +12,8 @@
 #                                        changed one of its inputs in place
 #   expect_gradients(out, module, names) fails unless a backward pass from a module's output
 #                                        reaches each of its layers `names`
+#   expect_mask_buffer(module, name)     fails if a module keeps a tensor as a plain attribute,
+#                                        which .to(device) would leave behind
 import os
 from contextlib import contextmanager
 
@@ -133,3 +135,11 @@ def expect_gradients(out, module, *names):
     for name in names:
         grad = getattr(module, name).weight.grad
         assert grad is not None and bool(grad.abs().sum() > 0), f"no gradient reached {name}: {keep}"
+
+
+def expect_mask_buffer(module, name):
+    """`module` keeps no tensor as a plain attribute: such a tensor (a mask) stays where it was made when
+    the module moves (`.to("cuda")`), and the forward pass then mixes devices. Buffers move with it."""
+    plain = [key for key, value in vars(module).items() if hasattr(value, "dim") and value.dim() > 0]
+    assert not plain, (f"{name} keeps the tensor `{plain[0]}` as a plain attribute, which .to(device) leaves "
+                       "behind: keep the mask with self.register_buffer(name, tensor)")

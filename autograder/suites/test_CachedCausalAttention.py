@@ -347,13 +347,14 @@ def test_refuses_to_grow_past_context_length(impl):
 
 @case(STEP, "property", weight=0.5)
 def test_attributes(impl):
-    """has W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias) and dropout = nn.Dropout(p)"""
+    """has W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias), dropout = nn.Dropout(p); keeps its mask as a buffer"""
     for bias in (False, True):
         what = f"CachedCausalAttention(3, 5, 4, 0.25, qkv_bias={bias})"
         module = toolkit.construct(impl, STEP, (3, 5, 4, 0.25, bias), what=what)
         for name in PROJECTIONS:
             toolkit.check_linear(module, name, 3, 5, bias, what)
         toolkit.check_dropout_attribute(what, module, 0.25)
+        toolkit.check_mask_is_buffer(what, module)
 
 
 @case(STEP, "property", weight=0.5)

@@ -133,12 +133,13 @@ def test_stored_outputs_with_bias(impl):
 
 @case(STEP, "property", weight=0.25)
 def test_attributes(impl):
-    """has W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias)"""
+    """has W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias); keeps its mask as a buffer"""
     for bias in (False, True):
         what = f"CausalAttention(3, 5, 4, 0.0, qkv_bias={bias})"
         module = toolkit.construct(impl, STEP, (3, 5, 4, 0.0, bias), what=what)
         for name in PROJECTIONS:
             toolkit.check_linear(module, name, 3, 5, bias, what)
+        toolkit.check_mask_is_buffer(what, module)
 
 
 @case(STEP, "oracle", weight=2)

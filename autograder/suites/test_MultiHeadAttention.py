@@ -227,7 +227,7 @@ def test_rejects_indivisible_d_out(impl):
 
 @case(STEP, "property", weight=0.25)
 def test_attributes(impl):
-    """has W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), out_proj and dropout"""
+    """has W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), out_proj, dropout; keeps its mask as a buffer"""
     for bias in (False, True):
         what = f"MultiHeadAttention(3, 4, 5, 0.25, num_heads=2, qkv_bias={bias})"
         module = toolkit.construct(impl, STEP, (3, 4, 5, 0.25, 2, bias), what=what)
@@ -235,6 +235,7 @@ def test_attributes(impl):
             toolkit.check_linear(module, name, 3, 4, bias, what)
         toolkit.check_linear(module, "out_proj", 4, 4, True, what)
         toolkit.check_dropout_attribute("MultiHeadAttention(3, 4, 5, dropout=0.25, num_heads=2)", module, 0.25)
+        toolkit.check_mask_is_buffer(what, module)
 
 
 @case(STEP, "oracle")

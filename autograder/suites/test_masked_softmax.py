@@ -346,3 +346,45 @@ def test_inputs_unchanged(impl):
     mask = torch.tensor(_causal(5))
     checks.expect_inputs_unchanged(impl, "masked_softmax", [scores, mask], ["scores", "mask"],
                                    hints={"scores": "use masked_fill, not the in-place masked_fill_"})
+
+
+# The layers of 03-05 train through these weights, so autograd must reach the scores; values alone cannot show it.
+GRADIENT_CUT = ("no gradient reaches the scores: the weights are cut off from autograd (.detach(), .data, "
+                "torch.no_grad() or values rebuilt from NumPy), so a layer built on masked_softmax could not train its projections; "
+                "stay with torch operations from the scores to the weights")
+THROUGH_NUMPY = ("masked_softmax raises when the scores need gradients, as they do inside a layer being "
+                 "trained: it converts them to NumPy, which autograd cannot follow; stay with torch "
+                 "operations from the scores to the weights")
+WEIGHTS_CHANGED_IN_PLACE = ("backpropagating through masked_softmax failed: the softmax's output, which autograd "
+                            "keeps to compute the gradient, was changed in place afterwards; make each change "
+                            "out of place, or mask before the softmax")
+
+
+@case(STEP, "property")
+def test_gradients_reach_scores(impl):
+    """gradients flow from the weights back to the scores (the layers built on it train through it)"""
+    r = rng(1405)
+    scores = torch.tensor(r.normal(size=(2, 5, 5)), dtype=torch.float32)
+    mask = torch.tensor(_causal(5))
+    weights = impl.masked_softmax(scores.clone(), mask)
+    if not torch.is_tensor(weights):
+        raise CaseFailure(f"masked_softmax returned a {type(weights).__name__}, which carries no gradient; "
+                          "return a torch tensor")
+    cotangent = r.normal(size=(2, 5, 5)).astype(np.float32)
+    try:
+        report = impl.masked_softmax.backward([scores, mask], cotangent, ["0"])
+    except RemoteError as error:
+        if "numpy()" in str(error) and "requires grad" in str(error):  # torch's words for it
+            raise CaseFailure(THROUGH_NUMPY) from None
+        raise
+    if not report.get("differentiable") or report.get("grads", {}).get("0") is None and "backward_error" not in report:
+        raise CaseFailure(GRADIENT_CUT)
+    if "backward_error" in report:
+        if "inplace" in str(report["backward_error"]):  # autograd's words for a saved tensor changed in place
+            raise CaseFailure(WEIGHTS_CHANGED_IN_PLACE)
+        first = (str(report["backward_error"]).strip().splitlines() or ["RuntimeError"])[0][:150]
+        raise CaseFailure(f"backpropagating through masked_softmax failed ({first}), and {checks.UNNAMED}")
+    leaf = scores.clone().requires_grad_()
+    (torch.softmax(leaf.masked_fill(mask, float("-inf")), dim=-1) * torch.from_numpy(cotangent)).sum().backward()
+    checks.expect_close(report["grads"]["0"], leaf.grad, "the gradient of masked_softmax's weights with respect "
+                        "to (2, 5, 5) scores")

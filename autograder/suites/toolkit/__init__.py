@@ -84,6 +84,7 @@ from autograder.suites.toolkit.modules import (  # noqa: F401
     SIGNATURES,
     check_dropout_attribute,
     check_linear,
+    check_mask_is_buffer,
     construct,
     explains_forward,
     linear_info,

@@ -303,6 +303,20 @@ def check_dropout_attribute(name, module, p):
                           "argument to nn.Dropout")
 
 
+def check_mask_is_buffer(what, module):
+    """`module` keeps no tensor of its own but as a buffer (its layers' parameters are theirs): a mask kept as
+    a plain attribute stays on the CPU when the module moves to a GPU (.to(device)), and the first forward
+    there fails; kept as an nn.Parameter, it is handed to the optimiser, although every value is right."""
+    for name, kind in sorted(module.describe().get("stray_tensors", {}).items()):
+        if kind == "Parameter":
+            raise CaseFailure(f"{what} keeps the tensor `{name}` as an nn.Parameter, which an optimiser is given to "
+                              "update; a tensor the module keeps but does not learn is a buffer, as the task asks "
+                              "for the mask")
+        raise CaseFailure(f"{what} keeps the tensor `{name}` as a plain attribute, which stays where it was made when "
+                          "the module moves (.to(device)), so the forward fails on a GPU; a tensor the module keeps "
+                          "but does not learn is a buffer, as the task asks for the mask")
+
+
 # --- weights and inputs -------------------------------------------------------------------
 
 def random_linear(r, d_out, d_in, bias):
