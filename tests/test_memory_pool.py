@@ -11,16 +11,20 @@ root, without control groups), calls are measured in the kernel, and this still 
 """
 
 from test_envelope import needs_groups, needs_sandbox
-from test_judge import notebook, program
+from test_judge import notebook
 
 from autograder.judge import judge_notebook
+from coursekit.catalogue import PROGRAMS, load_program
+
+# the hostile catalogue's entry, which real nbgrader and the class command grade too
+POOLED = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-pooled-full-matrix.py")[1]
 
 
 @needs_sandbox
 @needs_groups
 def test_a_score_matrix_written_into_a_buffer_held_before_the_call_still_counts(tmp_path):
     """Both memory cases fail, as they do for the same matrix in fresh arrays."""
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("full_matrix_in_pool"),
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", POOLED.replace["online_softmax_attention"],
                                                              ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory
