@@ -3,6 +3,8 @@ goes, and what grading does without one. That kernels read only from it is `test
 
 import fcntl
 import os
+import stat
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +32,26 @@ def test_an_image_folder_someone_else_could_write_is_never_used(tmp_path):
         os.chown(ours, 65534, 65534)
         with pytest.raises(PermissionError):
             runtime_image.trusted(ours)
+
+
+def test_a_users_image_folder_is_named_by_a_secret_no_other_user_can_read(tmp_path, monkeypatch):
+    """Red-teamed in the seventeenth session: another local user (a student with a shell on the hub's
+    machine) who made /dev/shm/coursekit-kernel-image-<uid> first turned the image off for every kernel a
+    grader who is not root ran. The folder's name now holds a secret in the grading user's home."""
+    monkeypatch.setattr(runtime_image, "_home_of", lambda uid: tmp_path)
+    uid = os.getuid()
+    home = runtime_image.users_home(uid, make=True)
+    secret = tmp_path / runtime_image.SECRET
+    assert home.parent == Path("/dev/shm") and secret.read_text() in home.name
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and stat.S_IMODE(secret.parent.stat().st_mode) == 0o700
+    assert runtime_image.users_home(uid, make=True) == home == runtime_image.users_home(uid)  # kept, not made anew
+    secret.chmod(0o644)  # others can read it
+    with pytest.raises(PermissionError):
+        runtime_image.users_home(uid)
+    secret.chmod(0o600)
+    secret.write_text("0" * 31)  # no secret at all
+    with pytest.raises(PermissionError):
+        runtime_image.users_home(uid)
 
 
 def test_an_image_is_removed_only_once_no_process_reads_it(tmp_path):

@@ -20,7 +20,8 @@ reads. Everything else a kernel sees is its own (`zygote.py`).
 The copy is made by the first grading process that needs it (about 1.2 GB; seconds), under a lock,
 and kept for every later one, until the machine restarts or the environment changes (a new key:
 the interpreter's and every distribution's version and install time). As root it sits on a tmpfs
-of its own, mounted at IMAGE_MOUNT; as anyone else in a folder of that user's own in /dev/shm.
+of its own, mounted at IMAGE_MOUNT; as anyone else in a folder of that user's own in /dev/shm, named
+with a secret of that user's (`users_home`).
 Where it cannot be made, kernels read the disk's files as before and `sandbox` says so loudly.
 """
 
@@ -32,7 +33,9 @@ import functools
 import hashlib
 import importlib.metadata
 import os
+import pwd
 import re
+import secrets
 import shutil
 import stat
 import subprocess
@@ -60,6 +63,7 @@ SYSTEM_PROGRAMS = ("sh", "bash", "dash", "env", "ls", "cat", "echo", "printf", "
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
              "nsswitch.conf", "alternatives")
 IMAGE_MOUNT = Path("/run/coursekit-kernel-image")  # as root: a tmpfs of the image's own
+SECRET = Path(".cache") / "coursekit" / "kernel-image-secret"  # in a grading user's home: see users_home
 FORMAT = 3  # raise when what goes into an image changes, so that older images are not reused
 IN_USE = ".in-use"  # held (shared lock) by every process whose kernels read the image
 COMPLETE = ".complete"  # written last: an image without it is not finished
@@ -222,9 +226,29 @@ def build(root, name):
     (root / COMPLETE).write_text(name)
 
 
-def users_home(uid):
-    """Where a user other than root keeps its images."""
-    return Path("/dev/shm") / f"coursekit-kernel-image-{uid}"
+def _home_of(uid):
+    return Path(pwd.getpwuid(uid).pw_dir)
+
+
+def users_home(uid, make=False):
+    """Where a user other than root keeps its images: a folder in /dev/shm, which is everyone's, named
+    with a secret kept in the user's home where only that user can read it (`SECRET`, made with `make`).
+    A name anyone could work out was made first by another user, and grading ran without an image."""
+    secret_file = _home_of(uid) / SECRET
+    if make and not os.path.lexists(secret_file):
+        secret_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        draft = secret_file.with_name(f"{secret_file.name}.{os.getpid()}")
+        draft.write_text(secrets.token_hex(16))
+        draft.chmod(0o600)
+        with contextlib.suppress(FileExistsError):  # another grading process's is as good
+            os.link(draft, secret_file)
+        draft.unlink()
+    info = os.lstat(secret_file)
+    secret = secret_file.read_text().strip()
+    others_could = not stat.S_ISREG(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077
+    if others_could or not re.fullmatch("[0-9a-f]{32}", secret):
+        raise PermissionError(f"{secret_file} is not a secret of this user's only: no image folder can be trusted")
+    return Path("/dev/shm") / f"coursekit-kernel-image-{uid}-{secret}"
 
 
 def _home():
@@ -237,7 +261,7 @@ def _home():
                             str(IMAGE_MOUNT)], check=True, capture_output=True)
         home = IMAGE_MOUNT
     else:
-        home = users_home(os.getuid())
+        home = users_home(os.getuid(), make=True)
         with contextlib.suppress(FileExistsError):
             home.mkdir(mode=0o755)
     return trusted(home)

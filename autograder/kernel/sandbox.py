@@ -78,7 +78,7 @@ NO_IMAGE_WARNING = (
     "Python's files from this machine's disk, whose caches every kernel of the machine shares, so "
     "a kernel that was lent a reference can leave it there for a later kernel to read back by "
     "timing (README, threat model). As root the image is a tmpfs at /run/coursekit-kernel-image; "
-    "otherwise a folder of this user's in /dev/shm.")
+    "otherwise a folder of this user's in /dev/shm, named by a secret in this user's home.")
 
 
 @functools.lru_cache(maxsize=1)
