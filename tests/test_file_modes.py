@@ -3,7 +3,7 @@
 Red-teamed in round r44: a copy keeps its source's mode, and an unpacked member the mode its
 archive states. Run as root, `nbgrader zip_collect` wrote a student's zip member as a root-owned
 set-user-ID file under downloaded/ (nbgrader's unpacker, setuptools', chmods each member as
-stated; a tar's members are chowned to the owner stated too, root included), and collect copied a
+stated, though it gives none the owner its archive states), and collect copied a
 set-user-ID file from the exchange as such into submitted/: a program of the student's, run by
 anyone who can reach those folders, with the grader's rights. Each path now takes those bits off.
 """
@@ -41,6 +41,25 @@ def test_an_unpacked_member_keeps_no_set_id_bit(tmp_path):
     modes = _modes(out)
     assert modes["eve/run"] == 0o755 and modes["mal/run"] == 0o755, modes
     assert not any(mode & UNSAFE for mode in modes.values()), modes
+
+
+def test_an_unpacked_tar_member_is_the_grading_users_whatever_owner_it_states(tmp_path):
+    """tarfile, run as root, chowns each member to the owner its archive states (anyone's, a student's
+    own account's, who could then rewrite it after collection); setuptools' unpacker, nbgrader's, turns
+    that off (`tar_obj.chown`). This holds it to that."""
+    with tarfile.open(tmp_path / "mal.tar.gz", "w:gz") as archive:
+        for name in ("nb.ipynb", "folder/"):
+            info = tarfile.TarInfo(name.rstrip("/"))
+            info.type = tarfile.DIRTYPE if name.endswith("/") else tarfile.REGTYPE
+            info.mode, info.uid, info.gid = 0o755, 4242, 4343
+            info.size = 0 if info.isdir() else 2
+            archive.addfile(info, None if info.isdir() else io.BytesIO(b"{}"))
+    out = tmp_path / "out"
+    out.mkdir()
+    archives.unpack(tmp_path / "mal.tar.gz", out, [".gz"], logging.getLogger("test"))
+    owners = {str(p.relative_to(out)): (p.lstat().st_uid, p.lstat().st_gid) for p in out.rglob("*")}
+    assert set(owners) == {"mal", "mal/nb.ipynb", "mal/folder"}, owners
+    assert set(owners.values()) == {(os.geteuid(), os.getegid())}, owners
 
 
 def test_a_copy_or_a_folder_in_submitted_keeps_no_set_id_bit(tmp_path):
