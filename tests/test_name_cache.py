@@ -222,6 +222,7 @@ def test_a_kernel_replaced_after_a_lent_step_reads_nothing_its_predecessor_looke
         ("grade", "softmax"), WEIGHTS_THAT_LOOK_UP_THE_REFERENCE, ("grade", "attention_weights"), TIMED_LOOKUPS]))
     assert judged.steps["attention_weights"].fraction == 1
     sent = reference_source(with_dependencies(["softmax"]))[:40]
+    assert printed(judged, 5), (judged.problem, judged.notebook.cells[5].outputs)
     read = eval(printed(judged, 5))  # noqa: S307 - the repr of a str this test's notebook printed
     assert sum(a == b for a, b in zip(read, sent)) < 20, (read, sent)
     assert processes_left() == []
