@@ -6,12 +6,14 @@ and touched by an earlier cell raised that peak by nothing, and passed both memo
 4.076 of 5 points, where the same computation into fresh arrays keeps 0.692. Such a call now runs
 in a forked child of the kernel (`agent.in_child`, `seam.measure_peak`), whose every write to a
 page it shares with the kernel is a copy of its own, counted in the envelope; what the fork costs
-doing nothing is measured alone and left out. Where the peak is per process (a grader that is not
+doing nothing is measured alone and left out. Memory earlier cells freed, which glibc keeps
+resident for the next allocations, hid a matrix built of small rows the same way (checked in the
+seventeenth session: measured in the kernel, one of the two memory cases passed). Where the peak is per process (a grader that is not
 root, without control groups), calls are measured in the kernel, and this still gets through.
 """
 
 from test_envelope import needs_groups, needs_sandbox
-from test_judge import notebook
+from test_judge import notebook, program
 
 from autograder.judge import judge_notebook
 from coursekit.catalogue import PROGRAMS, load_program
@@ -25,6 +27,18 @@ POOLED = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-
 def test_a_score_matrix_written_into_a_buffer_held_before_the_call_still_counts(tmp_path):
     """Both memory cases fail, as they do for the same matrix in fresh arrays."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", POOLED.replace["online_softmax_attention"],
+                                                             ("grade", "online_softmax_attention")]))
+    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+
+
+@needs_sandbox
+@needs_groups
+def test_a_score_matrix_written_into_memory_earlier_cells_freed_still_counts(tmp_path):
+    """Memory freed on the heap stays resident (glibc keeps it for the next allocations), so rows of
+    the matrix written there did not raise the kernel's peak: measured in the kernel, the second memory
+    case, reusing the first call's freed rows, passed. In a forked child each reused page is a copy."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("full_matrix_on_freed_heap"),
                                                              ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory
