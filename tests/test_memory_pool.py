@@ -6,21 +6,36 @@ and touched by an earlier cell raised that peak by nothing, and passed both memo
 4.076 of 5 points, where the same computation into fresh arrays keeps 0.692. Such a call now runs
 in a forked child of the kernel (`agent.in_child`, `seam.measure_peak`), whose every write to a
 page it shares with the kernel is a copy of its own, counted in the envelope; what the fork costs
-doing nothing is measured alone and left out. Where the peak is per process (a grader that is not
-root, without control groups), calls are measured in the kernel, and this still gets through.
+doing nothing is measured alone and left out, up to `FORK_COST_ALLOWANCE`. Files in RAM and shared
+mappings, which a child writes without a copy, count as the call's (red-team round r46). Where the
+peak is per process (a grader that is not root, without control groups), calls are measured in the
+kernel, and this still gets through.
 """
 
+import pytest
 from test_envelope import needs_groups, needs_sandbox
 from test_judge import notebook, program
 
 from autograder.judge import judge_notebook
 
+# Each: cells after full_matrix_in_pool's, to make room for its whole score matrix.
+ROOM_MADE = {
+    "a buffer held before": [],
+    # red-team round r46: each kept 0.815 of 1, both memory cases passed, as the same code without the
+    # cell after it keeps 0.138
+    "a shared buffer held before": ["shared_pool"],
+    "a fork measured padded": ["padded_fork"],
+    # (one memory case passed: the file is given back once)
+    "a file given back": ["file_given_back"],
+}
+
 
 @needs_sandbox
 @needs_groups
-def test_a_score_matrix_written_into_a_buffer_held_before_the_call_still_counts(tmp_path):
+@pytest.mark.parametrize("room", list(ROOM_MADE.values()), ids=list(ROOM_MADE))
+def test_a_score_matrix_written_into_room_made_before_the_call_still_counts(tmp_path, room):
     """Both memory cases fail, as they do for the same matrix in fresh arrays."""
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("full_matrix_in_pool"),
-                                                             ("grade", "online_softmax_attention")]))
+    cells = [program("full_matrix_in_pool"), *(program(name) for name in room), ("grade", "online_softmax_attention")]
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory

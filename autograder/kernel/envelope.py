@@ -270,6 +270,12 @@ class Envelope:
         """The memory the submission's processes and files hold now (bytes)."""
         return int(self._memory_file("memory.usage_in_bytes", "memory.current").read_text())
 
+    def shared(self):
+        """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
+        what a call can write into without being charged a page more."""
+        stat = _read_counts(self._memory_file("memory.stat", "memory.stat"))
+        return stat.get("total_shmem" if self.version == 1 else "shmem", 0)
+
     def peak(self):
         """The most memory the submission's processes and files held at once since the reset."""
         if self.version == 1:
