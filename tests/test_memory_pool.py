@@ -7,8 +7,9 @@ and touched by an earlier cell raised that peak by nothing, and passed both memo
 in a forked child of the kernel (`agent.in_child`, `seam.measure_peak`), whose every write to a
 page it shares with the kernel is a copy of its own, counted in the envelope; what the fork costs
 doing nothing is measured alone and left out, up to `FORK_COST_ALLOWANCE`. Files in RAM and shared
-mappings, which a child writes without a copy, count as the call's (red-team round r46). Where the
-peak is per process (a grader that is not root, without control groups), calls are measured in the
+mappings, which a child writes without a copy, count as the call's, and on cgroup v1 the peak is
+read in a group that holds the processes for the call only, so memory given back as the call begins
+makes no room (red-team round r46). Where the peak is per process (a grader that is not root, without control groups), calls are measured in the
 kernel, and this still gets through.
 """
 
@@ -27,6 +28,7 @@ ROOM_MADE = {
     "a fork measured padded": ["padded_fork"],
     # (one memory case passed: the file is given back once)
     "a file given back": ["file_given_back"],
+    "memory freed at the fork": ["freed_at_fork"],  # (one passed, before the call group of Envelope.reset_peak)
 }
 
 
