@@ -68,6 +68,35 @@ def test_safe_copy_takes_in_regular_files_only_and_says_why_it_dropped_each_othe
     assert not any(p.is_symlink() for p in (tmp_path / "out").rglob("*"))
 
 
+@pytest.mark.parametrize("swapped", ["work", "."], ids=["a folder inside", "the submission folder"])
+def test_a_folder_swapped_for_a_link_while_copied_is_not_followed(tmp_path, monkeypatch, swapped):
+    """Red-teamed in round r46: the walk saw a folder and the notebook in it, then (a student racing
+    collect, with rename(2) in a loop) the folder became a link to the instructor's, and the copy
+    opened the notebook of that name there (O_NOFOLLOW refuses a link in the last name only): the
+    instructor's notebook was taken in as the student's. Each name is now opened without following."""
+    instructors = tmp_path / "source"
+    (instructors / "work").mkdir(parents=True)
+    (instructors / f"{A}.ipynb").write_text("the instructor's")
+    (instructors / "work" / f"{A}.ipynb").write_text("the instructor's")
+    student = tmp_path / "in"
+    (student / "work").mkdir(parents=True)
+    (student / "work" / f"{A}.ipynb").write_text("mine")
+    (student / f"{A}.ipynb").write_text("mine")
+    copy = intake._copy_file
+
+    def raced(top, relative, *args):  # the student wins the race: after the walk, before the file is opened
+        folder = student / swapped
+        if swapped in (".", relative.parts[0]) and not folder.is_symlink():
+            folder.rename(folder.with_name(folder.name + ".real"))
+            os.symlink(instructors / swapped, folder)
+        return copy(top, relative, *args)
+
+    monkeypatch.setattr(intake, "_copy_file", raced)
+    dropped = intake.safe_copy(student, tmp_path / "out")
+    taken = [p.read_text() for p in (tmp_path / "out").rglob("*.ipynb")]
+    assert "the instructor's" not in taken and any("read safely" in d.reason for d in dropped), (taken, dropped)
+
+
 def test_a_folder_that_is_itself_a_link_is_not_copied(tmp_path):
     os.symlink("/etc", tmp_path / "linked")
     assert [d.path for d in intake.safe_copy(tmp_path / "linked", tmp_path / "out")] == ["."]
