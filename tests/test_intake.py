@@ -446,3 +446,28 @@ def test_collect_reads_no_more_of_a_students_timestamp_than_a_time_can_hold(tmp_
     (dropped,) = SafeCollect._stamped(path, when, when)
     assert path.read_text() == handed_in.stamp(when) and "it was missing or held no time" in dropped.reason
     assert max(parsed, default=0) <= intake.MAX_TIMESTAMP_BYTES
+
+
+def test_a_submission_changed_after_collect_read_its_time_is_taken_as_changed_then(tmp_path):
+    """Red-teamed in round r46: collect reads when every submission's files last changed, then copies
+    them one after the other. A student whose on-time folder collect had read (its access time says
+    so) put a late notebook in it before it was copied, and it was taken in as handed in on time.
+    The time is read again once the folder is copied, and the later change counts."""
+    from types import SimpleNamespace
+
+    from coursekit.nbgrader_plugins import SafeCollect
+
+    course = grading.prepare(tmp_path / "course")
+    on_time = datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=1)
+    folder = tmp_path / "inbound" / f"eve+{A}+{handed_in.stamp(on_time)}"
+    folder.mkdir(parents=True)
+    (folder / f"{A}.ipynb").write_text("late")  # changed now: after collect read it (an hour ago, here)
+    (folder / "timestamp.txt").write_text(handed_in.stamp(on_time))
+    record = {"filename": folder.name, "timestamp": on_time, "changed": on_time}  # as collect read it then
+    collect = SimpleNamespace(coursedir=SimpleNamespace(root=str(course), assignment_id=A, ignore=[]),
+                              src_records=[record], log=SimpleNamespace(warning=lambda *args: None),
+                              _stamped=SafeCollect._stamped)
+    dest = course / "submitted" / "eve" / A
+    SafeCollect.do_copy(collect, str(folder), str(dest))
+    taken = datetime.strptime((dest / "timestamp.txt").read_text(), handed_in.TIMESTAMP_FORMAT)
+    assert taken > on_time + handed_in.SUBMIT_CLOCK_SLACK, taken
