@@ -13,11 +13,15 @@ makes no room (red-team round r46). Where the peak is per process (a grader that
 kernel, and this still gets through.
 """
 
+from pathlib import Path
+
 import pytest
 from test_envelope import needs_groups, needs_sandbox
 from test_judge import notebook, program
 
 from autograder.judge import judge_notebook
+
+REFERENCE = Path(__file__).parent.parent / "solutions" / "efficient_attention.py"
 
 # Each: cells after full_matrix_in_pool's, to make room for its whole score matrix.
 ROOM_MADE = {
@@ -41,3 +45,15 @@ def test_a_score_matrix_written_into_room_made_before_the_call_still_counts(tmp_
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory
+
+
+@needs_sandbox
+@needs_groups
+def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
+    """A kernel's copy of the submission folder is in RAM (a tmpfs) before any cell runs: counted as
+    memory a call may write into, a 54 MB file handed in beside the notebook failed both memory cases
+    with the reference's code (red-team round r46, as its fix first stood)."""
+    (tmp_path / "data.bin").write_bytes(bytes(54 * 1024**2))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [REFERENCE.read_text(), ("grade", "online_softmax_attention")]))
+    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    assert len(memory) == 2 and all(memory.values()), memory

@@ -41,6 +41,7 @@ LEAF_PREFIX = "grading-"  # the leaf a grading process moves into on v2 (`_enabl
 # v1: the memory group inside a kernel's own that holds all its processes while one call is measured
 # (`Envelope.reset_peak`): its peak counts only what is charged during the call.
 CALL_GROUP = "call"
+KERNELS_AT_ONCE = 2  # a submission's: the notebook's kernel and a lending kernel (`lending.py`)
 CPU_PERIOD_US = 100_000
 
 
@@ -206,6 +207,9 @@ class Envelope:
     budgets: frozenset = frozenset()  # the controllers whose budgets hold: "memory", "pids", "cpu"
     _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
     _oom_kills_in_calls: int = 0  # v1: those counted in call groups (`reset_peak`) already removed
+    # The bytes of one copy of the submission folder on a tmpfs (`manager.SandboxedKernel`): each kernel holds
+    # one, written before any cell runs, so `shared` leaves them out
+    handed_in_bytes: int = 0
 
     def __post_init__(self):
         if self.version == 1:
@@ -302,9 +306,12 @@ class Envelope:
 
     def shared(self):
         """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
-        what a call can write into without being charged a page more."""
+        what a call can write into without being charged a page more. The copies of the submission folder
+        its kernels work in (at most KERNELS_AT_ONCE) are left out: a folder handed in with a 54 MB file
+        failed both memory cases with the reference's code (a call can still write into such a file)."""
         stat = _read_counts(self._memory_file("memory.stat", "memory.stat"))
-        return stat.get("total_shmem" if self.version == 1 else "shmem", 0)
+        held = stat.get("total_shmem" if self.version == 1 else "shmem", 0)
+        return max(0, held - KERNELS_AT_ONCE * self.handed_in_bytes)
 
     def peak(self):
         """The most memory the submission's processes and files held at once since the reset (v1: what
