@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
-from autograder.limits import CASE_TIMEOUT
+from autograder.limits import CASE_TIMEOUT, FORK_COST_ALLOWANCE
 
 
 def _undefined(name: str) -> CaseFailure:
@@ -34,6 +34,8 @@ class Channel(Protocol):
     def reset(self) -> int: ...
 
     def peak(self) -> int: ...
+
+    def shared(self) -> int: ...
 
     @property
     def counts_children(self) -> bool: ...
@@ -101,19 +103,24 @@ class Implementation:
         just before the call. The inputs are sent and decoded first, so they do not count. Where
         the peak counts children (a kernel's envelope), the call runs in a forked child of the
         kernel: memory held before it (a buffer an earlier cell made, which a full score matrix
-        was written into) is then counted too, page by page, as the call writes it."""
+        was written into) is then counted too, page by page, as the call writes it. A child shares
+        the kernel's files in RAM and shared mappings, and writes them without a copy: what the
+        submission holds there is counted as the call's too (a shared buffer, or a file given back
+        to make room, red-team round r46). What forking costs doing nothing is left out, up to
+        FORK_COST_ALLOWANCE (it is measured in the kernel, whose code could make it anything)."""
         from autograder.kernel import agent
 
         held = self._request({"op": "hold", "values": agent.encode(list(args))})
         overhead = 0
-        if self._channel.counts_children:  # what a forked child costs doing nothing is not the call's
+        if self._channel.counts_children:
             start = self._channel.reset()
             self._request({"op": "hold", "values": agent.encode([]), "in_child": True})
-            overhead = max(0, self._channel.peak() - start)
+            overhead = min(max(0, self._channel.peak() - start), FORK_COST_ALLOWANCE)
         before = self._channel.reset()
+        shared = self._channel.shared()
         result = self._request({"op": "call", "target": name, "method": None, "in_child": self._channel.counts_children,
                                 "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
-        return result, max(0, self._channel.peak() - before - overhead)
+        return result, max(0, self._channel.peak() - before - overhead) + shared
 
     # a step's frame
     def begin(self, reference_source: str = "", reference_names: Sequence[str] = ()) -> None:

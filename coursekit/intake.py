@@ -186,12 +186,30 @@ def disarm(folder):
             os.close(fd)
 
 
-def _copy_file(src, dest, owner_uid, max_bytes):
-    """Copy one regular file without following a link, re-checking what was opened (the student
-    may swap the entry between the walk and the copy). Returns why it was refused, or ""."""
+def _open_below(top, relative):
+    """The file `relative` below the folder `top`, opened one name at a time, none of them followed if
+    it is a link. O_NOFOLLOW on the whole path refuses a link in its last name only: a student who
+    swapped a folder of the submission (or the submission folder itself) for a link between the walk
+    and the copy had collect copy, as theirs, a file of the link's folder with the name the walk saw
+    (an instructor's notebook; red-team round r46)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as error:  # ELOOP: it became a link
+        for name in relative.parts[:-1]:
+            below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        return os.open(relative.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_file(top, relative, dest, owner_uid, max_bytes):
+    """Copy the regular file `relative` below the folder `top` without following a link, re-checking
+    what was opened (the student may swap the entry, or a folder above it, between the walk and the
+    copy). Returns why it was refused, or ""."""
+    try:
+        fd = _open_below(top, relative)
+    except OSError as error:  # ELOOP: it, or a folder on its way, became a link
         return f"could not be read safely ({error.strerror})"
     with os.fdopen(fd, "rb") as source:
         opened = os.fstat(fd)
@@ -226,14 +244,14 @@ def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relativ
     def enter(relative, info):
         return keep(str(relative)) and not too_deep(relative, info)
 
-    for path, relative, info in entries_under(src, enter):
+    for _, relative, info in entries_under(src, enter):
         if not keep(str(relative)):
             continue
         reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
         if not reason and stat.S_ISDIR(info.st_mode):
             (dest / relative).mkdir(exist_ok=True)
             continue
-        reason = reason or _copy_file(path, dest / relative, top.st_uid, max_bytes)
+        reason = reason or _copy_file(src, relative, dest / relative, top.st_uid, max_bytes)
         if reason:
             dropped.append(Dropped(str(relative), reason))
     return dropped

@@ -94,7 +94,12 @@ class SafeCollect(ExchangeCollect):
 
         dropped = intake.safe_copy(src, dest, keep=keep)
         record = next(r for r in self.src_records if r["filename"] == os.path.basename(src))
-        dropped += self._stamped(Path(dest) / "timestamp.txt", record["timestamp"], record["changed"])
+        # When its files last changed, read again now that they are copied: the time was read for the whole
+        # class before the first copy, and a student who changed theirs in between (told by their folder's
+        # access time that collect had read it) had the change taken in as handed in on time (r46).
+        changed = max(record["changed"], handed_in.last_change(src))
+        when = handed_in.trusted(record["timestamp"], changed)
+        dropped += self._stamped(Path(dest) / "timestamp.txt", when, changed)
         intake.record(root, assignment, student, dropped)
         for entry in dropped:
             self.log.warning("%s, %s: dropped %s", student, assignment, entry)

@@ -417,3 +417,4 @@ def test_collect_reads_no_more_of_a_students_timestamp_than_a_time_can_hold(tmp_
     (dropped,) = SafeCollect._stamped(path, when, when)
     assert path.read_text() == handed_in.stamp(when) and "it was missing or held no time" in dropped.reason
     assert max(parsed, default=0) <= intake.MAX_TIMESTAMP_BYTES
+

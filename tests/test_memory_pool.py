@@ -6,12 +6,19 @@ and touched by an earlier cell raised that peak by nothing, and passed both memo
 4.076 of 5 points, where the same computation into fresh arrays keeps 0.692. Such a call now runs
 in a forked child of the kernel (`agent.in_child`, `seam.measure_peak`), whose every write to a
 page it shares with the kernel is a copy of its own, counted in the envelope; what the fork costs
-doing nothing is measured alone and left out. Memory earlier cells freed, which glibc keeps
-resident for the next allocations, hid a matrix built of small rows the same way (checked in the
-seventeenth session: measured in the kernel, one of the two memory cases passed). Where the peak is per process (a grader that is not
-root, without control groups), calls are measured in the kernel, and this still gets through.
+doing nothing is measured alone and left out, up to `FORK_COST_ALLOWANCE`. Files in RAM and shared
+mappings, which a child writes without a copy, count as the call's, and on cgroup v1 the peak is
+read in a group that holds the processes for the call only, so memory given back as the call begins
+makes no room (red-team round r46). Memory earlier cells freed, which glibc keeps resident for the
+next allocations, hid a matrix built of small rows the same way (checked in the seventeenth session:
+measured in the kernel, one of the two memory cases passed). Where the peak is per process (a grader
+that is not root, without control groups), calls are measured in the kernel, and this still gets
+through.
 """
 
+from pathlib import Path
+
+import pytest
 from test_envelope import needs_groups, needs_sandbox
 from test_judge import notebook, program
 
@@ -21,13 +28,29 @@ from coursekit.catalogue import PROGRAMS, load_program
 # the hostile catalogue's entry, which real nbgrader and the class command grade too
 POOLED = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-pooled-full-matrix.py")[1]
 
+REFERENCE = Path(__file__).parent.parent / "solutions" / "efficient_attention.py"
+
+# Each: cells after the catalogue entry's (POOLED), to make room for its whole score matrix.
+ROOM_MADE = {
+    "a buffer held before": [],
+    # red-team round r46: each kept 0.815 of 1, both memory cases passed, as the same code without the
+    # cell after it keeps 0.138
+    "a shared buffer held before": ["shared_pool"],
+    "a fork measured padded": ["padded_fork"],
+    # (one memory case passed: the file is given back once)
+    "a file given back": ["file_given_back"],
+    "memory freed at the fork": ["freed_at_fork"],  # (one passed, before the call group of Envelope.reset_peak)
+}
+
 
 @needs_sandbox
 @needs_groups
-def test_a_score_matrix_written_into_a_buffer_held_before_the_call_still_counts(tmp_path):
+@pytest.mark.parametrize("room", list(ROOM_MADE.values()), ids=list(ROOM_MADE))
+def test_a_score_matrix_written_into_room_made_before_the_call_still_counts(tmp_path, room):
     """Both memory cases fail, as they do for the same matrix in fresh arrays."""
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", POOLED.replace["online_softmax_attention"],
-                                                             ("grade", "online_softmax_attention")]))
+    cells = ["import numpy as np", POOLED.replace["online_softmax_attention"], *(program(name) for name in room),
+             ("grade", "online_softmax_attention")]
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory
 
@@ -42,3 +65,15 @@ def test_a_score_matrix_written_into_memory_earlier_cells_freed_still_counts(tmp
                                                              ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory
+
+
+@needs_sandbox
+@needs_groups
+def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
+    """A kernel's copy of the submission folder is in RAM (a tmpfs) before any cell runs: counted as
+    memory a call may write into, a 54 MB file handed in beside the notebook failed both memory cases
+    with the reference's code (red-team round r46, as its fix first stood)."""
+    (tmp_path / "data.bin").write_bytes(bytes(54 * 1024**2))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [REFERENCE.read_text(), ("grade", "online_softmax_attention")]))
+    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    assert len(memory) == 2 and all(memory.values()), memory

@@ -67,6 +67,11 @@ class PeakMemory:
     def peak(self) -> int:
         return sum(procfs.status_bytes(pid, "VmHWM") for pid in self.pids())
 
+    def shared(self) -> int:
+        """Memory held where a call may write without holding more (files in RAM, shared mappings): 0
+        where it is not known (per-process peaks, which miss a buffer held before the call anyway)."""
+        return 0
+
 
 def boot_code(agent_path: str, socket_path: str) -> str:
     """The code the judge runs in the kernel to load the agent from `agent_path` (once a kernel),
@@ -168,6 +173,11 @@ class KernelChannel(PeakMemory):
         if self.counts_children:
             return self.envelope.peak()
         return super().peak()
+
+    def shared(self):
+        if self.counts_children:
+            return self.envelope.shared()
+        return super().shared()
 
     def _execute(self, code, timeout):
         """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""

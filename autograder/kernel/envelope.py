@@ -38,6 +38,10 @@ ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
 V2_CONTROLLERS = ("memory", "pids", "cpu")  # those of them a v2 subtree offers are used
 LEAF_PREFIX = "grading-"  # the leaf a grading process moves into on v2 (`_enable_v2`)
+# v1: the memory group inside a kernel's own that holds all its processes while one call is measured
+# (`Envelope.reset_peak`): its peak counts only what is charged during the call.
+CALL_GROUP = "call"
+KERNELS_AT_ONCE = 2  # a submission's: the notebook's kernel and a lending kernel (`lending.py`)
 CPU_PERIOD_US = 100_000
 
 
@@ -140,6 +144,22 @@ def _group_folders():
     return [ROOT / c for c in V1_CONTROLLERS] if version == 1 else [_v2_base()] if version == 2 else []
 
 
+def _move_processes(source, target):
+    """Every process of the group `source` into the group `target`, those forked meanwhile too."""
+    for _ in range(100):
+        try:
+            pids = (source / "cgroup.procs").read_text().split()
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                _write(target / "cgroup.procs", pid)
+            except OSError:
+                pass  # ended meanwhile
+
+
 def _remove_group(path):
     """Kill whatever is still in the group at `path`, and remove it."""
     for _ in range(100):  # a PID namespace is torn down asynchronously
@@ -186,6 +206,10 @@ class Envelope:
     paths: dict = field(default_factory=dict)  # controller ("memory", "pids", "cpu", or "" in v2) -> folder
     budgets: frozenset = frozenset()  # the controllers whose budgets hold: "memory", "pids", "cpu"
     _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
+    _oom_kills_in_calls: int = 0  # v1: those counted in call groups (`reset_peak`) already removed
+    # The bytes of one copy of the submission folder on a tmpfs (`manager.SandboxedKernel`): each kernel holds
+    # one, written before any cell runs, so `shared` leaves them out
+    handed_in_bytes: int = 0
 
     def __post_init__(self):
         if self.version == 1:
@@ -253,9 +277,19 @@ class Envelope:
         return self.paths["memory" if self.version == 1 else ""] / (v1 if self.version == 1 else v2)
 
     def reset_peak(self):
-        """Start a new memory peak; the memory in use now (bytes)."""
+        """Start a new memory peak; the memory in use now (bytes), from which it is counted.
+
+        On v1 every process of the submission moves into a fresh group inside its own (`CALL_GROUP`),
+        until the peak is read: a page stays charged to the group it was charged to, so the new group's
+        peak counts only what is charged from now on. Against the whole group's, a call made room by
+        giving back what the submission held before it (arrays freed as it began), then filled that
+        room with a whole score matrix unseen (red-team round r46)."""
         if self.version == 1:
-            _write(self._memory_file("memory.max_usage_in_bytes", ""), "0")
+            self._leave_call_group()
+            call = self.paths["memory"] / CALL_GROUP
+            call.mkdir()
+            _move_processes(self.paths["memory"], call)
+            return int((call / "memory.usage_in_bytes").read_text())
         else:
             # cgroup v2 (Linux 6.12 on) resets memory.peak for the descriptor that wrote to it:
             # the peak is read back through the same one.
@@ -270,21 +304,47 @@ class Envelope:
         """The memory the submission's processes and files hold now (bytes)."""
         return int(self._memory_file("memory.usage_in_bytes", "memory.current").read_text())
 
+    def shared(self):
+        """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
+        what a call can write into without being charged a page more. The copies of the submission folder
+        its kernels work in (at most KERNELS_AT_ONCE) are left out: a folder handed in with a 54 MB file
+        failed both memory cases with the reference's code (a call can still write into such a file)."""
+        stat = _read_counts(self._memory_file("memory.stat", "memory.stat"))
+        held = stat.get("total_shmem" if self.version == 1 else "shmem", 0)
+        return max(0, held - KERNELS_AT_ONCE * self.handed_in_bytes)
+
     def peak(self):
-        """The most memory the submission's processes and files held at once since the reset."""
+        """The most memory the submission's processes and files held at once since the reset (v1: what
+        was charged since; its processes then go back to the submission's own group)."""
         if self.version == 1:
-            return int(self._memory_file("memory.max_usage_in_bytes", "").read_text())
+            call = self.paths["memory"] / CALL_GROUP
+            if not call.is_dir():
+                return 0
+            peak = int((call / "memory.max_usage_in_bytes").read_text())
+            self._leave_call_group()
+            return peak
         return int(os.pread(self._peak_fd, 64, 0))
+
+    def _leave_call_group(self):
+        """v1: the processes of the call group (`reset_peak`) back in the submission's group, and the
+        group removed (what it was charged is the submission's: the kernel moves it up)."""
+        call = self.paths["memory"] / CALL_GROUP
+        if not call.is_dir():
+            return
+        self._oom_kills_in_calls += _read_counts(call / "memory.oom_control").get("oom_kill", 0)
+        _move_processes(call, self.paths["memory"])
+        _remove_group(call)
 
     def overruns(self):
         """{"memory": n, "processes": n}: how often each budget stopped the submission so far."""
         found = {}
         if self.counts_memory:
             if self.version == 1:
-                oom = _read_counts(self._memory_file("memory.oom_control", ""))
+                groups = [self.paths["memory"], self.paths["memory"] / CALL_GROUP]  # v1 counts a kill in its own group
+                kills = self._oom_kills_in_calls + sum(_read_counts(g / "memory.oom_control").get("oom_kill", 0) for g in groups)
             else:
-                oom = _read_counts(self._memory_file("", "memory.events"))
-            found["memory"] = oom.get("oom_kill", 0)
+                kills = _read_counts(self._memory_file("", "memory.events")).get("oom_kill", 0)
+            found["memory"] = kills
         pids = self.paths.get("pids" if self.version == 1 else "")
         if pids is not None and "pids" in self.budgets:
             found["processes"] = _read_counts(pids / "pids.events").get("max", 0)
@@ -295,6 +355,8 @@ class Envelope:
         if self._peak_fd is not None:
             os.close(self._peak_fd)
             self._peak_fd = None
+        if "memory" in self.paths and self.version == 1:
+            _remove_group(self.paths["memory"] / CALL_GROUP)  # first: a group holding another is not removed
         for path in self.paths.values():
             _remove_group(path)
         self.paths = {}
