@@ -24,6 +24,11 @@ ERROR_CAUSES = (
      "it calls a whole number as if it were a function: is it NumPy's .size, the count of an array's "
      "entries (torch's x.size(dim) is a method; NumPy reads the size of one axis as x.shape[dim]), or an "
      "attribute that should hold a module, holding the number it was built from?"),
+    # NumPy's .size indexed as if it were a shape (K.size[-1]): torch's size is a method, whose words differ
+    (("'int' object is not subscriptable",),
+     "a whole number is indexed ([-1]) as if it held a shape: NumPy's .size is the count of all an array's entries, "
+     "one number, so the width of one axis is read from the shape, x.shape[dim] (torch's x.size(dim) is a method, "
+     "called with its axis); or a size already read from a shape is indexed again"),
     (("'numpy.ndarray' object has no attribute", "can't assign a numpy.ndarray to a torch"),
      "torch and NumPy mixed: a torch method called on a NumPy array, or a NumPy array written into a torch "
      "tensor; NumPy arrays have their own functions (np.expand_dims for .unsqueeze, .reshape for .view, "
