@@ -147,7 +147,7 @@ def _call(impl, Q, K, V, mask, label):
                                   "inverted; True means blocked (this query may NOT attend to that key) "
                                   f"({label})")
         if large:
-            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows, mask)} ({label})")
+            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows, mask, weights)} ({label})")
     return context, weights
 
 

@@ -81,11 +81,21 @@ def blocked_far_above():
     return Q, K, V, np.triu(np.ones((6, 6), dtype=bool), k=1)
 
 
-def why_nan(attend, scores, nan_rows, mask=None):
+# A mask read as True = open makes nan of every row it leaves open, which large scores do not excuse.
+MASK_READ_INVERTED = ("the mask is read the other way round (blocking where it is False): a row it leaves open is "
+                      "then blocked whole, and its weights are 0 / 0; True means blocked (this query may NOT attend "
+                      "to that key)")
+
+
+def why_nan(attend, scores, nan_rows, mask=None, weights=None):
     """shifts.why_nan of the scaled `scores`, unless the code's maximum is taken without keepdims=True, which a
     probe of square scores tells (elsewhere such code raises): then it does shift, by the wrong row's maximum, so
     an entry above that maximum by more than exp can take overflows; or unless the rows that are nan are those whose
-    maximum over every key, blocked ones too, is far above the open ones. Ends with what to do."""
+    maximum over every key, blocked ones too, is far above the open ones; or unless `weights` are those of the mask
+    read the other way round. Ends with what to do."""
+    if mask is not None and weights is not None and checks.named_mistake(
+            weights, [(lambda: model.softmax(np.where(mask, scores, -np.inf)), MASK_READ_INVERTED)]):
+        return MASK_READ_INVERTED
     if mask is not None:
         blocked = np.broadcast_to(mask, scores.shape)
         open_max, row_max = np.where(blocked, -np.inf, scores).max(axis=-1), scores.max(axis=-1)
