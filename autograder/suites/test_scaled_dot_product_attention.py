@@ -189,7 +189,7 @@ def mistakes(Q, K, V, mask, k):
         *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
         *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
         *batches.reshaped_sums_mistakes(fill(scaled, mask, -np.inf)),
-        *sdpa_probes.self_scores_mistakes(Q, mask),
+        *sdpa_probes.self_scores_mistakes(Q, mask), *sdpa_probes.new_axes_mistakes(Q, K, lambda s: fill(s, mask, -np.inf)),
         *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), None, shift), GLOBAL_SUM) for shift in (-1, None)],
     ]
     if mask is not None:
@@ -411,9 +411,8 @@ def test_edge_cases(impl):
     Q, K, V = r.normal(size=(5, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 3))
     plain = _call(impl, Q, K, V, None, "5 tokens, no mask")
     open_mask = _call(impl, Q, K, V, np.zeros((5, 5), dtype=bool), "5 tokens with an all-False mask")
-    checks.expect_close(open_mask[0], plain[0], "the context with an all-False mask compared with mask=None",
-                        symptoms=[(lambda: np.zeros_like(plain[0]),
-                                   "an all-False mask should block nothing")], relation=False)
+    checks.expect_close(open_mask[0], plain[0], "the context with an all-False mask compared with mask=None", symptoms=[
+        (lambda: np.zeros_like(plain[0]), "an all-False mask should block nothing")], relation=False)
     causal = _call(impl, Q, K, V, _causal(5), "5 tokens with a causal mask")
     checks.expect_close(causal[0][-1], plain[0][-1],
                         "the last token's causal context compared with its unmasked context (they are equal)",

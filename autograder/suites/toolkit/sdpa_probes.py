@@ -51,6 +51,23 @@ def self_scores_mistakes(Q, mask):
     return [(weights, SELF_SCORES)]
 
 
+# np.sum(Q[:, None, :] * K[None, :, :], axis=-1): the products of every query with every key on one matrix; on a
+# batch the new axes land among the batch's, so where the shapes still broadcast the items meet other items.
+NEW_AXES_ON_BATCH = ("the scores are products summed over new axes put at fixed places (Q[:, None, :] * K[None, :, :]), "
+                     "which pair every query with every key on one matrix only: on a batch the new axes land among the "
+                     "batch's, so queries meet keys of other items, and the shapes come out wrong")
+
+
+def new_axes_mistakes(Q, K, masked):
+    """[(candidate, symptom)] of the weights of attention whose scores are np.sum(Q[:, None, :] * K[None, :, :], -1)
+    / sqrt(d_k), then `masked`: on a batch of more than one axis before the tokens, where the shapes still broadcast
+    (on one matrix they are right, and a 3-d batch raises unless it is as long as it is wide)."""
+    if np.ndim(Q) < 4:
+        return []
+    return [(lambda: model.softmax(masked(np.sum(Q[:, None, :] * K[None, :, :], axis=-1) / np.sqrt(K.shape[-1]))),
+             NEW_AXES_ON_BATCH)]
+
+
 def name_self_scores(attend, Q, K, detail):
     """`detail`, an error on queries Q and keys K of different numbers, named where the code, on 4 queries and 4
     other keys, gives the weights of Q Qᵀ; quiet otherwise."""
