@@ -102,6 +102,11 @@ KEY_PADDING_MISTAKES = [
                             "the values turns into nan: fill the scores with float(\"-inf\") before the softmax"),
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
+    # key_padding_mask[None, None]: (1, 1, batch, T_k), which fits the scores only where T_q == batch
+    (dict(mask="queries"), "the key_padding_mask is lined up with the queries, not the batch: new axes put in "
+                           "front of it ([None, None], (1, 1, batch, T_k)) broadcast sequence q's padding onto "
+                           "query q of every sequence, and fit the scores only where there are as many queries "
+                           "as sequences; its batch axis comes first: (batch, 1, 1, T_k)"),
     # scores + mask * float("-inf"): an additive mask made from the bool one, nan wherever the mask is False
     (dict(mask="times_minus_inf"), "every output is nan whenever a key_padding_mask is given: the mask is "
                                    "multiplied by -inf and added to the scores, and an open key's False (0) times "
@@ -246,7 +251,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
     "inverted" | "zero" (blocked scores set to 0) | "plus_inf" (to +inf) | "added" (the bool mask added to the scores) | "times_minus_inf" (mask * -inf added:
     nan where the mask is False) | "heads" (the
-    mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
+    mask lined up with the heads) | "queries" (with the queries); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
     | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads));
     `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
@@ -280,8 +285,9 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     if key_padding_mask is not None and mask != "ignored":
         keys = np.asarray(key_padding_mask, dtype=bool)
         keys = ~keys if mask == "inverted" else keys
-        # "heads": the mask reshaped to (batch, 1, T_k), which lines sequence b up with head b
-        blocked |= keys[None, :, None, :] if mask == "heads" else keys[:, None, None, :]
+        # "heads": the mask reshaped to (batch, 1, T_k), which lines sequence b up with head b; "queries": [None,
+        # None], which lines it up with query b
+        blocked |= {"heads": keys[None, :, None, :], "queries": keys[None, None]}.get(mask, keys[:, None, None, :])
     if causal:
         blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
     if after:
