@@ -131,6 +131,13 @@ CROSS_MISTAKES = [
     SOFTMAX_OVER_HEADS,
     HEADS_TIMES,
     HEADS_AVERAGED, LOG_SOFTMAX, BIASES_LEFT_OUT_MISTAKE,
+    # heads cut straight to (batch, num_heads, T, head_dim) from each sequence's own projections
+    (dict(split="no_transpose"), "the heads are split with view/reshape straight to (batch, num_heads, T, head_dim), "
+                                 "with no transpose, so each head holds pieces of several tokens, of x's and of the "
+                                 "context's alike: view as (batch, T, num_heads, head_dim), then swap those two axes"),
+    (dict(split="no_transpose", merge="no_transpose"), "the heads are split and merged with view/reshape alone, no "
+                                                       "transpose either way, so each head holds pieces of several "
+                                                       "tokens, of x's and of the context's alike"),
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),
@@ -242,7 +249,7 @@ def multiplies_an_input(error, x, context):
 
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
-                    causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
+                    causal=False, out_proj=True, split="ok", merge="ok", axis=-1, values="W_value", after=False,
                     heads_factor=None, split_into=None, keys_axes=None, log_weights=False, biases=True,
                     residual=False):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
@@ -256,7 +263,8 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads));
     `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
     head_dim; the keys' axes in the scores' product);
-    `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
+    `causal` (a causal mask as well); `out_proj` False; split "no_transpose"; merge "reversed" | "no_transpose";
+    the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
     renormalising); `heads_factor`, `biases` and `residual` (x added to the output) as for `model.attention`;
     `log_weights` (log_softmax for softmax)."""
@@ -269,10 +277,12 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
 
     cut = split_into or num_heads
 
-    def split(z):
+    def into_heads(z):
+        if split == "no_transpose":  # (..., T, d_out) read straight as (..., heads, T, width)
+            return z.reshape(*z.shape[:-2], cut, z.shape[-2], z.shape[-1] // cut)
         return np.swapaxes(z.reshape(*z.shape[:-1], cut, z.shape[-1] // cut), -3, -2)
 
-    q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project(values, context))
+    q, k, v = into_heads(project("W_query", x)), into_heads(project("W_key", context)), into_heads(project(values, context))
     d_out = cut * q.shape[-1]
     head_dim = d_out // num_heads
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
