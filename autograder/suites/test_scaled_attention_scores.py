@@ -7,13 +7,8 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import batches, cases, checks, reshapes
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
-from autograder.suites.toolkit.model import (
-    FIXED_AXIS,
-    SCALED_BY_BATCH,
-    TWICE_D_K,
-    truncation_mistakes,
-    wrong_widths,
-)
+from autograder.suites.toolkit.model import SCALED_BY_BATCH, TWICE_D_K, truncation_mistakes
+from autograder.suites.toolkit.widths import FIXED_AXIS, wrong_widths
 
 STEP = "scaled_attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
