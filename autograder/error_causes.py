@@ -24,6 +24,11 @@ ERROR_CAUSES = (
      "it calls a whole number as if it were a function: is it NumPy's .size, the count of an array's "
      "entries (torch's x.size(dim) is a method; NumPy reads the size of one axis as x.shape[dim]), or an "
      "attribute that should hold a module, holding the number it was built from?"),
+    # NumPy's .size indexed as if it were a shape (K.size[-1]): torch's size is a method, whose words differ
+    (("'int' object is not subscriptable",),
+     "a whole number is indexed ([-1]) as if it held a shape: NumPy's .size is the count of all an array's entries, "
+     "one number, so the width of one axis is read from the shape, x.shape[dim] (torch's x.size(dim) is a method, "
+     "called with its axis); or a size already read from a shape is indexed again"),
     (("'numpy.ndarray' object has no attribute", "can't assign a numpy.ndarray to a torch"),
      "torch and NumPy mixed: a torch method called on a NumPy array, or a NumPy array written into a torch "
      "tensor; NumPy arrays have their own functions (np.expand_dims for .unsqueeze, .reshape for .view, "
@@ -112,8 +117,9 @@ ERROR_CAUSES = (
      "torch.triu (or tril) got a tensor of one axis, which has no diagonal: the triangle is cut from a matrix, so "
      "make it (num_tokens, num_tokens), torch.ones(num_tokens, num_tokens), not torch.ones(num_tokens)"),
     # 'method', 'method-wrapper' (a built-in's __len__) and 'builtin_function_or_method' (a tensor's .size)
+    # ... and where a number is made of it: float((a * b).sum) is "float() argument must be ..., not 'method'"
     (("method' and '", "method-wrapper' and '", "and 'method", "and 'builtin_function_or_method'", "method' object is not subscriptable",
-      "method-wrapper' object is not subscriptable"),
+      "method-wrapper' object is not subscriptable", "not 'builtin_function_or_method'", "not 'method'"),
      "a method is used without calling it (cache.__len__ for len(cache), x.size for x.size()): a method gives its "
      "value only when it is called, with parentheses"),
     # x @ W.weight.T + W.bias by hand: a layer made with bias=False (qkv_bias=False) keeps None as its bias
@@ -126,6 +132,11 @@ ERROR_CAUSES = (
      "something is None where a value was expected: an optional argument (cache=None, mask=None) used "
      "as if it were given (test `is None` first), or the result of a method that works in place and "
      "returns nothing"),
+    # a module used without its import in the notebook (math.sqrt), or a name read before it is made
+    (("is not defined",),
+     "a name is read that the notebook never made: a module is used only after its import (import math, say, in "
+     "the cell or one run before it), a function or variable only after the cell that makes it has run, and a name "
+     "is spelled as where it was made"),
     # last: the kinds of object above have causes of their own
     (("object has no attribute", "module 'numpy' has no attribute", "module 'torch' has no attribute"),
      "it reads an attribute that does not exist: a module's own (self.name) must be set in __init__ and spelled "

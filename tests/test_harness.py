@@ -404,6 +404,9 @@ def test_a_lent_reference_brings_the_references_it_calls():
     lambda: [].__len__ + 1,  # a method read, never called
     lambda: torch.ones(2, 3).size[1],
     lambda: np.ones((2, 3)).size(-1),  # NumPy's .size, a count, called as torch's .size(dim)
+    lambda: np.ones((2, 3)).size[-1],  # NumPy's .size, a count, indexed as if it were the shape
+    lambda: float((np.ones(2) * 2).sum),  # a method never called, made a number
+    lambda: exec("math.sqrt(2)", {}),  # noqa: S102 - a module used without its import, as a cell does it
     lambda: torch.ones(2, 3) @ torch.nn.Linear(3, 2, bias=False).weight.T + torch.nn.Linear(3, 2, bias=False).bias,
 ], ids=["torch-method-on-numpy", "math-on-array", "len-of-none", "none-attribute", "view-after-transpose",
         "float-called", "cat-of-tensors-one-by-one", "cat-of-three-tensors", "tensor-append",
@@ -413,7 +416,7 @@ def test_a_lent_reference_brings_the_references_it_calls():
         "module-before-init", "module-without-forward", "bool-parameter",
         "numpy-of-tracked-tensor", "slice-bound-of-several-values", "max-pair-as-values", "numpy-shape-as-two-args",
         "np-max-of-two-arrays", "triu-of-a-vector", "cat-of-a-generator", "float-first-size",
-        "method-never-called", "method-subscripted", "numpy-size-called",
+        "method-never-called", "method-subscripted", "numpy-size-called", "numpy-size-subscripted", "method-made-a-number", "module-not-imported",
         "bias-none-added"])
 def test_an_exception_whose_words_name_its_cause_is_named_whatever_the_step(raise_it):
     """The exceptions ERROR_CAUSES lists, raised for real by NumPy, torch and Python: each is named by

@@ -18,8 +18,9 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import batches, cases, checks
 from autograder.suites.toolkit.cases import notes_cases, rng
-from autograder.suites.toolkit.model import FIXED_AXIS, SCALED_BY_TOKENS, hand_written_softmax_mistakes
+from autograder.suites.toolkit.model import SCALED_BY_TOKENS, hand_written_softmax_mistakes
 from autograder.suites.toolkit.self_attention_slips import explain_on_one_sequence, softmax_slips
+from autograder.suites.toolkit.widths import FIXED_AXIS
 
 STEP = "SelfAttention"
 

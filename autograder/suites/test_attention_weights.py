@@ -5,7 +5,7 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks, shifts
-from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
 from autograder.suites.toolkit.model import exponentials, hand_written_softmax_mistakes
 
 STEP = "attention_weights"
@@ -25,7 +25,15 @@ def stored_inputs():
 
 
 def apply(impl, record):
-    return impl.attention_weights(record["scores"])
+    """attention_weights of the record's scores; an error on a batch where its first item goes through is named as
+    code written for one matrix (a transpose that reverses every axis, say)."""
+    scores = record["scores"]
+    try:
+        return impl.attention_weights(scores)
+    except RemoteError as error:
+        if np.ndim(scores) > 2:
+            explain_batch_error(STEP, error, record["label"], lambda: impl.attention_weights(scores[0]))
+        raise
 
 
 def overflow_hint(record):

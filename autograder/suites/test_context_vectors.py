@@ -139,7 +139,7 @@ ELEMENTWISE = ("multiplies entry by entry (*); each context vector is a weighted
 
 def _square_only(w, v):
     """The mistakes that only run when n_k == d."""
-    return [(w * v, ELEMENTWISE), (np.sum(w * v, axis=0), ELEMENTWISE),
+    return [(w * v, ELEMENTWISE), (np.sum(w * v, axis=0), ELEMENTWISE), (np.sum(w * v, axis=-1), ELEMENTWISE),
             (v @ w, "computes values @ weights: the weights come first, one row per query"),
             (w @ v.T, "pairs each row of the weights with each row of the values (np.inner, or the values "
                       "transposed): row i of the weights holds query i's weight of every key, and the values "

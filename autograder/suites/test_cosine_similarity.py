@@ -61,14 +61,21 @@ ANGLE = "returns the angle (arccos of the cosine); the step returns the cosine i
 
 
 def _wrong_divisors(a, b):
-    """(divisor, its name) of the known mistakes in the cosine's denominator."""
+    """(divisor, its name) of the known mistakes in the cosine's denominator. The plain sums' product equals the
+    ord=1 lengths' where no entry is negative, so there one name says both."""
+    plain = np.sum(a) * np.sum(b)
+    both = " or the plain sums, sum(a)·sum(b), equal where no entry is negative," * bool(
+        np.isclose(plain, np.sum(np.abs(a)) * np.sum(np.abs(b))))
     return [(np.linalg.norm(a) ** 2, "|a|²"),
             (np.linalg.norm(a), "|a| alone (that makes the length of b's projection on a)"),
             (np.linalg.norm(b), "|b| alone (that makes the length of a's projection on b)"),
             (np.dot(a, a) * np.sqrt(np.dot(b, b)), "|a|²·|b| (** binds before *, so a·a * (b·b) ** 0.5 takes "
                                                    "the root of b·b only)"),
             (np.sum(np.abs(a)) * np.sum(np.abs(b)), "the sums of absolute entries (ord=1 lengths; a length is the "
-                                                    "square root of the sum of squared entries)"),
+                                                    f"square root of the sum of squared entries){both}"),
+            (plain, "the plain sums of the entries, sum(a)·sum(b) (a length is the square root of the sum of "
+                    "squared entries),"),
+            (np.linalg.norm(a) + np.linalg.norm(b), "|a| + |b|, the sum of the lengths,"),
             (len(a) * np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b| times the number of entries"),
             (np.linalg.norm(a * b), "the length of the products a_i b_i"),
             (len(a), "the number of entries (len(a)), which makes a mean of the products,"),
@@ -163,7 +170,11 @@ def test_range_and_extremes(impl):
     a = r.normal(size=4)
     same = _named_call(impl, a, 3.0 * a, "cosine_similarity(a, 3a)")
     if not abs(same - 1) <= 1e-6:  # nan is not 1 either
-        raise CaseFailure(f"cosine_similarity(a, 3a) is {same:.4g}; parallel vectors have cosine 1, whatever their lengths")
+        if np.isnan(same):  # nan names no formula: on positive entries every known one runs (roots, arccos) and shows
+            _named_call(impl, *np.abs(rng(206).normal(size=(2, 4))) + 0.5,
+                        "cosine_similarity(a, 3a) is nan, and cosine_similarity of two vectors of positive entries")
+        raise CaseFailure(f"cosine_similarity(a, 3a) is {same:.4g}, and parallel vectors have cosine 1, whatever their "
+                          f"lengths; {checks.UNNAMED}")
     opposite = _named_call(impl, a, -a, "cosine_similarity(a, -a)")
     if not abs(opposite + 1) <= 1e-6:
         raise CaseFailure(f"cosine_similarity(a, -a) is {opposite:.4g}, and opposite vectors have cosine -1 "

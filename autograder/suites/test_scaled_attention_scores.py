@@ -7,13 +7,8 @@ from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import batches, cases, checks, reshapes
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
-from autograder.suites.toolkit.model import (
-    FIXED_AXIS,
-    SCALED_BY_BATCH,
-    TWICE_D_K,
-    truncation_mistakes,
-    wrong_widths,
-)
+from autograder.suites.toolkit.model import SCALED_BY_BATCH, TWICE_D_K, truncation_mistakes
+from autograder.suites.toolkit.widths import FIXED_AXIS, wrong_widths
 
 STEP = "scaled_attention_scores"
 test_notes = notes_cases(STEP, replayed=lambda record, k: mistakes(record["Q"], record["K"]),
@@ -168,6 +163,7 @@ def mistakes(Q, K):
         (lambda: raw * np.sqrt(d_k), "the scores are multiplied by sqrt(d_k): divide by it instead"),
         (lambda: raw / (d_k / 2), HALF_D_K),
         (lambda: raw / d_k ** 0.25, SQRT_TWICE),
+        *[(lambda: raw / np.sqrt(2), NOTES_D_K)] * (d_k != 2),  # right on the notes' examples, whose keys are 2 wide
         *[(lambda w=w: raw / np.sqrt(w), symptom) for w, symptom in wrong_widths(Q, K)],
         *(_products_as_many_tokens(Q, K) if Q.shape[-2] == K.shape[-2] else []),
         (lambda: raw / np.floor(np.sqrt(d_k)), ROOT_ROUNDED_DOWN),
@@ -186,6 +182,10 @@ def mistakes(Q, K):
 ROW_MAX_SUBTRACTED = ("each row of the scores has its maximum subtracted, so that row's largest score is 0: that shift "
                       "keeps a softmax from overflowing and belongs inside the softmax, which it leaves unchanged; this "
                       "step returns the scores themselves, Q Kᵀ / sqrt(d_k)")
+
+
+NOTES_D_K = ("the scores are divided by sqrt(2), the notes' d_k written in, whatever the keys' width: d_k is read from "
+             "the keys, K.shape[-1]")
 
 
 ROOT_ROUNDED_DOWN = ("the scores are divided by sqrt(d_k) rounded down to a whole number (int(), // or math.isqrt), "
@@ -297,8 +297,8 @@ def test_variance_near_one(impl):
             if symptom is not None:  # a variance far from 1 with a known cause
                 raise CaseFailure(f"the scores of 64 tokens of width {d_k}: {symptom}")
             raise CaseFailure(f"for standard-normal queries and keys of width {d_k} the scores have variance "
-                              f"{var:.3g}, not about 1 (the notes' reason for scaling): divide Q Kᵀ by "
-                              "sqrt(d_k)")
+                              f"{var:.3g}, not about 1 (the notes' reason for scaling, which a divisor of sqrt(d_k) "
+                              f"gives); {checks.UNNAMED}")
 
 
 @case(STEP, "property")

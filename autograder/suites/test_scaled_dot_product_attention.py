@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure
 from autograder.harness import case
-from autograder.suites.toolkit import batches, cases, checks, model, sdpa_probes
+from autograder.suites.toolkit import batches, cases, checks, model, sdpa_probes, widths
 from autograder.suites.toolkit.cases import check_stored, explain_batch_error, mixed_mask, notes_cases, rng
 
 STEP = "scaled_dot_product_attention"
@@ -147,7 +147,7 @@ def _call(impl, Q, K, V, mask, label):
                                   "inverted; True means blocked (this query may NOT attend to that key) "
                                   f"({label})")
         if large:
-            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows, mask)} ({label})")
+            raise CaseFailure(f"the weights contain nan for large scores: {sdpa_probes.why_nan(impl.scaled_dot_product_attention, _raw(Q, K) / np.sqrt(K.shape[-1]), rows, mask, weights)} ({label})")
     return context, weights
 
 
@@ -170,7 +170,7 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(raw / d_k, mask, -np.inf)), "the scores are divided by d_k: divide by sqrt(d_k), once "
          "(scaled_attention_scores divides by it already: scores divided again are divided by d_k)"),
         (lambda: _softmax(fill(raw / d_k / 2, mask, -np.inf)), model.TWICE_D_K),
-        *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in model.wrong_widths(Q, K, V)],
+        *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in widths.wrong_widths(Q, K, V)],
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
         # the queries' axis, named, and on a batch an axis of it (axis=1 of a (batch, heads, n, n) array, say)
@@ -189,7 +189,7 @@ def mistakes(Q, K, V, mask, k):
         *model.hand_written_softmax_mistakes(fill(scaled, mask, -np.inf)),
         *model.without_keepdims_mistakes(fill(scaled, mask, -np.inf)),
         *batches.reshaped_sums_mistakes(fill(scaled, mask, -np.inf)),
-        *sdpa_probes.self_scores_mistakes(Q, mask),
+        *sdpa_probes.self_scores_mistakes(Q, mask), *sdpa_probes.new_axes_mistakes(Q, K, lambda s: fill(s, mask, -np.inf)),
         *[(lambda shift=shift: _softmax(fill(scaled, mask, -np.inf), None, shift), GLOBAL_SUM) for shift in (-1, None)],
     ]
     if mask is not None:
@@ -232,7 +232,7 @@ def _confirmed(impl, ladder, also=()):
     r = rng(1312)
     Q, K, V = r.normal(size=(3, 7)), r.normal(size=(5, 7)), r.normal(size=(5, 2))
     return cases.confirmed(ladder, lambda: impl.scaled_dot_product_attention(Q, K, V, None)[1],
-                           lambda: [*mistakes(Q, K, V, None, 1), (_model(dict(Q=Q, K=K, V=V))[1], model.FIXED_AXIS)],
+                           lambda: [*mistakes(Q, K, V, None, 1), (_model(dict(Q=Q, K=K, V=V))[1], widths.FIXED_AXIS)],
                            only=lambda symptom: "d_k" in symptom or symptom in also or cases.ROUNDED in symptom)
 
 
@@ -411,9 +411,8 @@ def test_edge_cases(impl):
     Q, K, V = r.normal(size=(5, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 3))
     plain = _call(impl, Q, K, V, None, "5 tokens, no mask")
     open_mask = _call(impl, Q, K, V, np.zeros((5, 5), dtype=bool), "5 tokens with an all-False mask")
-    checks.expect_close(open_mask[0], plain[0], "the context with an all-False mask compared with mask=None",
-                        symptoms=[(lambda: np.zeros_like(plain[0]),
-                                   "an all-False mask should block nothing")], relation=False)
+    checks.expect_close(open_mask[0], plain[0], "the context with an all-False mask compared with mask=None", symptoms=[
+        (lambda: np.zeros_like(plain[0]), "an all-False mask should block nothing")], relation=False)
     causal = _call(impl, Q, K, V, _causal(5), "5 tokens with a causal mask")
     checks.expect_close(causal[0][-1], plain[0][-1],
                         "the last token's causal context compared with its unmasked context (they are equal)",

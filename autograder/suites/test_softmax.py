@@ -126,9 +126,11 @@ def _explain_fixed_axis(impl, error, label):
         out = checks.to_array(impl.softmax(batch, axis=-1), "softmax")
     except (RemoteError, CaseFailure):
         return  # the batch raises too: nothing to say what the vector's AxisError is
-    if checks.named_mistake(out, [(_exp_normalise(batch, 1), FIXED_AXIS)]) is not None:
+    # an axis written into the sum alone (axis=-2 for a matrix's columns) raises on a vector too
+    named = checks.named_mistake(out, [(_exp_normalise(batch, 1), FIXED_AXIS), *_split_axes_mistakes(batch, -1)])
+    if named is not None:
         raise CaseFailure(f"softmax raised AxisError on {label}, and along the last axis of a (2, 3, 4) batch it "
-                          f"{FIXED_AXIS}") from None
+                          f"{named}") from None
 
 # The shift applied to the sum only: the numerator is exp(x), so each slice comes out exp(its maximum) times
 # too large (the overflow the shift was for happens in the numerator anyway).
@@ -204,13 +206,7 @@ def _mistakes(x, axis):
             (lambda: _exp_normalise(-(x - x.min(axis=axis, keepdims=True)), axis),
              "exponentiates -x, which gives the smallest entry the most weight; softmax gives the largest "
              "entry the most"),
-            # the maximum and the sum along different axes, either way round
-            *[(lambda shift=shift, total=total: _shifted_then_normalised(x, shift, total),
-               f"subtracts the maximum along {shift_name} but sums along {total_name}: both must run along `axis`")
-              for shift, total, shift_name, total_name in ((axis, -1, "`axis`", "the last axis"),
-                                                           (-1, axis, "the last axis", "`axis`"),
-                                                           (axis, 0, "`axis`", "axis 0"))
-              if total != 0 or axis % np.ndim(x) != 0],  # a sum along axis 0 is right where `axis` is 0
+            *_split_axes_mistakes(x, axis),
             *_whole_array_shifts(np.asarray(x, dtype=float), axis),
             *hand_written_softmax_mistakes(np.asarray(x, dtype=float), axis),
             *batches.reshaped_sums_mistakes(np.asarray(x, dtype=float), axis),
@@ -219,6 +215,17 @@ def _mistakes(x, axis):
             *truncation_mistakes(_shifted_then_normalised(np.asarray(x, dtype=float), axis, axis),
                                  _shifted_then_normalised(np.trunc(np.asarray(x, dtype=float)), axis, axis),
                                  "x", "weights", divides=True)]
+
+
+def _split_axes_mistakes(x, axis):
+    """(candidate, symptom) of a softmax whose maximum runs along `axis` or the last axis and whose sum runs along
+    another axis: `axis` left out of one of them, or an axis written in (-2 for a matrix's columns, say)."""
+    ndim = np.ndim(x)
+    along, last = axis % ndim, ndim - 1
+    names = {a: f"axis {a} (or {a - ndim})" for a in range(ndim)} | {last: "the last axis", along: "`axis`"}
+    return [(lambda shift=shift, total=total: _shifted_then_normalised(x, shift, total),
+             f"subtracts the maximum along {names[shift]} but sums along {names[total]}: both must run along `axis`")
+            for shift in dict.fromkeys((along, last)) for total in range(ndim) if total != shift]
 
 
 WHOLE_MAX = ("subtracts the maximum of the whole array, not of each slice along the axis: a row far below it "
@@ -265,7 +272,7 @@ SMALL = np.array([1.0, 2.0, 4.0])
 def _named_on_small(impl):
     """The known mistake softmax([1.0, 2.0, 4.0]) shows, or None (when it is right, or unnamed): a property
     that fails is explained by the formula where one is wrong."""
-    got = checks.to_array(impl.softmax(SMALL), "softmax([1.0, 2.0, 4.0])")
+    got = checks.to_array(_call(impl, SMALL, None, "softmax([1.0, 2.0, 4.0])"), "softmax([1.0, 2.0, 4.0])")
     if checks.named_mistake(got, [(_exp_normalise(SMALL, -1), "right")]) is not None:
         return None
     return checks.named_mistake(got, stored_symptoms(dict(x=SMALL, axis=-1), 0, rounding=False))
@@ -352,7 +359,10 @@ def test_default_axis_is_last(impl):
         if symptom is not None:
             raise CaseFailure(f"rows of softmax(x) with no axis do not sum to 1, and softmax([1.0, 2.0, 4.0]) "
                               f"{symptom}")
-        if not columns:  # no axis sums to 1, and the small input names no formula's mistake: nor is the axis one
+        # no axis sums to 1, and the small input names no formula's mistake: nor is the axis one; and columns that
+        # sum to 1 with axis=-1 given too come of the formula (a sum along a fixed axis), not of the default
+        if not columns or not np.allclose(checks.to_array(_call(impl, x, -1, "a (3, 4) array"), "softmax(x, "
+                                                          "axis=-1)").sum(axis=-1), 1, atol=1e-6):
             checks.expect_close(out, _exp_normalise(x, -1), "softmax(x) with no axis given",
                                 symptoms=lambda: stored_symptoms(dict(x=x, axis=-1), 0))
             return

@@ -302,25 +302,6 @@ SCALE_MISTAKES = [
 ]
 
 
-# Q Kᵀ divided by the square root of another width than d_k (scaled_attention_scores, scaled_dot_product_attention).
-# Each symptom names d_k: a suite confirms those on one matrix, where no two widths coincide.
-FIXED_AXIS = ("reads d_k from a fixed axis (shape[1]), not the last: on one matrix axis 1 is d_k, but on a batch it "
-              "is the number of queries or keys, or a batch axis; d_k is the width of each key, K.shape[-1], "
-              "the last axis on any number of batch axes")
-
-
-def wrong_widths(Q, K, V=None):
-    """(width, symptom) of the widths a scale by sqrt(width) takes for d_k, K's last axis: a batch's axis 1 (code
-    that reads d_k as shape[1], right on one matrix: first, since it can equal the number of keys or queries,
-    so a suite confirms FIXED_AXIS where the code is right on one matrix), the numbers of keys and of queries,
-    and the values' width."""
-    why = "; d_k is the width of each key, K.shape[-1]"
-    return [*[(a.shape[1], FIXED_AXIS) for a in (K, Q) if np.ndim(a) > 2 and a.shape[1] not in (1, K.shape[-1])],
-            (K.shape[-2], f"divides by the square root of the number of keys{why}"),
-            (Q.shape[-2], f"divides by the square root of the number of queries{why}"),
-            *([] if V is None else [(V.shape[-1], f"divides by the square root of the values' width, V.shape[-1]{why}")])]
-
-
 # weightsᵀ @ values: SelfAttention's ladder, and every layer built like it.
 WEIGHTS_TRANSPOSED = (dict(transpose_weights=True), "the context uses weightsᵀ @ values: row i of the weights "
                                                     "belongs to query i, so use weights @ values")

@@ -102,6 +102,11 @@ KEY_PADDING_MISTAKES = [
                             "the values turns into nan: fill the scores with float(\"-inf\") before the softmax"),
     (dict(mask="heads"), "the key_padding_mask is lined up with the heads, not the batch: a (batch, 1, T_k) "
                          "mask broadcasts sequence b's mask onto head b; reshape it to (batch, 1, 1, T_k)"),
+    # key_padding_mask[None, None]: (1, 1, batch, T_k), which fits the scores only where T_q == batch
+    (dict(mask="queries"), "the key_padding_mask is lined up with the queries, not the batch: new axes put in "
+                           "front of it ([None, None], (1, 1, batch, T_k)) broadcast sequence q's padding onto "
+                           "query q of every sequence, and fit the scores only where there are as many queries "
+                           "as sequences; its batch axis comes first: (batch, 1, 1, T_k)"),
     # scores + mask * float("-inf"): an additive mask made from the bool one, nan wherever the mask is False
     (dict(mask="times_minus_inf"), "every output is nan whenever a key_padding_mask is given: the mask is "
                                    "multiplied by -inf and added to the scores, and an open key's False (0) times "
@@ -126,6 +131,13 @@ CROSS_MISTAKES = [
     SOFTMAX_OVER_HEADS,
     HEADS_TIMES,
     HEADS_AVERAGED, LOG_SOFTMAX, BIASES_LEFT_OUT_MISTAKE,
+    # heads cut straight to (batch, num_heads, T, head_dim) from each sequence's own projections
+    (dict(split="no_transpose"), "the heads are split with view/reshape straight to (batch, num_heads, T, head_dim), "
+                                 "with no transpose, so each head holds pieces of several tokens, of x's and of the "
+                                 "context's alike: view as (batch, T, num_heads, head_dim), then swap those two axes"),
+    (dict(split="no_transpose", merge="no_transpose"), "the heads are split and merged with view/reshape alone, no "
+                                                       "transpose either way, so each head holds pieces of several "
+                                                       "tokens, of x's and of the context's alike"),
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),
@@ -237,7 +249,7 @@ def multiplies_an_input(error, x, context):
 
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
-                    causal=False, out_proj=True, merge="ok", axis=-1, values="W_value", after=False,
+                    causal=False, out_proj=True, split="ok", merge="ok", axis=-1, values="W_value", after=False,
                     heads_factor=None, split_into=None, keys_axes=None, log_weights=False, biases=True,
                     residual=False):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
@@ -246,12 +258,13 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     The defaults are the correct layer; each switch reproduces one mistake: mask "ignored" |
     "inverted" | "zero" (blocked scores set to 0) | "plus_inf" (to +inf) | "added" (the bool mask added to the scores) | "times_minus_inf" (mask * -inf added:
     nan where the mask is False) | "heads" (the
-    mask lined up with the heads); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
+    mask lined up with the heads) | "queries" (with the queries); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
     | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads));
     `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
     head_dim; the keys' axes in the scores' product);
-    `causal` (a causal mask as well); `out_proj` False; merge "reversed" | "no_transpose"; the softmax `axis`;
+    `causal` (a causal mask as well); `out_proj` False; split "no_transpose"; merge "reversed" | "no_transpose";
+    the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
     renormalising); `heads_factor`, `biases` and `residual` (x added to the output) as for `model.attention`;
     `log_weights` (log_softmax for softmax)."""
@@ -264,10 +277,12 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
 
     cut = split_into or num_heads
 
-    def split(z):
+    def into_heads(z):
+        if split == "no_transpose":  # (..., T, d_out) read straight as (..., heads, T, width)
+            return z.reshape(*z.shape[:-2], cut, z.shape[-2], z.shape[-1] // cut)
         return np.swapaxes(z.reshape(*z.shape[:-1], cut, z.shape[-1] // cut), -3, -2)
 
-    q, k, v = split(project("W_query", x)), split(project("W_key", context)), split(project(values, context))
+    q, k, v = into_heads(project("W_query", x)), into_heads(project("W_key", context)), into_heads(project(values, context))
     d_out = cut * q.shape[-1]
     head_dim = d_out // num_heads
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
@@ -280,8 +295,9 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     if key_padding_mask is not None and mask != "ignored":
         keys = np.asarray(key_padding_mask, dtype=bool)
         keys = ~keys if mask == "inverted" else keys
-        # "heads": the mask reshaped to (batch, 1, T_k), which lines sequence b up with head b
-        blocked |= keys[None, :, None, :] if mask == "heads" else keys[:, None, None, :]
+        # "heads": the mask reshaped to (batch, 1, T_k), which lines sequence b up with head b; "queries": [None,
+        # None], which lines it up with query b
+        blocked |= {"heads": keys[None, :, None, :], "queries": keys[None, None]}.get(mask, keys[:, None, None, :])
     if causal:
         blocked |= np.triu(np.ones(scores.shape[-2:], dtype=bool), 1)
     if after:

@@ -51,6 +51,23 @@ def self_scores_mistakes(Q, mask):
     return [(weights, SELF_SCORES)]
 
 
+# np.sum(Q[:, None, :] * K[None, :, :], axis=-1): the products of every query with every key on one matrix; on a
+# batch the new axes land among the batch's, so where the shapes still broadcast the items meet other items.
+NEW_AXES_ON_BATCH = ("the scores are products summed over new axes put at fixed places (Q[:, None, :] * K[None, :, :]), "
+                     "which pair every query with every key on one matrix only: on a batch the new axes land among the "
+                     "batch's, so queries meet keys of other items, and the shapes come out wrong")
+
+
+def new_axes_mistakes(Q, K, masked):
+    """[(candidate, symptom)] of the weights of attention whose scores are np.sum(Q[:, None, :] * K[None, :, :], -1)
+    / sqrt(d_k), then `masked`: on a batch of more than one axis before the tokens, where the shapes still broadcast
+    (on one matrix they are right, and a 3-d batch raises unless it is as long as it is wide)."""
+    if np.ndim(Q) < 4:
+        return []
+    return [(lambda: model.softmax(masked(np.sum(Q[:, None, :] * K[None, :, :], axis=-1) / np.sqrt(K.shape[-1]))),
+             NEW_AXES_ON_BATCH)]
+
+
 def name_self_scores(attend, Q, K, detail):
     """`detail`, an error on queries Q and keys K of different numbers, named where the code, on 4 queries and 4
     other keys, gives the weights of Q Qᵀ; quiet otherwise."""
@@ -81,11 +98,21 @@ def blocked_far_above():
     return Q, K, V, np.triu(np.ones((6, 6), dtype=bool), k=1)
 
 
-def why_nan(attend, scores, nan_rows, mask=None):
+# A mask read as True = open makes nan of every row it leaves open, which large scores do not excuse.
+MASK_READ_INVERTED = ("the mask is read the other way round (blocking where it is False): a row it leaves open is "
+                      "then blocked whole, and its weights are 0 / 0; True means blocked (this query may NOT attend "
+                      "to that key)")
+
+
+def why_nan(attend, scores, nan_rows, mask=None, weights=None):
     """shifts.why_nan of the scaled `scores`, unless the code's maximum is taken without keepdims=True, which a
     probe of square scores tells (elsewhere such code raises): then it does shift, by the wrong row's maximum, so
     an entry above that maximum by more than exp can take overflows; or unless the rows that are nan are those whose
-    maximum over every key, blocked ones too, is far above the open ones. Ends with what to do."""
+    maximum over every key, blocked ones too, is far above the open ones; or unless `weights` are those of the mask
+    read the other way round. Ends with what to do."""
+    if mask is not None and weights is not None and checks.named_mistake(
+            weights, [(lambda: model.softmax(np.where(mask, scores, -np.inf)), MASK_READ_INVERTED)]):
+        return MASK_READ_INVERTED
     if mask is not None:
         blocked = np.broadcast_to(mask, scores.shape)
         open_max, row_max = np.where(blocked, -np.inf, scores).max(axis=-1), scores.max(axis=-1)

@@ -133,6 +133,10 @@ AXIS_2_OF_A_BATCH = ("axis 2 of a batch (batch, T, d) does not exist on one sequ
                      "and dim=-1, which fit both")
 PERMUTED_FOR_A_BATCH = ("a permute of three axes (keys.permute(0, 2, 1)) fits a batch only; transpose the keys with "
                         "transpose(-2, -1), which works for both")
+# torch.einsum("bqd,bkd->bqk", ...): one letter per axis, so one sequence has an axis too few, in einsum's own words
+EINSUM_FOR_A_BATCH = ("an einsum whose subscripts name a batch axis ('bqd,bkd->bqk') fits a batch only: its equation "
+                      "gives each operand one letter per axis, and one sequence has an axis fewer; '...' in place of "
+                      "the batch's letter stands for any leading axes, or @ multiplies the last two axes of either")
 NEEDS_A_BATCH = "and the grader cannot name the part of it that needs a batch"
 
 
@@ -143,6 +147,8 @@ def counted_for_a_batch(error):
         return AXIS_2_OF_A_BATCH
     if "permute" in said:
         return PERMUTED_FOR_A_BATCH
+    if "einsum()" in said:
+        return EINSUM_FOR_A_BATCH
     return NEEDS_A_BATCH
 
 
