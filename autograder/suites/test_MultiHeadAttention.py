@@ -300,6 +300,7 @@ def test_out_proj_applied_once_at_the_end(impl):
         if toolkit.close(out, _out_proj_untransposed(merged, linears)):
             raise CaseFailure(f"MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x): {OUT_PROJ_UNTRANSPOSED}")
         head_probes.explain_out_proj_on_values(out, x.numpy(), linears, 2, "MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x)")
+        toolkit.explain_unsteady_forward()  # an out_proj made anew in forward is not the one loaded
         raise CaseFailure("with out_proj set to the identity the output is M; with out_proj = (W, b) it "
                           "should be M @ W.T + b, and it is not: apply self.out_proj once, to the merged "
                           "heads (batch, T, d_out), as the last step")

@@ -122,6 +122,38 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
                     first=class_name in EXPLAINED_FIRST, early=early and (lambda what_, error: early(impl, what_, error)))
 
 
+UNSTEADY = ("in eval mode gives another output on each call with the same input: forward draws something new every "
+            "time it runs (a layer built inside forward, with fresh random weights, or dropout that ignores eval "
+            "mode); build every layer once, in __init__")
+# The last forward a Layer ran, with the deadline of the case that ran it (each case sets its own), so that a
+# wrong output no known mistake explains can be checked for a forward that draws anew (`explain_unsteady_forward`).
+_LAST_FORWARD = []
+
+
+def explain_unsteady_forward():
+    """The layer this case called last, run twice more on the same inputs in eval mode: outputs that differ come
+    from a forward that draws something new (a layer built there), which no output case can credit, and that,
+    not the output's numbers, is what the case says. Inputs other than tensors (a cache) are not run again:
+    a second call would change them."""
+    if not _LAST_FORWARD:
+        return
+    layer, args, kwargs, deadline = _LAST_FORWARD[0]
+    if deadline is None or layer._impl.deadline != deadline or set(kwargs) - {"_seed"}:
+        return
+    if not all(torch.is_tensor(arg) for arg in args) or layer.describe().get("training", True):
+        return
+    try:
+        first, second = (Handle.__call__(layer, *args, **kwargs) for _ in range(2))
+    except RemoteError:
+        return
+    if torch.is_tensor(first) and torch.is_tensor(second) and first.shape == second.shape \
+            and not torch.equal(first, second):
+        raise CaseFailure(f"the output is wrong, and no output of it can be right: {layer.what} {UNSTEADY}")
+
+
+checks.BEFORE_UNNAMED.append(explain_unsteady_forward)
+
+
 class Layer(Handle):
     """A module's handle whose forward, when it raises, is run again on an input where a known
     mistake is harmless, so that the report names the mistake instead of the bare exception."""
@@ -135,7 +167,7 @@ class Layer(Handle):
 
     def __call__(self, *args, **kwargs):
         try:
-            return super().__call__(*args, **kwargs)
+            result = super().__call__(*args, **kwargs)
         except RemoteError as error:
             if not any(phrase in str(error) for phrase in SHAPE_MISMATCH):
                 raise  # the retries explain shapes that do not fit; an error a case expects stays as it is
@@ -150,6 +182,8 @@ class Layer(Handle):
             if self.explain is not None and not self.explain_first:
                 self.explain(self.what, error)  # the step's own retries
             raise
+        _LAST_FORWARD[:] = [(self, args, kwargs, self._impl.deadline)]
+        return result
 
     def _explain_features_as_tokens(self, args, kwargs, error):
         """The number of tokens read from the features axis (x.shape[-1]) fails wherever d_in != T, and is
