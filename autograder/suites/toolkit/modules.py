@@ -268,6 +268,12 @@ HEAD_WIDENED = ("each head's projection is a whole number of times d_out wide: i
                 "make the num_heads * d_out of the output")
 
 
+# nn.Linear(d_in, d_out) for out_proj, the projections' line copied: it reads the input's width, where the merged
+# heads it is given are d_out wide
+OUT_PROJ_READS_D_IN = ("out_proj reads {} features, not the {} of the merged heads it is given: out_proj mixes the heads' "
+                       "outputs, d_out features per token, whatever the input x's width")
+
+
 def _head_widened(shape, expected, path):
     """Whether a head's nn.Linear at `path` has the inputs expected and a multiple (2 or more) of the outputs."""
     out, inputs = shape
@@ -287,7 +293,9 @@ def load_linear(module, path, weight, bias, what):
         raise CaseFailure(f"{what}: `{path}.weight` has shape {checks.fmt_shape(info['weight_shape'])}, "
                           f"expected {checks.fmt_shape(weight.shape)} (nn.Linear(in_features="
                           f"{weight.shape[1]}, out_features={weight.shape[0]}))" + (f": {SIZES_SWAPPED}" if swapped else "")
-                          + (f": {HEAD_WIDENED}" if widened else ""))
+                          + (f": {HEAD_WIDENED}" if widened else "")
+                          + (f": {OUT_PROJ_READS_D_IN.format(info['weight_shape'][1], weight.shape[1])}"
+                             if path == "out_proj" and not swapped and info["weight_shape"][0] == weight.shape[0] else ""))
     if bias is not None and not info.get("bias") and np.any(np.asarray(bias)):
         why = ("out_proj always has one" if path.endswith("out_proj")
                else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")
