@@ -21,7 +21,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "block_len" (sqrt of the keys the block holds) | "times_sqrt" | "n_k" (sqrt of the
     number of keys) | "floor" (// sqrt(d_k), each score rounded down) | "twice_linear" (2 d_k: d_k ** 1 / 2); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
     divided by the running sum as they are added (neither divides at the end), "block": each block's values
@@ -45,8 +45,10 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
-               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
+               "block": np.sqrt(block_size), "block_len": 1.0, "times_sqrt": 1 / np.sqrt(d_k),
                "n_k": np.sqrt(n_k), "floor": np.sqrt(d_k), "twice_linear": 2.0 * d_k}[scale]
+    if scale == "block_len" and n_k % block_size == 0:
+        raise ValueError("every block holds block_size keys: scale 'block' models this input")
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
@@ -60,7 +62,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
                 continue
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2)
-            scores = np.floor_divide(scores, np.sqrt(d_k)) if scale == "floor" else scores / divisor
+            scores = np.floor_divide(scores, np.sqrt(d_k)) if scale == "floor" else scores / (
+                np.sqrt(stop - start) if scale == "block_len" else divisor)  # the keys this block holds
             unmasked = scores
             if causal:
                 keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
@@ -300,10 +303,13 @@ def with_block_scale(mistakes, block_size, d_k):
     """`mistakes` and scores divided by sqrt(block_size). Where that divisor is another mistake's (block_size
     1: no scale; d_k²: d_k), no output tells the two apart, so that mistake's message names both."""
     twin = {1: "none", d_k * d_k: "linear"}.get(block_size)
+    # sqrt(K_blk.shape[-2]), the keys a block holds: sqrt(block_size) but in a short last block (the only input
+    # the model runs it on, so it never doubles the twins named here)
+    by_length = [(dict(scale="block_len"), BY_BLOCK)]
     if twin is None:
-        return mistakes + [(dict(scale="block"), BY_BLOCK)]
+        return mistakes + [(dict(scale="block"), BY_BLOCK)] + by_length
     return [(kw, checks.one_or_all([message, BY_BLOCK]) if kw == dict(scale=twin) else message)
-            for kw, message in mistakes]
+            for kw, message in mistakes] + by_length
 
 
 # K[..., start:start + 64, :]: the default block size written out in the slice, while the loop steps by block_size.
