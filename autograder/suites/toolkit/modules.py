@@ -105,6 +105,11 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
         if "dropout probability has to be between 0 and 1" in str(error):
             raise CaseFailure(f"{what} cannot be created: an nn.Dropout got a rate outside [0, 1]; are the "
                               "arguments passed on in the order of each signature (the layers' too)?") from None
+        if error.type_name == "TypeError" and "instances of 'Dropout' and" in str(error):
+            # nn.Dropout(nn.Dropout(p)): the rate compared with 0 and 1 is a module
+            raise CaseFailure(f"{what} cannot be created: an nn.Dropout was given an nn.Dropout module where its "
+                              "rate belongs: the layers take the dropout rate, a number, and each builds its own "
+                              "nn.Dropout from it") from None
         if (split := _rejected_equal_heads(class_name, args, error)) is not None:
             d_out, num_heads = split
             heads = f"{num_heads} equal head{'s' * (num_heads != 1)} of {d_out // num_heads}"
