@@ -13,7 +13,7 @@ from autograder.suites.toolkit.cases import rng
 
 def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-          width="full", max_axis=-1, max_before_mask=False, positions=None):
+          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
@@ -37,7 +37,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
     "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
     the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read); max_axis -2:
-    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b),
+    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b);
+    keys_first: the block's scores taken as K_blk @ Qᵀ, a row per key (square blocks only),
     None: over the whole block (every query and sequence);
     max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too.
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
@@ -62,6 +63,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
                 continue
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2)
+            scores = np.swapaxes(scores, -1, -2) if keys_first else scores  # K_blk @ Qᵀ: fits where b == n_q
             scores = np.floor_divide(scores, np.sqrt(d_k)) if scale == "floor" else scores / (
                 np.sqrt(stop - start) if scale == "block_len" else divisor)  # the keys this block holds
             unmasked = scores
@@ -202,8 +204,18 @@ def _explain_square_blocks(impl, what, went_wrong, d_k, model):
     r, b = rng(1521), 3
     q, k, v = r.normal(size=(b, d_k)), r.normal(size=(2 * b, d_k)), r.normal(size=(2 * b, b))
     out = _answer(impl, what, q, k, v, b, False)
-    if out is not None and checks.named_mistake(out, [(lambda: model(q, k, v, b, False, max_axis=-2), MAX_OVER_QUERIES)]):
-        raise CaseFailure(f"{what} {went_wrong}: {MAX_OVER_QUERIES}") from None
+    found = out is not None and checks.named_mistake(out, [
+        (lambda: model(q, k, v, b, False, max_axis=-2), MAX_OVER_QUERIES),
+        (lambda: model(q, k, v, b, False, keys_first=True), KEYS_FIRST)])
+    if found:
+        raise CaseFailure(f"{what} {went_wrong}, and runs where a block has as many keys as there are queries: "
+                          f"{found}") from None
+
+
+# K_blk @ Qᵀ for Q @ K_blkᵀ: a (..., b, n_q) block of scores, a row per key, which meets the (..., n_q, 1) running
+# maximum only where b == n_q.
+KEYS_FIRST = ("the block's scores are taken as the keys times the queries (K_blk @ Qᵀ), a row per key: each query's "
+              "scores against the block's keys make a row, Q @ K_blkᵀ, (..., n_q, b)")
 
 
 def _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model):
