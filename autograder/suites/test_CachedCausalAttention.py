@@ -89,11 +89,14 @@ FULL_MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + toolki
                  + toolkit.ROLE_MISTAKES)
 
 
-def _cache_symptoms(x, linears, sizes):
+def _cache_symptoms(x, linears, sizes, masked_without_cache=False):
     """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
-    attention itself, made on each chunk (one axis or mask or scale mistake fails every path)."""
-    return toolkit.told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw),
-                                        cached.CACHE_MISTAKES + FULL_MISTAKES))
+    attention itself, made on each chunk (one axis or mask or scale mistake fails every path).
+    masked_without_cache: the same layer was seen right on the whole input, so nothing masked through the cache is
+    a mask left out where a cache is given, not everywhere."""
+    mistakes = [(switches, cached.UNMASKED_WITH_CACHE if masked_without_cache and switches == dict(mask="none")
+                 else why) for switches, why in cached.CACHE_MISTAKES + FULL_MISTAKES]
+    return toolkit.told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw), mistakes))
 
 
 def _full_symptoms(x, linears):
@@ -184,7 +187,8 @@ def _check_stored_records(impl, one_token_at_a_time):
             checks.expect_close(cached, record["expected_1"],
                                 f"CachedCausalAttention through a cache, {_sizes_text(sizes)} ({label})",
                                 finite_hint=toolkit.NAN_HINT,
-                                symptoms=_cache_symptoms(record["x"], linears, sizes))
+                                symptoms=_cache_symptoms(record["x"], linears, sizes,
+                                                         toolkit.close(full, record["expected_0"])))
 
 
 # One new token at a time (the cache's main use, where a single query needs no mask) and prompts of
@@ -230,7 +234,7 @@ def test_matches_torch(impl):
                         finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
     sizes = [4, 3, 2]
     cached, _ = _generate(impl, module, x, sizes, "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)")
-    start, known = 0, _cache_symptoms(x.numpy(), linears, sizes)
+    start, known = 0, _cache_symptoms(x.numpy(), linears, sizes, masked_without_cache=True)  # module(x) was right
     for size in sizes:
         stop = start + size
         attend = torch.arange(stop)[None, :] <= torch.arange(start, stop)[:, None]  # key j <= query position
@@ -266,7 +270,8 @@ def _check_generation(impl, sizes, seed, bias, with_full_forward=True):
     compared = ("its own output on the whole sequence (eval mode)" if with_full_forward
                 else "causal attention on the whole sequence")
     checks.expect_close(cached, full, f"{what} fed {_sizes_text(sizes)} through a cache, compared with {compared}",
-                        finite_hint=toolkit.NAN_HINT, symptoms=_cache_symptoms(x.numpy(), linears, sizes),
+                        finite_hint=toolkit.NAN_HINT,
+                        symptoms=_cache_symptoms(x.numpy(), linears, sizes, with_full_forward and toolkit.close(full, causal)),
                         relation=not with_full_forward)  # its own full output is no right value
     if with_full_forward:
         checks.expect_close(full, causal, f"{what}(x) without a cache",

@@ -79,11 +79,18 @@ def _first_update_fails(impl, k, v):
     return False
 
 
+# return self, as a builder's methods do: the layer that calls update reads the keys and values it returns
+RETURNS_ITSELF = "the cache itself (return self?)"
+
+
 def _update(impl, cache, k, v, what):
     """cache.update(k, v) as (keys, values) arrays, or a CaseFailure saying what came back."""
     out = _call_update(impl, cache, k, v, what)
     if out is None:
         raise checks.returned_none(what)
+    if isinstance(out, Handle):  # an object that stays with the code under test: the cache itself, or another
+        raise CaseFailure(f"{what} returned {RETURNS_ITSELF if out.id == cache.id else f'a {out.type_name}'}, not "
+                          "the tuple (all keys, all values) that the attention layer reads every key and value from")
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CaseFailure(f"{what} should return a tuple (all keys, all values); it returned a "
                           f"{type(out).__name__}")

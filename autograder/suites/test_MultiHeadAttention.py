@@ -17,6 +17,7 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks, head_probes, multihead
 from autograder.suites.toolkit.cases import notes_cases, rng
+from autograder.suites.toolkit.module_ladders import VALUES_FIRST, causal_weights
 from autograder.suites.toolkit.multihead import LAYERS, record_linears
 
 STEP = "MultiHeadAttention"
@@ -150,7 +151,9 @@ def _explain_forward(impl, what, error):
     linears = _random_layers(r, 3, 4, False)
     x = r.normal(size=(2, 2, 3))
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 3, 4, 3, 2, linears, explained=False)(toolkit.tensor(x)),
-                             lambda **kw: toolkit.attention(x, linears, 2, **kw), AXES_MISTAKES + [MASK_ON_HEADS],
+                             lambda values_first=False, **kw: (_values_first(x, linears, 2) if values_first
+                                                               else toolkit.attention(x, linears, 2, **kw)),
+                             AXES_MISTAKES + [MASK_ON_HEADS, (dict(values_first=True), VALUES_FIRST)],
                              "batch, T, num_heads and head_dim are all 2")
     toolkit.explain_mask_shorter_than_context(impl, STEP, what, error)
     # One head explains only an error that two heads raise on the same input: a layer right there raised on
@@ -165,6 +168,24 @@ def _explain_forward(impl, what, error):
     toolkit.explain_by_probe(what, error, lambda: _mha(impl, 4, 4, 3, 2, square, explained=False)(toolkit.tensor(x_square)),
                              lambda **kw: toolkit.attention(x_square, square, 2, **kw), [toolkit.RESIDUAL_ADDED],
                              "d_in equals d_out")
+
+
+def _values_first(x, linears, num_heads):
+    """Each head's values @ its causal weights (which fits only where head_dim == T), merged, then out_proj: the
+    product in the wrong order, as CausalAttention's causal-values-times-weights."""
+    head_dim = linears["W_query"][0].shape[0] // num_heads
+    rows = [slice(h * head_dim, (h + 1) * head_dim) for h in range(num_heads)]
+    heads = [{name: (weight[rows[h]], None if bias is None else bias[rows[h]])
+              for name, (weight, bias) in linears.items() if name != "out_proj"} for h in range(num_heads)]
+    merged = np.concatenate([_values(x, head) @ causal_weights(x, head) for head in heads], axis=-1)
+    weight, bias = (np.asarray(part, dtype=np.float64) for part in linears["out_proj"])
+    return merged @ weight.T + bias
+
+
+def _values(x, head):
+    weight, bias = head["W_value"]
+    values = np.asarray(x, dtype=np.float64) @ np.asarray(weight, dtype=np.float64).T
+    return values if bias is None else values + bias
 
 
 def _record(r, label, batch, num_tokens, d_in, d_out, num_heads, bias):
@@ -300,6 +321,7 @@ def test_out_proj_applied_once_at_the_end(impl):
         if toolkit.close(out, _out_proj_untransposed(merged, linears)):
             raise CaseFailure(f"MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x): {OUT_PROJ_UNTRANSPOSED}")
         head_probes.explain_out_proj_on_values(out, x.numpy(), linears, 2, "MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)(x)")
+        toolkit.explain_unsteady_forward()  # an out_proj made anew in forward is not the one loaded
         raise CaseFailure("with out_proj set to the identity the output is M; with out_proj = (W, b) it "
                           "should be M @ W.T + b, and it is not: apply self.out_proj once, to the merged "
                           "heads (batch, T, d_out), as the last step")

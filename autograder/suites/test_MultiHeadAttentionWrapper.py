@@ -296,6 +296,7 @@ def test_head_zero_first(impl):
             head = toolkit.attention(x.numpy(), heads[i])
         head = checks.to_array(head, f"heads[{i}](x)")
         if not toolkit.close(out[..., 2 * i:2 * i + 2], head):
+            toolkit.explain_unsteady_forward()  # heads made anew in forward are not the heads it holds
             raise CaseFailure(f"output columns {2 * i}..{2 * i + 1} are not heads[{i}](x): concatenate the "
                               "heads' outputs along the last dimension, head 0 first")
 

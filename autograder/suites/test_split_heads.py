@@ -1,6 +1,7 @@
 """Hidden suite of `split_heads` (assignment 04)."""
 
 import itertools
+import re
 
 import numpy as np
 import torch
@@ -45,6 +46,7 @@ def _split(impl, x, num_heads):
             raise CaseFailure(f"split_heads raised {error.type_name}: it views x after transposing it, {SPLIT_FIRST}") \
                 from None
         batch, num_tokens, _ = x.shape
+        _explain_fixed_head_width(impl, error, x, num_heads)
 
         def works_on(easier):
             try:
@@ -68,6 +70,34 @@ def _split(impl, x, num_heads):
                               "stays first") from None
         raise
     return split
+
+
+# view(batch, T, num_heads, 1): a head width written as a number, which fits only the D its author had in mind
+_VIEW_SIZES = re.compile(r"shape '\[(\d+), (\d+), (\d+), (\d+)\]' is invalid for input of size")
+FIXED_HEAD_WIDTH = ("a head width written as a fixed number fits only inputs whose D is num_heads times it: each head "
+                    "is head_dim = D // num_heads features wide, taken from x's own last axis")
+
+
+def _explain_fixed_head_width(impl, error, x, num_heads):
+    """A view that raised with the batch, T and num_heads right and a head width other than D // num_heads, which
+    splits right an input of as many more tokens as heads whose D is num_heads times that width: the width does not
+    come from x (a width taken from T would not fit the longer input)."""
+    sizes = _VIEW_SIZES.search(str(error))
+    batch, num_tokens, width = x.shape
+    if sizes is None or [int(n) for n in sizes.groups()[:3]] != [batch, num_tokens, num_heads]:
+        return
+    head_width = int(sizes.group(4))
+    fitting = torch.arange(batch * (num_tokens + num_heads) * num_heads * head_width, dtype=x.dtype)
+    fitting = fitting.reshape(batch, num_tokens + num_heads, num_heads * head_width)
+    try:
+        split = impl.split_heads(fitting, num_heads)
+    except RemoteError:
+        return
+    if _is_right_split(split, fitting, num_heads):
+        raise CaseFailure(f"split_heads raised {error.type_name} on {num_tokens} tokens of {width} features into "
+                          f"{num_heads} heads, and splits right tokens of {num_heads * head_width} features: it cuts every "
+                          f"token into heads of {head_width} feature{'s' * (head_width != 1)} whatever D is: "
+                          f"{FIXED_HEAD_WIDTH}") from None
 
 
 def _split_to_heads(impl, x, num_heads):

@@ -86,6 +86,7 @@ from autograder.suites.toolkit.modules import (  # noqa: F401
     check_linear,
     check_mask_is_buffer,
     construct,
+    explain_unsteady_forward,
     explains_forward,
     linear_info,
     load_linear,

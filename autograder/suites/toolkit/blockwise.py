@@ -13,7 +13,7 @@ from autograder.suites.toolkit.cases import rng
 
 def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-          width="full", max_axis=-1, max_before_mask=False, positions=None):
+          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
@@ -21,7 +21,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked); scale "sqrt" | "none" |
-    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "times_sqrt" | "n_k" (sqrt of the
+    "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "block_len" (sqrt of the keys the block holds) | "times_sqrt" | "n_k" (sqrt of the
     number of keys) | "floor" (// sqrt(d_k), each score rounded down) | "twice_linear" (2 d_k: d_k ** 1 / 2); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
     divided by the running sum as they are added (neither divides at the end), "block": each block's values
@@ -37,7 +37,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
     "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
     the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read); max_axis -2:
-    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b),
+    the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b);
+    keys_first: the block's scores taken as K_blk @ Qᵀ, a row per key (square blocks only),
     None: over the whole block (every query and sequence);
     max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too.
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
@@ -45,8 +46,10 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
-               "block": np.sqrt(block_size), "times_sqrt": 1 / np.sqrt(d_k),
+               "block": np.sqrt(block_size), "block_len": 1.0, "times_sqrt": 1 / np.sqrt(d_k),
                "n_k": np.sqrt(n_k), "floor": np.sqrt(d_k), "twice_linear": 2.0 * d_k}[scale]
+    if scale == "block_len" and n_k % block_size == 0:
+        raise ValueError("every block holds block_size keys: scale 'block' models this input")
     row_max = np.full(Q.shape[:-1] + (1,), -np.inf)
     row_sum = np.zeros(Q.shape[:-1] + (1,))
     acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
@@ -60,7 +63,9 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             if start >= stop:  # past the keys: the code under test raises here (the maximum of nothing)
                 continue
             scores = Q @ np.swapaxes(K[..., start:stop, :], -1, -2)
-            scores = np.floor_divide(scores, np.sqrt(d_k)) if scale == "floor" else scores / divisor
+            scores = np.swapaxes(scores, -1, -2) if keys_first else scores  # K_blk @ Qᵀ: fits where b == n_q
+            scores = np.floor_divide(scores, np.sqrt(d_k)) if scale == "floor" else scores / (
+                np.sqrt(stop - start) if scale == "block_len" else divisor)  # the keys this block holds
             unmasked = scores
             if causal:
                 keys = np.arange(stop - start) if mask == "local" else np.arange(start, stop)
@@ -199,8 +204,18 @@ def _explain_square_blocks(impl, what, went_wrong, d_k, model):
     r, b = rng(1521), 3
     q, k, v = r.normal(size=(b, d_k)), r.normal(size=(2 * b, d_k)), r.normal(size=(2 * b, b))
     out = _answer(impl, what, q, k, v, b, False)
-    if out is not None and checks.named_mistake(out, [(lambda: model(q, k, v, b, False, max_axis=-2), MAX_OVER_QUERIES)]):
-        raise CaseFailure(f"{what} {went_wrong}: {MAX_OVER_QUERIES}") from None
+    found = out is not None and checks.named_mistake(out, [
+        (lambda: model(q, k, v, b, False, max_axis=-2), MAX_OVER_QUERIES),
+        (lambda: model(q, k, v, b, False, keys_first=True), KEYS_FIRST)])
+    if found:
+        raise CaseFailure(f"{what} {went_wrong}, and runs where a block has as many keys as there are queries: "
+                          f"{found}") from None
+
+
+# K_blk @ Qᵀ for Q @ K_blkᵀ: a (..., b, n_q) block of scores, a row per key, which meets the (..., n_q, 1) running
+# maximum only where b == n_q.
+KEYS_FIRST = ("the block's scores are taken as the keys times the queries (K_blk @ Qᵀ), a row per key: each query's "
+              "scores against the block's keys make a row, Q @ K_blkᵀ, (..., n_q, b)")
 
 
 def _explain_short_last_block(impl, what, went_wrong, Q, K, V, block_size, causal, model):
@@ -300,10 +315,13 @@ def with_block_scale(mistakes, block_size, d_k):
     """`mistakes` and scores divided by sqrt(block_size). Where that divisor is another mistake's (block_size
     1: no scale; d_k²: d_k), no output tells the two apart, so that mistake's message names both."""
     twin = {1: "none", d_k * d_k: "linear"}.get(block_size)
+    # sqrt(K_blk.shape[-2]), the keys a block holds: sqrt(block_size) but in a short last block (the only input
+    # the model runs it on, so it never doubles the twins named here)
+    by_length = [(dict(scale="block_len"), BY_BLOCK)]
     if twin is None:
-        return mistakes + [(dict(scale="block"), BY_BLOCK)]
+        return mistakes + [(dict(scale="block"), BY_BLOCK)] + by_length
     return [(kw, checks.one_or_all([message, BY_BLOCK]) if kw == dict(scale=twin) else message)
-            for kw, message in mistakes]
+            for kw, message in mistakes] + by_length
 
 
 # K[..., start:start + 64, :]: the default block size written out in the slice, while the loop steps by block_size.

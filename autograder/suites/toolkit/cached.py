@@ -56,6 +56,16 @@ MASK_ONE_COLUMN_MORE = ("the mask slice has one column more than there are keys 
                         "mask's slice, self.mask[start:start + t, :start + t]")
 
 
+def _no_column(said, num_tokens):
+    """Whether `said`, the error of a forward of `num_tokens` tokens without a cache, is a mask slice of no column:
+    masked_fill's mismatch (mask, then scores) on dimension 2, or, for one token, the product of the weights that
+    broadcast made of no column with the values."""
+    mismatch, product = _MISMATCH.search(said), _BATCH2.search(said)
+    if mismatch:
+        return mismatch.groups() == ("0", str(num_tokens), "2")
+    return num_tokens == 1 and bool(product) and product.groups() == ("0", "1")
+
+
 def _one_column_more(said, num_tokens):
     """Whether `said`, the error of a forward of `num_tokens` tokens without a cache, is a mask slice one column
     wider than the scores: masked_fill's mismatch (mask, then scores) on dimension 2, or, for one token, whose scores
@@ -127,6 +137,23 @@ def explain_failed_forward(error, cache, start, size, call, whole_said=""):
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for the {size} "
                           f"new keys only, but the mask slice spans every key held ({start} + {size}): {NEW_KEYS_ONLY}"
                           ) from None
+    if len(cache) == start + size and found and (int(found.group(1)), int(found.group(2))) == (start, start + size) \
+            and (found.re is _BATCH2 or found.group(3) == "2"):
+        # as wide as the keys before the call: a stop without the new tokens fails without a cache too (no column)
+        why = MASK_COLUMNS_STOP_SHORT if whole_said else POSITION_BEFORE_UPDATE
+        raise CaseFailure(f"{call} raised {error.type_name}: the mask slice it used is only as wide as the keys cached "
+                          f"before this call ({start}), without the {size} new key{'s' * (size != 1)}: {why}") from None
+
+
+# mask[start:start + t, :start + t] with start = len(cache) - t taken before cache.update, where it is the position t
+# tokens before the cache's end: the slice is as wide as the keys cached before the call, and right without a cache.
+POSITION_BEFORE_UPDATE = ("the scores have a column per key held, the cached ones and the new ones, and so must the "
+                          "mask: is the new tokens' position taken as len(cache) - t before cache.update has counted "
+                          "them? Without a cache it is right")
+# mask[start:start + t, :start]: the columns stop where the tokens before the call end, so without a cache (start 0)
+# the slice has no column at all.
+MASK_COLUMNS_STOP_SHORT = ("its columns stop where the tokens before this call end, even without a cache (no column "
+                           "at all there): the scores have a column per key held, this call's own keys included")
 
 
 def _mask_not_wide_enough(error, start, size, call, dimension):
@@ -214,6 +241,10 @@ class WholeInputs(Layer):
                                   f"({first_line(error)}), though they fit in context_length: with no "
                                   "cache, forward takes the whole sequence as CausalAttention does, its tokens at "
                                   "positions 0, 1, ...; refuse only more than context_length tokens") from None
+            if kwargs.get("cache") is None and _no_column(str(error), num_tokens):
+                raise CaseFailure(f"{self.what}: forward of {num_tokens} token{'s' * (num_tokens != 1)} without a "
+                                  f"cache raised {error.type_name}: the mask slice it used has no column: "
+                                  f"{MASK_COLUMNS_STOP_SHORT}") from None
             to_end = mask_to_end(self.fits, num_tokens, str(error)) if num_tokens < self.fits else None
             if kwargs.get("cache") is None and to_end is not None:
                 in_product, why = to_end
@@ -296,6 +327,11 @@ NEW_KEYS_ONLY = ("the scores are the new queries times every key cache.update re
 INVERTED_MASK = ("the mask blocks the keys each token may see and keeps the later ones (a True-means-keep mask, "
                  "like torch.tril, used where masked_fill wants True = blocked): the first token is left with no "
                  "key, which makes nan")
+# if cache is None: masked_fill(...), the mask left out where a cache is given: right for one new token at a time,
+# which sees only the past anyway, but not for a prompt of several new tokens fed through a cache.
+UNMASKED_WITH_CACHE = ("through a cache nothing is masked, though the whole input without a cache is: the new tokens of "
+                       "one call (a prompt of several) also see the new tokens after them; a call with a cache is "
+                       "causal too, each new token seeing the keys up to its own position")
 CACHE_MISTAKES = [
     (dict(offset=False), "the mask of the new tokens ignores the cache's offset: new token i sits at position "
                          "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),

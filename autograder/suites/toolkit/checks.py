@@ -118,6 +118,10 @@ def _matches(actual, candidate, atol, rtol):
 
 UNNAMED = "the grader cannot name the cause"
 
+# Explanations tried where a wrong value fits no known mistake, before its shape, nan or size is reported: each
+# raises a CaseFailure where its own cause shows. `modules` adds one: a layer whose forward draws something new.
+BEFORE_UNNAMED = []
+
 
 @contextlib.contextmanager
 def diagnosing():
@@ -193,6 +197,9 @@ def expect_close(actual, expected, what, *, atol=1e-5, rtol=1e-4, symptoms=(), f
     symptom = named_mistake(actual, symptoms, atol, rtol)
     if symptom is not None:
         raise CaseFailure(f"{what}: {symptom}")
+    with diagnosing():
+        for explain in BEFORE_UNNAMED:
+            explain()
     expect_shape(actual, expected.shape, what)
     if np.isfinite(expected).all():
         expect_finite(actual, what, finite_hint)

@@ -105,6 +105,11 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
         if "dropout probability has to be between 0 and 1" in str(error):
             raise CaseFailure(f"{what} cannot be created: an nn.Dropout got a rate outside [0, 1]; are the "
                               "arguments passed on in the order of each signature (the layers' too)?") from None
+        if error.type_name == "TypeError" and "instances of 'Dropout' and" in str(error):
+            # nn.Dropout(nn.Dropout(p)): the rate compared with 0 and 1 is a module
+            raise CaseFailure(f"{what} cannot be created: an nn.Dropout was given an nn.Dropout module where its "
+                              "rate belongs: the layers take the dropout rate, a number, and each builds its own "
+                              "nn.Dropout from it") from None
         if (split := _rejected_equal_heads(class_name, args, error)) is not None:
             d_out, num_heads = split
             heads = f"{num_heads} equal head{'s' * (num_heads != 1)} of {d_out // num_heads}"
@@ -122,6 +127,38 @@ def construct(impl, class_name, args, kwargs=None, what=None, explained=True):
                     first=class_name in EXPLAINED_FIRST, early=early and (lambda what_, error: early(impl, what_, error)))
 
 
+UNSTEADY = ("in eval mode gives another output on each call with the same input: forward draws something new every "
+            "time it runs (a layer built inside forward, with fresh random weights, or dropout that ignores eval "
+            "mode); build every layer once, in __init__")
+# The last forward a Layer ran, with the deadline of the case that ran it (each case sets its own), so that a
+# wrong output no known mistake explains can be checked for a forward that draws anew (`explain_unsteady_forward`).
+_LAST_FORWARD = []
+
+
+def explain_unsteady_forward():
+    """The layer this case called last, run twice more on the same inputs in eval mode: outputs that differ come
+    from a forward that draws something new (a layer built there), which no output case can credit, and that,
+    not the output's numbers, is what the case says. Inputs other than tensors (a cache) are not run again:
+    a second call would change them."""
+    if not _LAST_FORWARD:
+        return
+    layer, args, kwargs, deadline = _LAST_FORWARD[0]
+    if deadline is None or layer._impl.deadline != deadline or set(kwargs) - {"_seed"}:
+        return
+    if not all(torch.is_tensor(arg) for arg in args) or layer.describe().get("training", True):
+        return
+    try:
+        first, second = (Handle.__call__(layer, *args, **kwargs) for _ in range(2))
+    except RemoteError:
+        return
+    if torch.is_tensor(first) and torch.is_tensor(second) and first.shape == second.shape \
+            and not torch.equal(first, second):
+        raise CaseFailure(f"the output is wrong, and no output of it can be right: {layer.what} {UNSTEADY}")
+
+
+checks.BEFORE_UNNAMED.append(explain_unsteady_forward)
+
+
 class Layer(Handle):
     """A module's handle whose forward, when it raises, is run again on an input where a known
     mistake is harmless, so that the report names the mistake instead of the bare exception."""
@@ -135,7 +172,7 @@ class Layer(Handle):
 
     def __call__(self, *args, **kwargs):
         try:
-            return super().__call__(*args, **kwargs)
+            result = super().__call__(*args, **kwargs)
         except RemoteError as error:
             if not any(phrase in str(error) for phrase in SHAPE_MISMATCH):
                 raise  # the retries explain shapes that do not fit; an error a case expects stays as it is
@@ -150,6 +187,8 @@ class Layer(Handle):
             if self.explain is not None and not self.explain_first:
                 self.explain(self.what, error)  # the step's own retries
             raise
+        _LAST_FORWARD[:] = [(self, args, kwargs, self._impl.deadline)]
+        return result
 
     def _explain_features_as_tokens(self, args, kwargs, error):
         """The number of tokens read from the features axis (x.shape[-1]) fails wherever d_in != T, and is
@@ -234,6 +273,12 @@ HEAD_WIDENED = ("each head's projection is a whole number of times d_out wide: i
                 "make the num_heads * d_out of the output")
 
 
+# nn.Linear(d_in, d_out) for out_proj, the projections' line copied: it reads the input's width, where the merged
+# heads it is given are d_out wide
+OUT_PROJ_READS_D_IN = ("out_proj reads {} features, not the {} of the merged heads it is given: out_proj mixes the heads' "
+                       "outputs, d_out features per token, whatever the input x's width")
+
+
 def _head_widened(shape, expected, path):
     """Whether a head's nn.Linear at `path` has the inputs expected and a multiple (2 or more) of the outputs."""
     out, inputs = shape
@@ -253,7 +298,9 @@ def load_linear(module, path, weight, bias, what):
         raise CaseFailure(f"{what}: `{path}.weight` has shape {checks.fmt_shape(info['weight_shape'])}, "
                           f"expected {checks.fmt_shape(weight.shape)} (nn.Linear(in_features="
                           f"{weight.shape[1]}, out_features={weight.shape[0]}))" + (f": {SIZES_SWAPPED}" if swapped else "")
-                          + (f": {HEAD_WIDENED}" if widened else ""))
+                          + (f": {HEAD_WIDENED}" if widened else "")
+                          + (f": {OUT_PROJ_READS_D_IN.format(info['weight_shape'][1], weight.shape[1])}"
+                             if path == "out_proj" and not swapped and info["weight_shape"][0] == weight.shape[0] else ""))
     if bias is not None and not info.get("bias") and np.any(np.asarray(bias)):
         why = ("out_proj always has one" if path.endswith("out_proj")
                else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")

@@ -10,7 +10,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import NAN_HINT
-from autograder.suites.toolkit.modules import first_line, tensor
+from autograder.suites.toolkit.modules import UNSTEADY, first_line, tensor
 
 # The attention weights returned for the context (return weights, the product with the values left out): a
 # (batch, T, T) output of rows that sum to 1, which the output's shape alone would call a wrong size.
@@ -54,9 +54,7 @@ def explain_unsteady(name, module, x):
     """A module whose eval-mode output changes from one call to the next on the same x draws something new in
     forward (a layer built there): no property of its output can hold, and that, not the property, is why."""
     if not close(module(x), module(x), 0, 0):
-        raise CaseFailure(f"{name} in eval mode gives another output on each call with the same input: forward "
-                          "draws something new every time it runs (a layer built inside forward, with fresh "
-                          "random weights, or dropout that ignores eval mode); build every layer once, in __init__")
+        raise CaseFailure(f"{name} {UNSTEADY}")
 
 
 def check_last_token(name, module, x, unmasked, expected, mistakes):
