@@ -83,7 +83,7 @@ def check_last_token(name, module, x, unmasked, expected, mistakes):
 
 
 def check_short_input(name, make, d_in, context_length, lengths, seed):
-    """T < context_length works and equals a module built for exactly T tokens."""
+    """T <= context_length works and equals a module built for exactly T tokens."""
     r = rng(seed)
     long_module = make(context_length)
     for num_tokens in lengths:
@@ -91,6 +91,10 @@ def check_short_input(name, make, d_in, context_length, lengths, seed):
         try:
             out = long_module(x)
         except RemoteError as error:  # the usual symptom is a shape error
+            if num_tokens == context_length:  # a size written in where context_length belongs (a mask's, a head's)
+                raise CaseFailure(f"{name} built with context_length={context_length} failed on an input of as many "
+                                  f"tokens ({error.type_name}: {first_line(error, 120)}): is context_length used "
+                                  "wherever it is given, or is a length written into the code?") from None
             exact = make(num_tokens)
             exact(x)  # a module built for exactly T tokens must work, or the mask's size is not the cause
             raise CaseFailure(
