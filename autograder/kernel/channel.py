@@ -14,11 +14,11 @@ import signal
 import socket
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext, suppress
 from typing import Any, NotRequired, TypedDict
 
 from autograder.errors import KernelStuck
-from autograder.kernel import agent, procfs
+from autograder.kernel import agent, procfs, still
 from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS, MAX_REPLY_DEPTH
 
 
@@ -72,6 +72,13 @@ class PeakMemory:
         where it is not known (per-process peaks, which miss a buffer held before the call anyway)."""
         return 0
 
+    def apart(self):
+        """Where the peak counts children: see `KernelChannel.apart` (per-process peaks do not measure a child)."""
+        return nullcontext()
+
+    def hold_others(self) -> int:
+        return 0
+
 
 def boot_code(agent_path: str, socket_path: str) -> str:
     """The code the judge runs in the kernel to load the agent from `agent_path` (once a kernel),
@@ -118,7 +125,7 @@ class LocalChannel(PeakMemory):
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         text = json.dumps(payload)
         with _interrupt_after(timeout):
-            reply = self.agent.handle(json.loads(text))
+            reply = self.agent.answer(json.loads(text))
         return json.loads(json.dumps(reply, allow_nan=True))
 
 
@@ -150,6 +157,8 @@ class KernelChannel(PeakMemory):
         self.listener = None
         self.connection = None
         self._ready, self._info_id = False, None  # `ready()`
+        self._apart = None  # in `apart`: the processes before it, and those held
+        self._reset_usage = 0  # what `reset` returned last
 
     def pids(self):
         """The kernel's processes, as this process sees them: everything under the one that was
@@ -166,7 +175,8 @@ class KernelChannel(PeakMemory):
 
     def reset(self):
         if self.counts_children:
-            return self.envelope.reset_peak()
+            self._reset_usage = self.envelope.reset_peak()
+            return self._reset_usage
         return super().reset()
 
     def peak(self):
@@ -178,6 +188,44 @@ class KernelChannel(PeakMemory):
         if self.counts_children:
             return self.envelope.shared()
         return super().shared()
+
+    @contextmanager
+    def apart(self):
+        """For the block, the processes the kernel starts once it is asked to ("apart": `agent.apart`) run
+        alone: `hold_others` stops every other. They end with the block, and the others go on. Memory held
+        before is written without a page more charged only by the process that alone maps it: red-team round
+        r48's helper process, started by an earlier cell, computed the call's whole score matrix in a buffer it
+        had touched before, and a thread of the kernel in a buffer not forked (MADV_DONTFORK); neither can
+        run now, nor can the kernel take the inputs before the child it forks (they are sent to the child)."""
+        self._apart = {"before": set(self.pids()), "held": []}
+        try:
+            yield
+        finally:
+            apart, self._apart = self._apart, None
+            try:
+                deadline = time.monotonic() + still.STOP_WAIT
+                while time.monotonic() < deadline:
+                    started = [pid for pid in self.pids() if pid not in apart["held"] and not still.ended(pid)]
+                    if not started:
+                        break
+                    for pid in started:  # started for the block: they end with it
+                        with suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    time.sleep(0.001)
+            except OSError:
+                pass  # the kernel is gone
+            finally:
+                still.release(apart["held"])
+
+    def hold_others(self) -> int:
+        """In `apart`, once the kernel answered: stop every process but those it started since; the memory
+        those alone map then that was not charged since the last `reset` (bytes), which they may write without
+        a page more charged (another process gave it up to them: the kernel that forked one unmapped a buffer)."""
+        running = [pid for pid in self.pids() if pid not in self._apart["before"]]
+        self._apart["held"] = still.hold(self.launcher_pid, running)
+        running = [pid for pid in self.pids() if pid not in self._apart["held"]]
+        alone = sum(procfs.private_bytes(pid) for pid in running)
+        return max(0, alone - (self.envelope.charged() - self._reset_usage))
 
     def _execute(self, code, timeout):
         """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""
@@ -299,6 +347,9 @@ class KernelChannel(PeakMemory):
             try:
                 reply = self._answer(timeout)
             except TimeoutError:
+                if self._apart is not None:  # the kernel is stopped: `apart` ends the child instead
+                    self.close()  # what it sent of a reply is still in the stream
+                    return {"interrupted": True}
                 # Over time: interrupt the agent's thread from the kernel's main thread.
                 if not self._execute(interrupt_code(), INTERRUPT_GRACE):
                     raise KernelStuck() from None
