@@ -28,6 +28,7 @@ from coursekit.catalogue import PROGRAMS, load_program
 
 # the hostile catalogue's entry, which real nbgrader and the class command grade too
 POOLED = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-pooled-full-matrix.py")[1]
+HELPER = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-helper-process.py")[1]
 
 REFERENCE = Path(__file__).parent.parent / "solutions" / "efficient_attention.py"
 
@@ -84,13 +85,15 @@ def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
 
 # Red-team round r48: the call's forked child hands its inputs to code that runs outside it, on memory held
 # before the call, which writing charges nothing more.
-OUTSIDE_THE_CALL = {"a helper process": "helper_process_pool", "a thread of the kernel": "helper_thread_pool"}
+OUTSIDE_THE_CALL = {"a helper process": HELPER.replace["online_softmax_attention"],
+                    "a thread of the kernel": program("helper_thread_pool")}
 
 
 @needs_sandbox
 @needs_groups
 @pytest.mark.parametrize("helper", list(OUTSIDE_THE_CALL.values()), ids=list(OUTSIDE_THE_CALL))
 def test_a_score_matrix_computed_outside_the_calls_child_still_counts(tmp_path, helper):
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program(helper), ("grade", "online_softmax_attention")]))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", helper,
+                                                             ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory

@@ -167,6 +167,7 @@ def receive(sock, limit=None):
 
 # --- errors ---------------------------------------------------------------------------------
 # A submission's exception whose `__str__` or class name raises would end the agent's thread: one case, not the step.
+ENDED_ITS_PROCESS = {"type": "SystemExit", "bases": ["SystemExit"], "message": "the call ended the process it ran in"}
 UNDESCRIBABLE = {"type": "Exception", "bases": ["Exception", "BaseException"], "message": "(its message raised when read)"}
 
 

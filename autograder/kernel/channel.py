@@ -10,6 +10,7 @@ import ctypes
 import json
 import os
 import re
+import select
 import signal
 import socket
 import threading
@@ -72,8 +73,7 @@ class PeakMemory:
         where it is not known (per-process peaks, which miss a buffer held before the call anyway)."""
         return 0
 
-    def apart(self):
-        """Where the peak counts children: see `KernelChannel.apart` (per-process peaks do not measure a child)."""
+    def apart(self):  # where the peak counts children only: `KernelChannel.apart`
         return nullcontext()
 
     def hold_others(self) -> int:
@@ -191,40 +191,35 @@ class KernelChannel(PeakMemory):
 
     @contextmanager
     def apart(self):
-        """For the block, the processes the kernel starts once it is asked to ("apart": `agent.apart`) run
-        alone: `hold_others` stops every other. They end with the block, and the others go on. Memory held
-        before is written without a page more charged only by the process that alone maps it: red-team round
-        r48's helper process, started by an earlier cell, computed the call's whole score matrix in a buffer it
-        had touched before, and a thread of the kernel in a buffer not forked (MADV_DONTFORK); neither can
-        run now, nor can the kernel take the inputs before the child it forks (they are sent to the child)."""
+        """For the block, what the kernel starts once asked ("apart": `agent.apart`) runs alone (`hold_others`
+        stops the rest, which go on after it; r48's helper process and kernel thread computed a call's score
+        matrix on memory held before), and ends with it."""
         self._apart = {"before": set(self.pids()), "held": []}
         try:
             yield
         finally:
-            apart, self._apart = self._apart, None
             try:
-                deadline = time.monotonic() + still.STOP_WAIT
-                while time.monotonic() < deadline:
-                    started = [pid for pid in self.pids() if pid not in apart["held"] and not still.ended(pid)]
-                    if not started:
-                        break
-                    for pid in started:  # started for the block: they end with it
-                        with suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGKILL)
-                    time.sleep(0.001)
-            except OSError:
-                pass  # the kernel is gone
+                with suppress(OSError):  # the kernel is gone
+                    deadline = time.monotonic() + still.STOP_WAIT
+                    while (started := self._started()) and time.monotonic() < deadline:
+                        for pid in started:  # started for the block: they end with it
+                            with suppress(ProcessLookupError):
+                                os.kill(pid, signal.SIGKILL)
+                        time.sleep(0.001)
+                    if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
+                        self.close()  # what the child sent of a late reply is still in the stream
             finally:
-                still.release(apart["held"])
+                still.release(self._apart["held"])
+                self._apart = None
+
+    def _started(self):  # in `apart`: the processes that run (started for it, not ended)
+        return [pid for pid in self.pids() if pid not in self._apart["held"] and not still.ended(pid)]
 
     def hold_others(self) -> int:
-        """In `apart`, once the kernel answered: stop every process but those it started since; the memory
-        those alone map then that was not charged since the last `reset` (bytes), which they may write without
-        a page more charged (another process gave it up to them: the kernel that forked one unmapped a buffer)."""
-        running = [pid for pid in self.pids() if pid not in self._apart["before"]]
-        self._apart["held"] = still.hold(self.launcher_pid, running)
-        running = [pid for pid in self.pids() if pid not in self._apart["held"]]
-        alone = sum(procfs.private_bytes(pid) for pid in running)
+        """In `apart`, once the kernel answered: stop every process but those it started since; what those alone
+        map then, not charged since `reset` (bytes: given up to them, as by a kernel that unmapped a buffer)."""
+        self._apart["held"] = still.hold(self.launcher_pid, [p for p in self.pids() if p not in self._apart["before"]])
+        alone = sum(procfs.private_bytes(pid) for pid in self._started())
         return max(0, alone - (self.envelope.charged() - self._reset_usage))
 
     def _execute(self, code, timeout):
@@ -336,7 +331,13 @@ class KernelChannel(PeakMemory):
         self.client.context.destroy(linger=0)
 
     def _answer(self, timeout):
-        data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, time.monotonic() + max(timeout, 1e-3))
+        deadline = time.monotonic() + max(timeout, 1e-3)
+        while self._apart is not None and not select.select([self.connection], [], [], 0.05)[0]:
+            if not self._started():  # the call's process ended (over the memory budget, say): no answer comes
+                return self._lost(None, {"error": dict(agent.ENDED_ITS_PROCESS)})
+            if time.monotonic() > deadline:
+                raise TimeoutError
+        data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, deadline)
         return checked_reply(data)
 
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
@@ -348,7 +349,7 @@ class KernelChannel(PeakMemory):
                 reply = self._answer(timeout)
             except TimeoutError:
                 if self._apart is not None:  # the kernel is stopped: `apart` ends the child instead
-                    self.close()  # what it sent of a reply is still in the stream
+                    self._apart["late"] = True
                     return {"interrupted": True}
                 # Over time: interrupt the agent's thread from the kernel's main thread.
                 if not self._execute(interrupt_code(), INTERRUPT_GRACE):
@@ -369,14 +370,14 @@ class KernelChannel(PeakMemory):
             return self._lost(error)
         return reply
 
-    def _lost(self, error):
-        """A connection that broke: the envelope says whether a budget stopped the submission."""
+    def _lost(self, error, otherwise=None):
+        """A broken connection, or a call's process that ended (`otherwise`): did a budget stop the submission?"""
         overruns = self.envelope.overruns() if self.envelope is not None else {}
         if overruns.get("memory"):
             return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "message": (
                 "the submission went over its memory budget (all its processes and files in RAM "
                 "together) and was stopped")}}
-        return _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
+        return otherwise or _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
 
 
 class ErrorInfo(TypedDict):

@@ -1,6 +1,13 @@
-# online_softmax_attention hands its inputs to a helper process an earlier cell started, which computes the
-# whole (n, n) score matrix into a buffer it made and touched before any case ran. The call's forked child
-# writes no page of that buffer: the helper does, and its pages were charged before the call.
+# description: online_softmax_attention hands its inputs to a helper process its cell started, which
+#   computes the whole score matrix in a buffer it made and touched before any case ran, so that no
+#   page the call's forked child writes holds it and the helper's were charged before the call (the
+#   memory cases now stop every process of the submission but the call's child)
+# source: red-team round r48
+# replaces: online_softmax_attention
+# loses: online_softmax_attention
+# symptom: did not finish
+# baseline: online-full-matrix
+
 import os
 import struct
 
