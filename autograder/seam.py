@@ -105,7 +105,8 @@ class Implementation:
         """(name(*args), the most memory it held at once, in bytes above what was held before).
 
         Measured from outside the process that runs it: its peak resident set size, reset
-        just before the call. The inputs are sent and decoded first, so they do not count. Where
+        just before the call. Decoding the inputs does not count (sent first, or, in a child, left out
+        with what forking costs, measured with blank inputs of the same sizes). Where
         the peak counts children (a kernel's envelope), the call runs in a forked child of the
         kernel, alone: every other process of the submission, the kernel with its threads, is stopped
         from before the child is sent the inputs until it ends (`KernelChannel.apart`). Memory held before
