@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
@@ -36,6 +37,10 @@ class Channel(Protocol):
     def peak(self) -> int: ...
 
     def shared(self) -> int: ...
+
+    def apart(self) -> AbstractContextManager[None]: ...
+
+    def hold_others(self) -> int: ...
 
     @property
     def counts_children(self) -> bool: ...
@@ -100,27 +105,41 @@ class Implementation:
         """(name(*args), the most memory it held at once, in bytes above what was held before).
 
         Measured from outside the process that runs it: its peak resident set size, reset
-        just before the call. The inputs are sent and decoded first, so they do not count. Where
+        just before the call. Decoding the inputs does not count (sent first, or, in a child, left out
+        with what forking costs, measured with blank inputs of the same sizes). Where
         the peak counts children (a kernel's envelope), the call runs in a forked child of the
-        kernel: memory held before it (a buffer an earlier cell made, which a full score matrix
-        was written into) is then counted too, page by page, as the call writes it. A child shares
-        the kernel's files in RAM and shared mappings, and writes them without a copy: what the
-        submission holds there is counted as the call's too (a shared buffer, or a file given back
-        to make room, red-team round r46). What forking costs doing nothing is left out, up to
-        FORK_COST_ALLOWANCE (it is measured in the kernel, whose code could make it anything)."""
+        kernel, alone: every other process of the submission, the kernel with its threads, is stopped
+        from before the child is sent the inputs until it ends (`KernelChannel.apart`). Memory held before
+        (a buffer an earlier cell made, which a full score matrix was written into) is then counted too,
+        page by page, as the call writes it, and what the child alone maps as it begins (memory another
+        process gave up to it) counts whole. A child shares the kernel's files in RAM and shared mappings,
+        and writes them without a copy: what the submission holds there is counted as the call's too (a
+        shared buffer, or a file given back to make room, red-team round r46). What forking costs doing
+        nothing is left out, up to FORK_COST_ALLOWANCE (it is measured in the kernel, whose code could make
+        it anything)."""
         from autograder.kernel import agent
 
-        held = self._request({"op": "hold", "values": agent.encode(list(args))})
-        overhead = 0
-        if self._channel.counts_children:
-            start = self._channel.reset()
-            self._request({"op": "hold", "values": agent.encode([]), "in_child": True})
-            overhead = min(max(0, self._channel.peak() - start), FORK_COST_ALLOWANCE)
+        if not self._channel.counts_children:
+            held = self._request({"op": "hold", "values": agent.encode(list(args))})
+            before = self._channel.reset()
+            result = self._request({"op": "call", "target": name, "method": None,
+                                    "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
+            return result, max(0, self._channel.peak() - before)
+        start = self._channel.reset()
+        with self._channel.apart():  # as the call's below, with inputs of the same sizes: none it could keep
+            self._request({"op": "apart"})
+            self._channel.hold_others()
+            self._request({"op": "hold", "values": agent.encode([_blank(a) for a in args])})
+        overhead = min(max(0, self._channel.peak() - start), FORK_COST_ALLOWANCE)
         before = self._channel.reset()
         shared = self._channel.shared()
-        result = self._request({"op": "call", "target": name, "method": None, "in_child": self._channel.counts_children,
-                                "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
-        return result, max(0, self._channel.peak() - before - overhead) + shared
+        with self._channel.apart():
+            self._request({"op": "apart"})
+            alone = self._channel.hold_others()
+            held = self._request({"op": "hold", "values": agent.encode(list(args))})
+            result = self._request({"op": "call", "target": name, "method": None,
+                                    "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
+        return result, max(0, self._channel.peak() - before - overhead) + shared + alone
 
     # a step's frame
     def begin(self, reference_source: str = "", reference_names: Sequence[str] = ()) -> None:
@@ -129,6 +148,13 @@ class Implementation:
 
     def end(self) -> None:
         self._request({"op": "end"})
+
+
+def _blank(value: Any) -> Any:
+    """An input of `value`'s size and kind that tells nothing of it (zeros, for an array)."""
+    import numpy as np
+
+    return np.zeros_like(value) if isinstance(value, np.ndarray) else value
 
 
 def _handle_data(value: Any) -> dict[str, int]:

@@ -13,7 +13,8 @@ makes no room (red-team round r46). Memory earlier cells freed, which glibc keep
 next allocations, hid a matrix built of small rows the same way (checked in the seventeenth session:
 measured in the kernel, one of the two memory cases passed). Where the peak is per process (a grader
 that is not root, without control groups), calls are measured in the kernel, and this still gets
-through.
+through. Red-team round r48 computed the matrix outside the call's child, in a helper process or a thread
+of the kernel, on memory touched before the call: the child now runs alone (`KernelChannel.apart`).
 """
 
 from pathlib import Path
@@ -27,6 +28,7 @@ from coursekit.catalogue import PROGRAMS, load_program
 
 # the hostile catalogue's entry, which real nbgrader and the class command grade too
 POOLED = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-pooled-full-matrix.py")[1]
+HELPER = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-helper-process.py")[1]
 
 REFERENCE = Path(__file__).parent.parent / "solutions" / "efficient_attention.py"
 
@@ -40,6 +42,8 @@ ROOM_MADE = {
     # (one memory case passed: the file is given back once)
     "a file given back": ["file_given_back"],
     "memory freed at the fork": ["freed_at_fork"],  # (one passed, before the call group of Envelope.reset_peak)
+    # red-team round r48: the kernel unmapped its copy of the buffer as it forked the call's child
+    "a buffer given up to the call's child": ["pool_given_to_child"],
 }
 
 
@@ -77,3 +81,19 @@ def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [REFERENCE.read_text(), ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and all(memory.values()), memory
+
+
+# Red-team round r48: the call's forked child hands its inputs to code that runs outside it, on memory held
+# before the call, which writing charges nothing more.
+OUTSIDE_THE_CALL = {"a helper process": HELPER.replace["online_softmax_attention"],
+                    "a thread of the kernel": program("helper_thread_pool")}
+
+
+@needs_sandbox
+@needs_groups
+@pytest.mark.parametrize("helper", list(OUTSIDE_THE_CALL.values()), ids=list(OUTSIDE_THE_CALL))
+def test_a_score_matrix_computed_outside_the_calls_child_still_counts(tmp_path, helper):
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", helper,
+                                                             ("grade", "online_softmax_attention")]))
+    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory

@@ -149,7 +149,7 @@ def test_the_kernels_word_on_whose_fault_an_error_was_is_not_asked_for():
     def raises():
         raise ValueError("x")
 
-    assert set(agent.Agent({"f": raises}).handle({"op": "call", "target": "f"})["error"]) == {"type", "bases", "message"}
+    assert set(agent.Agent({"f": raises}).answer({"op": "call", "target": "f"})["error"]) == {"type", "bases", "message"}
 
 
 class _UnreadableMessage(Exception):

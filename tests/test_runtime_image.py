@@ -4,6 +4,7 @@ goes, and what grading does without one. That kernels read only from it is `test
 import fcntl
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,39 @@ def test_a_notebooks_shell_lines_and_programs_run_in_its_kernel(tmp_path):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [cell, "!no-such-program"]))
     assert printed(judged, 0).split() == ["shell", "ran", "cell", "ended"], printed(judged, 0)
     assert "not found" in printed(judged, 1)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a folder in another user's name needs root")
+def test_a_users_image_folder_another_user_made_first_is_named_anew(tmp_path, monkeypatch):
+    """Red-teamed in r48: the secret is in the folder's name, which anyone can read by listing /dev/shm. Once
+    the folder is gone (the machine restarted, /dev/shm with it) another user could make it first, and every
+    kernel the grader ran went without an image again. Then the secret is replaced, and the folder named anew."""
+    monkeypatch.setattr(runtime_image, "_home_of", lambda uid: tmp_path)
+    uid = os.getuid()
+    seen = runtime_image.users_home(uid, make=True)  # what a listing of /dev/shm told the other user
+    made = []
+    try:
+        seen.mkdir(mode=0o755)
+        os.chown(seen, 65534, 65534)
+        made.append(seen)
+        home = runtime_image._users_own_home(uid)
+        made.append(home)
+        assert home != seen and home == runtime_image.users_home(uid) and runtime_image.trusted(home) == home
+    finally:
+        for folder in made:
+            folder.rmdir()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="opening the locks as another user needs root")
+def test_no_other_user_can_hold_the_images_locks():
+    """Red-teamed in r48: the image folder's lock and an image's IN_USE were readable by anyone, and a lock
+    needs only a file opened for reading: a student with a shell on the machine who held either with
+    LOCK_EX stalled every grading process there in `image()`, for as long as they liked."""
+    root = runtime_image.image().root
+    hold = ("import fcntl, os, sys\n"
+            "for path in sys.argv[1:]:\n"
+            "    fcntl.flock(os.open(path, os.O_RDONLY), fcntl.LOCK_EX | fcntl.LOCK_NB)\n")
+    for path in (root.parent / ".lock", root / runtime_image.IN_USE):
+        tried = subprocess.run(["/usr/bin/python3", "-c", hold, str(path)], user=65534, group=65534,
+                               capture_output=True, text=True, timeout=60)
+        assert "PermissionError" in tried.stderr, (path, tried.stderr)

@@ -167,8 +167,8 @@ def receive(sock, limit=None):
 
 # --- errors ---------------------------------------------------------------------------------
 # A submission's exception whose `__str__` or class name raises would end the agent's thread: one case, not the step.
-UNDESCRIBABLE = {"type": "Exception", "bases": ["Exception", "BaseException"], "message": "(its message raised when read)"}
 ENDED_ITS_PROCESS = {"type": "SystemExit", "bases": ["SystemExit"], "message": "the call ended the process it ran in"}
+UNDESCRIBABLE = {"type": "Exception", "bases": ["Exception", "BaseException"], "message": "(its message raised when read)"}
 
 
 def describe_error(error):
@@ -352,15 +352,6 @@ class Agent:
             torch.random.set_rng_state(saved["torch_rng"])
         return None
 
-    def handle(self, request):
-        """One request (a dict) -> one reply (a dict), in a forked child with "in_child"; never raises."""
-        if not request.get("in_child"):
-            return self.answer(request)
-        try:
-            return in_child(self.answer, {**request, "in_child": False})
-        except BaseException as error:  # noqa: BLE001 - interrupted, or the fork or the pipe failed
-            return {"interrupted": True} if isinstance(error, KeyboardInterrupt) else {"error": describe_error(error)}
-
     def answer(self, request):
         try:
             op = getattr(self, "op_" + str(request.get("op")))
@@ -388,8 +379,11 @@ class Agent:
                     continue  # an interrupt that arrived just after its request was answered
                 except (EOFError, OSError, ValueError):
                     return
+                if request.get("op") == "apart":
+                    apart(self, sock)
+                    continue
                 try:
-                    send(sock, self.handle(request))
+                    send(sock, self.answer(request))
                 except (TypeError, ValueError) as error:  # a reply json cannot write
                     send(sock, {"error": describe_error(error)})
                 except OSError:
@@ -406,31 +400,28 @@ class Agent:
 _MISSING = object()
 
 
-def in_child(answer, request):
-    """answer(request) in a forked child, read back through a pipe: every page the call writes is the
-    child's own (copy on write), counted in the envelope, a buffer held before it too (`seam.measure_peak`)."""
-    read, write = os.pipe()
-    child = os.fork()
+def apart(agent, sock):
+    """A forked child answers the judge on `sock` from here on, in the kernel's place, until the judge ends it:
+    meanwhile the judge holds every other process of the submission still (`seam.measure_peak`), so every page
+    a call writes is new, or the child's copy of a page it shares with a stopped process, and counted."""
+    try:
+        child = os.fork()
+    except BaseException as error:  # noqa: BLE001 - the fork failed: the judge is answered, held by nobody
+        return send(sock, {"error": describe_error(error)})
     if child == 0:
         __import__("gc").disable()  # a collection writes to every object: a copy of the whole heap
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the kernel's streams are its threads'
         try:
-            data = json.dumps(answer(request), allow_nan=True).encode()
-        except BaseException as error:  # noqa: BLE001 - a reply json cannot write
-            data = json.dumps({"error": describe_error(error)}).encode()
-        while data:
-            data = data[os.write(write, data):]
-        os._exit(0)
-    os.close(write)
-    try:
-        data = b"".join(iter(lambda: os.read(read, 1 << 20), b""))
-    except BaseException:
-        os.kill(child, 9)  # interrupted: the case's time ran out
-        raise
-    finally:
-        os.close(read)
-        os.waitpid(child, 0)
-    return json.loads(data) if data else {"error": dict(ENDED_ITS_PROCESS)}
+            send(sock, {"ok": None})
+            while True:
+                send(sock, agent.answer(receive(sock)))
+        finally:
+            os._exit(0)
+    while True:
+        try:
+            return os.waitpid(child, 0)
+        except KeyboardInterrupt:  # an interrupt meant for the child's request: the judge ends the child
+            continue
 
 
 def install(namespace, socket_path):

@@ -10,15 +10,16 @@ import ctypes
 import json
 import os
 import re
+import select
 import signal
 import socket
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext, suppress
 from typing import Any, NotRequired, TypedDict
 
 from autograder.errors import KernelStuck
-from autograder.kernel import agent, procfs
+from autograder.kernel import agent, procfs, still
 from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS, MAX_REPLY_DEPTH
 
 
@@ -72,6 +73,12 @@ class PeakMemory:
         where it is not known (per-process peaks, which miss a buffer held before the call anyway)."""
         return 0
 
+    def apart(self):  # where the peak counts children only: `KernelChannel.apart`
+        return nullcontext()
+
+    def hold_others(self) -> int:
+        return 0
+
 
 def boot_code(agent_path: str, socket_path: str) -> str:
     """The code the judge runs in the kernel to load the agent from `agent_path` (once a kernel),
@@ -118,7 +125,7 @@ class LocalChannel(PeakMemory):
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         text = json.dumps(payload)
         with _interrupt_after(timeout):
-            reply = self.agent.handle(json.loads(text))
+            reply = self.agent.answer(json.loads(text))
         return json.loads(json.dumps(reply, allow_nan=True))
 
 
@@ -150,6 +157,8 @@ class KernelChannel(PeakMemory):
         self.listener = None
         self.connection = None
         self._ready, self._info_id = False, None  # `ready()`
+        self._apart = None  # in `apart`: the processes before it, and those held
+        self._reset_usage = 0  # what `reset` returned last
 
     def pids(self):
         """The kernel's processes, as this process sees them: everything under the one that was
@@ -166,7 +175,8 @@ class KernelChannel(PeakMemory):
 
     def reset(self):
         if self.counts_children:
-            return self.envelope.reset_peak()
+            self._reset_usage = self.envelope.reset_peak()
+            return self._reset_usage
         return super().reset()
 
     def peak(self):
@@ -178,6 +188,39 @@ class KernelChannel(PeakMemory):
         if self.counts_children:
             return self.envelope.shared()
         return super().shared()
+
+    @contextmanager
+    def apart(self):
+        """For the block, what the kernel starts once asked ("apart": `agent.apart`) runs alone (`hold_others`
+        stops the rest, which go on after it; r48's helper process and kernel thread computed a call's score
+        matrix on memory held before), and ends with it."""
+        self._apart = {"before": set(self.pids()), "held": []}
+        try:
+            yield
+        finally:
+            try:
+                with suppress(OSError):  # the kernel is gone
+                    deadline = time.monotonic() + still.STOP_WAIT
+                    while (started := self._started()) and time.monotonic() < deadline:
+                        for pid in started:  # started for the block: they end with it
+                            with suppress(ProcessLookupError):
+                                os.kill(pid, signal.SIGKILL)
+                        time.sleep(0.001)
+                    if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
+                        self.close()  # what the child sent of a late reply is still in the stream
+            finally:
+                still.release(self._apart["held"])
+                self._apart = None
+
+    def _started(self):  # in `apart`: the processes that run (started for it, not ended)
+        return [pid for pid in self.pids() if pid not in self._apart["held"] and not still.ended(pid)]
+
+    def hold_others(self) -> int:
+        """In `apart`, once the kernel answered: stop every process but those it started since; what those alone
+        map then, not charged since `reset` (bytes: given up to them, as by a kernel that unmapped a buffer)."""
+        self._apart["held"] = still.hold(self.launcher_pid, [p for p in self.pids() if p not in self._apart["before"]])
+        alone = sum(procfs.private_bytes(pid) for pid in self._started())
+        return max(0, alone - (self.envelope.charged() - self._reset_usage))
 
     def _execute(self, code, timeout):
         """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""
@@ -288,7 +331,13 @@ class KernelChannel(PeakMemory):
         self.client.context.destroy(linger=0)
 
     def _answer(self, timeout):
-        data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, time.monotonic() + max(timeout, 1e-3))
+        deadline = time.monotonic() + max(timeout, 1e-3)
+        while self._apart is not None and not select.select([self.connection], [], [], 0.05)[0]:
+            if not self._started():  # the call's process ended (over the memory budget, say): no answer comes
+                return self._lost(None, {"error": dict(agent.ENDED_ITS_PROCESS)})
+            if time.monotonic() > deadline:
+                raise TimeoutError
+        data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, deadline)
         return checked_reply(data)
 
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
@@ -299,6 +348,9 @@ class KernelChannel(PeakMemory):
             try:
                 reply = self._answer(timeout)
             except TimeoutError:
+                if self._apart is not None:  # the kernel is stopped: `apart` ends the child instead
+                    self._apart["late"] = True
+                    return {"interrupted": True}
                 # Over time: interrupt the agent's thread from the kernel's main thread.
                 if not self._execute(interrupt_code(), INTERRUPT_GRACE):
                     raise KernelStuck() from None
@@ -318,14 +370,14 @@ class KernelChannel(PeakMemory):
             return self._lost(error)
         return reply
 
-    def _lost(self, error):
-        """A connection that broke: the envelope says whether a budget stopped the submission."""
+    def _lost(self, error, otherwise=None):
+        """A broken connection, or a call's process that ended (`otherwise`): did a budget stop the submission?"""
         overruns = self.envelope.overruns() if self.envelope is not None else {}
         if overruns.get("memory"):
             return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "message": (
                 "the submission went over its memory budget (all its processes and files in RAM "
                 "together) and was stopped")}}
-        return _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
+        return otherwise or _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
 
 
 class ErrorInfo(TypedDict):

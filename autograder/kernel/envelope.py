@@ -304,6 +304,11 @@ class Envelope:
         """The memory the submission's processes and files hold now (bytes)."""
         return int(self._memory_file("memory.usage_in_bytes", "memory.current").read_text())
 
+    def charged(self):
+        """The memory in use now, counted as `reset_peak` counts it (v1: what was charged since, in its group)."""
+        call = self.paths["memory"] / CALL_GROUP
+        return int((call / "memory.usage_in_bytes").read_text()) if self.version == 1 else self.usage()
+
     def shared(self):
         """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
         what a call can write into without being charged a page more. The copies of the submission folder

@@ -46,6 +46,17 @@ def status_bytes(pid, field):
     return int(words[0]) * 1024
 
 
+def private_bytes(pid):
+    """The memory the process alone maps (Private_Clean and Private_Dirty of /proc/PID/smaps_rollup), in
+    bytes; 0 when it is gone. A page mapped by another process too is shared, and writing it makes a copy."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            return sum(int(line.split()[1]) * 1024 for line in handle if line.startswith(("Private_Clean:",
+                                                                                         "Private_Dirty:")))
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def argv(pid):
     """The command line as bytes; [] when the process is gone."""
     try:

@@ -67,6 +67,7 @@ SECRET = Path(".cache") / "coursekit" / "kernel-image-secret"  # in a grading us
 FORMAT = 3  # raise when what goes into an image changes, so that older images are not reused
 IN_USE = ".in-use"  # held (shared lock) by every process whose kernels read the image
 COMPLETE = ".complete"  # written last: an image without it is not finished
+LOCK_MODE = 0o600  # of the image folder's lock and each image's IN_USE: see image
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,7 @@ def build(root, name):
     for folder, dirs, names in os.walk(root):  # the sandbox's user reads it; nobody writes it
         for name in dirs + names:
             path = os.path.join(folder, name)
-            if not os.path.islink(path):
+            if not os.path.islink(path) and path != str(root / IN_USE):
                 mode = os.stat(path).st_mode
                 os.chmod(path, (mode | 0o444 | (0o111 if stat.S_ISDIR(mode) or mode & 0o100 else 0)) & 0o755)
     os.chmod(root, 0o755)
@@ -230,19 +231,23 @@ def _home_of(uid):
     return Path(pwd.getpwuid(uid).pw_dir)
 
 
-def users_home(uid, make=False):
+def users_home(uid, make=False, anew=False):
     """Where a user other than root keeps its images: a folder in /dev/shm, which is everyone's, named
-    with a secret kept in the user's home where only that user can read it (`SECRET`, made with `make`).
-    A name anyone could work out was made first by another user, and grading ran without an image."""
+    with a secret kept in the user's home where only that user can read it (`SECRET`, made with `make`,
+    replaced with `anew`). A name anyone could work out was made first by another user, and grading ran
+    without an image."""
     secret_file = _home_of(uid) / SECRET
-    if make and not os.path.lexists(secret_file):
+    if anew or (make and not os.path.lexists(secret_file)):
         secret_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         draft = secret_file.with_name(f"{secret_file.name}.{os.getpid()}")
         draft.write_text(secrets.token_hex(16))
         draft.chmod(0o600)
-        with contextlib.suppress(FileExistsError):  # another grading process's is as good
-            os.link(draft, secret_file)
-        draft.unlink()
+        if anew:
+            os.replace(draft, secret_file)
+        else:
+            with contextlib.suppress(FileExistsError):  # another grading process's is as good
+                os.link(draft, secret_file)
+            draft.unlink()
     info = os.lstat(secret_file)
     secret = secret_file.read_text().strip()
     others_could = not stat.S_ISREG(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077
@@ -259,12 +264,23 @@ def _home():
             # tmpfs's own default size, half the machine's memory: a cap, pages are taken as written
             subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "coursekit-kernel-image",
                             str(IMAGE_MOUNT)], check=True, capture_output=True)
-        home = IMAGE_MOUNT
-    else:
-        home = users_home(os.getuid(), make=True)
-        with contextlib.suppress(FileExistsError):
-            home.mkdir(mode=0o755)
-    return trusted(home)
+        return trusted(IMAGE_MOUNT)
+    return _users_own_home(os.getuid())
+
+
+def _users_own_home(uid):
+    """users_home, made and trusted. Its name is no secret once made (anyone can list /dev/shm), so once
+    it is gone (the machine restarted) another user can make it first: then it is named anew, once."""
+    try:
+        return trusted(_made(users_home(uid, make=True)))
+    except PermissionError:
+        return trusted(_made(users_home(uid, anew=True)))
+
+
+def _made(folder):
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o755)
+    return folder
 
 
 def trusted(home):
@@ -301,15 +317,19 @@ def image():
     for as long as this process lives) so that no other process removes it."""
     home, name = _home(), key()
     root = home / name
-    lock = os.open(home / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    # Both locks are this user's alone to open: a lock needs only a file opened for reading, and another local
+    # user (a student with a shell) who held either stalled every grading process of the machine here (r48).
+    lock = os.open(home / ".lock", os.O_RDWR | os.O_CREAT, LOCK_MODE)
+    os.fchmod(lock, LOCK_MODE)  # one made readable before
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (root / COMPLETE).exists():
             shutil.rmtree(root, ignore_errors=True)
             root.mkdir(mode=0o755)
-            (root / IN_USE).touch()
+            (root / IN_USE).touch(mode=LOCK_MODE)
             build(root, name)
         in_use = os.open(root / IN_USE, os.O_RDONLY)
+        os.fchmod(in_use, LOCK_MODE)
         fcntl.flock(in_use, fcntl.LOCK_SH)  # kept open: released when this process ends
         remove_unused(home, keep=name)
     finally:

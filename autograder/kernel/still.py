@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from autograder.kernel import procfs
@@ -28,20 +28,28 @@ from autograder.kernel import procfs
 STOP_WAIT = 2.0  # seconds for the processes to show as stopped (one in the kernel's D state waits)
 
 
-def _stopped(pid: int) -> bool:
+def stopped(pid: int) -> bool:
     try:
         return procfs.state(pid) in ("T", "t", "Z", "X")
     except OSError:
         return True  # gone
 
 
-def hold(monitor: int) -> list[int]:
-    """Stop every process below `monitor` (the kernel and all it started); the ones stopped.
-    Raises RuntimeError where they do not all stop within STOP_WAIT."""
+def ended(pid: int) -> bool:
+    try:
+        return procfs.state(pid) in ("Z", "X")
+    except OSError:
+        return True  # gone
+
+
+def hold(monitor: int, running: Collection[int] = ()) -> list[int]:
+    """Stop every process below `monitor` (the kernel and all it started) but `running` and what they start;
+    the ones stopped. Raises RuntimeError where they do not all stop within STOP_WAIT."""
     held: list[int] = []
     deadline = time.monotonic() + STOP_WAIT
     while True:
-        new = [pid for pid in procfs.descendants(monitor) if pid not in held]
+        spared = {*running, *(child for pid in running for child in procfs.descendants(pid))}
+        new = [pid for pid in procfs.descendants(monitor) if pid not in held and pid not in spared]
         if not new:
             return held
         for pid in new:
@@ -50,7 +58,7 @@ def hold(monitor: int) -> list[int]:
             except ProcessLookupError:
                 continue
             held.append(pid)
-        while not all(_stopped(pid) for pid in new):
+        while not all(stopped(pid) for pid in new):
             if time.monotonic() > deadline:
                 release(held)
                 raise RuntimeError("the kernel's processes did not stop")
