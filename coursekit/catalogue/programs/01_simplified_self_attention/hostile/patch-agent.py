@@ -8,16 +8,16 @@
 import builtins
 
 _PATCH = """
-_handle = Agent.handle
+_answer = Agent.answer
 def _forged(self, request):
-    reply = _handle(self, request)
+    reply = _answer(self, request)
     value = reply.get("ok")
     if isinstance(value, dict) and "$nd" in value:
         array = decode(value)
         if array.ndim:
             reply["ok"] = encode(np.full(array.shape, 1.0 / array.shape[-1]))
     return reply
-Agent.handle = _forged
+Agent.answer = _forged
 """
 
 
