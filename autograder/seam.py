@@ -117,29 +117,32 @@ class Implementation:
         shared buffer, or a file given back to make room, red-team round r46). What forking costs doing
         nothing is left out, up to FORK_COST_ALLOWANCE (it is measured in the kernel, whose code could make
         it anything)."""
-        from autograder.kernel import agent
-
         if not self._channel.counts_children:
-            held = self._request({"op": "hold", "values": agent.encode(list(args))})
+            held = self.hold(*args)
             before = self._channel.reset()
-            result = self._request({"op": "call", "target": name, "method": None,
-                                    "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
+            result = self._call_held(name, held)
             return result, max(0, self._channel.peak() - before)
         start = self._channel.reset()
         with self._channel.apart():  # as the call's below, with inputs of the same sizes: none it could keep
-            self._request({"op": "apart"})
-            self._channel.hold_others()
-            self._request({"op": "hold", "values": agent.encode([_blank(a) for a in args])})
+            self._alone_holding([_blank(a) for a in args])
         overhead = min(max(0, self._channel.peak() - start), FORK_COST_ALLOWANCE)
         before = self._channel.reset()
         shared = self._channel.shared()
         with self._channel.apart():
-            self._request({"op": "apart"})
-            alone = self._channel.hold_others()
-            held = self._request({"op": "hold", "values": agent.encode(list(args))})
-            result = self._request({"op": "call", "target": name, "method": None,
-                                    "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
+            alone, held = self._alone_holding(args)
+            result = self._call_held(name, held)
         return result, max(0, self._channel.peak() - before - overhead) + shared + alone
+
+    def _alone_holding(self, values: Sequence[Any]) -> tuple[int, list[Handle]]:
+        """In the channel's `apart`: the kernel's child answers from here on, every other process of the
+        submission stopped, and holds `values`. (What the child alone maps, bytes; the handles.)"""
+        self._request({"op": "apart"})
+        alone = self._channel.hold_others()
+        return alone, self.hold(*values)
+
+    def _call_held(self, name: str, held: Sequence[Handle]) -> Any:
+        return self._request({"op": "call", "target": name, "method": None,
+                              "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
 
     # a step's frame
     def begin(self, reference_source: str = "", reference_names: Sequence[str] = ()) -> None:

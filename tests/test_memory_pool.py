@@ -4,7 +4,7 @@ The memory cases read the envelope's peak during the call, above what the submis
 before it. A full-matrix online_softmax_attention that wrote its (n, n) scores into a buffer made
 and touched by an earlier cell raised that peak by nothing, and passed both memory cases: it kept
 4.076 of 5 points, where the same computation into fresh arrays keeps 0.692. Such a call now runs
-in a forked child of the kernel (`agent.in_child`, `seam.measure_peak`), whose every write to a
+in a forked child of the kernel (`agent.apart`, `seam.measure_peak`), whose every write to a
 page it shares with the kernel is a copy of its own, counted in the envelope; what the fork costs
 doing nothing is measured alone and left out, up to `FORK_COST_ALLOWANCE`. Files in RAM and shared
 mappings, which a child writes without a copy, count as the call's, and on cgroup v1 the peak is

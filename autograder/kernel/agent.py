@@ -353,6 +353,7 @@ class Agent:
         return None
 
     def answer(self, request):
+        """One request (a dict) -> one reply (a dict); never raises."""
         try:
             op = getattr(self, "op_" + str(request.get("op")))
         except AttributeError:
@@ -413,8 +414,7 @@ def apart(agent, sock):
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the kernel's streams are its threads'
         try:
             send(sock, {"ok": None})
-            while True:
-                send(sock, agent.answer(receive(sock)))
+            agent.serve(sock)  # the kernel's loop, in the child: until the judge ends it
         finally:
             os._exit(0)
     while True:

@@ -49,7 +49,7 @@ class PeakMemory:
     peak is read is not counted; a kernel's envelope counts every one (`KernelChannel`)."""
 
     # Whether the peak counts what a process that has already ended held: then a call can be
-    # measured in a forked child of the kernel (`agent.in_child`), where every page it writes is
+    # measured in a forked child of the kernel (`agent.apart`), where every page it writes is
     # one of its own, a buffer held before the call included. Per-process peaks do not.
     counts_children = False
 
