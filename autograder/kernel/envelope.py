@@ -286,7 +286,7 @@ class Envelope:
         room with a whole score matrix unseen (red-team round r46)."""
         if self.version == 1:
             self._leave_call_group()
-            call = self.paths["memory"] / CALL_GROUP
+            call = self._call_group
             call.mkdir()
             _move_processes(self.paths["memory"], call)
             return int((call / "memory.usage_in_bytes").read_text())
@@ -304,10 +304,16 @@ class Envelope:
         """The memory the submission's processes and files hold now (bytes)."""
         return int(self._memory_file("memory.usage_in_bytes", "memory.current").read_text())
 
+    @property
+    def _call_group(self):
+        """v1: the group `reset_peak` moves the submission's processes into, inside its memory group."""
+        return self.paths["memory"] / CALL_GROUP
+
     def charged(self):
         """The memory in use now, counted as `reset_peak` counts it (v1: what was charged since, in its group)."""
-        call = self.paths["memory"] / CALL_GROUP
-        return int((call / "memory.usage_in_bytes").read_text()) if self.version == 1 else self.usage()
+        if self.version != 1:  # v2 has no call group, nor a "memory" path
+            return self.usage()
+        return int((self._call_group / "memory.usage_in_bytes").read_text())
 
     def shared(self):
         """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
@@ -322,7 +328,7 @@ class Envelope:
         """The most memory the submission's processes and files held at once since the reset (v1: what
         was charged since; its processes then go back to the submission's own group)."""
         if self.version == 1:
-            call = self.paths["memory"] / CALL_GROUP
+            call = self._call_group
             if not call.is_dir():
                 return 0
             peak = int((call / "memory.max_usage_in_bytes").read_text())
@@ -333,7 +339,7 @@ class Envelope:
     def _leave_call_group(self):
         """v1: the processes of the call group (`reset_peak`) back in the submission's group, and the
         group removed (what it was charged is the submission's: the kernel moves it up)."""
-        call = self.paths["memory"] / CALL_GROUP
+        call = self._call_group
         if not call.is_dir():
             return
         self._oom_kills_in_calls += _read_counts(call / "memory.oom_control").get("oom_kill", 0)
@@ -345,7 +351,7 @@ class Envelope:
         found = {}
         if self.counts_memory:
             if self.version == 1:
-                groups = [self.paths["memory"], self.paths["memory"] / CALL_GROUP]  # v1 counts a kill in its own group
+                groups = [self.paths["memory"], self._call_group]  # v1 counts a kill in its own group
                 kills = self._oom_kills_in_calls + sum(_read_counts(g / "memory.oom_control").get("oom_kill", 0) for g in groups)
             else:
                 kills = _read_counts(self._memory_file("", "memory.events")).get("oom_kill", 0)
@@ -361,7 +367,7 @@ class Envelope:
             os.close(self._peak_fd)
             self._peak_fd = None
         if "memory" in self.paths and self.version == 1:
-            _remove_group(self.paths["memory"] / CALL_GROUP)  # first: a group holding another is not removed
+            _remove_group(self._call_group)  # first: a group holding another is not removed
         for path in self.paths.values():
             _remove_group(path)
         self.paths = {}
