@@ -9,6 +9,7 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import causal_blocked as _causal
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
+from autograder.suites.toolkit.properties import backward_error_line
 
 STEP = "masked_softmax"
 
@@ -382,7 +383,7 @@ def test_gradients_reach_scores(impl):
     if "backward_error" in report:
         if "inplace" in str(report["backward_error"]):  # autograd's words for a saved tensor changed in place
             raise CaseFailure(WEIGHTS_CHANGED_IN_PLACE)
-        first = (str(report["backward_error"]).strip().splitlines() or ["RuntimeError"])[0][:150]
+        first = backward_error_line(report["backward_error"])
         raise CaseFailure(f"backpropagating through masked_softmax failed ({first}), and {checks.UNNAMED}")
     leaf = scores.clone().requires_grad_()
     (torch.softmax(leaf.masked_fill(mask, float("-inf")), dim=-1) * torch.from_numpy(cotangent)).sum().backward()

@@ -149,6 +149,11 @@ def check_gradients(name, module, x, paths, seed=99):
     explain_gradients(name, module.backward([x], cotangent, paths), paths, module)
 
 
+def backward_error_line(error):
+    """The first line of a failed backward's error (autograd's words), short enough for a message."""
+    return (str(error).strip().splitlines() or ["RuntimeError"])[0][:150]
+
+
 def explain_gradients(name, report, paths, module=None):
     """A Handle.backward report: every parameter at `paths` got a non-zero gradient, or a message
     that tells the causes apart (no graph at all, a failed backward, one layer left out, and, where
@@ -157,7 +162,7 @@ def explain_gradients(name, report, paths, module=None):
         raise CaseFailure(f"{name}'s output does not depend on its parameters in a differentiable way "
                           "(no autograd graph): do not use torch.no_grad(), .detach() or NumPy in forward")
     if "backward_error" in report:
-        first = (str(report["backward_error"]).strip().splitlines() or ["RuntimeError"])[0][:150]
+        first = backward_error_line(report["backward_error"])
         if "inplace" not in str(report["backward_error"]):  # autograd's words for a tensor changed in place
             raise CaseFailure(f"backpropagating through {name} failed ({first}), and the grader cannot "
                               "name why")
@@ -200,7 +205,7 @@ def check_trains_with_dropout(name, module, args, p, seed=99):
     if not error:
         return
     if "inplace" not in error:  # autograd's words for a tensor changed in place
-        first = (error.strip().splitlines() or ["RuntimeError"])[0][:150]
+        first = backward_error_line(error)
         raise CaseFailure(f"{name} in train mode with dropout={p} cannot backpropagate ({first}), though with "
                           "dropout=0.0 it can, and the grader cannot name why")
     node = re.search(r"output \d+ of (\w+)", error)
