@@ -10,8 +10,10 @@ submission as not graded: a student could choose that, to be graded by hand or h
 and the notebook goes on.
 """
 
+import asyncio
+
 import nbformat
-from jupyter_core.utils import run_sync
+from jupyter_core.utils import ensure_event_loop, run_sync
 from nbclient.exceptions import DeadKernelError
 
 from autograder.errors import KernelStuck
@@ -39,6 +41,7 @@ def ran(execute, judge, cell, index):
         why = "unreadable" if _unreadable(error) else "gone" if isinstance(error, DeadKernelError) else None
         if why is None:
             raise
+    _stop_pollers()
     envelope = judge._box.envelope
     if why == "gone" and envelope is not None and envelope.overruns().get("memory"):
         why = "memory"
@@ -50,6 +53,21 @@ def ran(execute, judge, cell, index):
     judge._restart_and_replay(index)
     judge.start_new_kernel_client()
     return cell, judge.resources
+
+
+def _stop_pollers():
+    """Cancel what nbclient left polling for the cell whose kernel ended or cannot be read: it cancels
+    its poller of the kernel's life only when a reply or a timeout comes. Left, the poller woke on a
+    later cell's loop, failed its assertion that the client it polls still exists, and its error was
+    logged whenever the task was collected ('Task exception was never retrieved', on the grader's
+    stderr; inside a parse on 3.11, the notebook was not graded: `parse_guard.py`)."""
+    loop = ensure_event_loop()
+    pollers = [task for task in asyncio.all_tasks(loop)
+               if task.get_coro().__qualname__.startswith("NotebookClient._async_poll")]
+    for task in pollers:
+        task.cancel()
+    if pollers:
+        loop.run_until_complete(asyncio.gather(*pollers, return_exceptions=True))
 
 
 def restart_and_replay(judge, upto):
