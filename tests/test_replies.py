@@ -13,7 +13,8 @@ import pytest
 from autograder.errors import CaseFailure
 from autograder.harness import GRADER_ERROR, Case, run_case
 from autograder.kernel import agent
-from autograder.kernel.channel import HostileReply, KernelChannel, LocalChannel, checked_reply
+from autograder.kernel.channel import KernelChannel, LocalChannel
+from autograder.kernel.replies import HostileReply, checked_reply
 from autograder.limits import MAX_REPLY_CONTAINERS, MAX_REPLY_DEPTH
 from autograder.seam import Implementation
 

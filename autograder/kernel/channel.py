@@ -9,18 +9,18 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import select
 import signal
 import socket
 import threading
 import time
 from contextlib import contextmanager, nullcontext, suppress
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 from autograder.errors import KernelStuck
 from autograder.kernel import agent, procfs, still
-from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS, MAX_REPLY_DEPTH
+from autograder.kernel.replies import HostileReply, Reply, checked_reply, no_answer
+from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES
 
 
 @contextmanager
@@ -342,7 +342,7 @@ class KernelChannel(PeakMemory):
 
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         if self.connection is None:
-            return _no_answer("the grader's agent is not connected (was it removed?)")
+            return no_answer("the grader's agent is not connected (was it removed?)")
         try:
             agent.send(self.connection, payload)
             try:
@@ -364,7 +364,7 @@ class KernelChannel(PeakMemory):
                               "message": "the answer is far larger than the task needs"}}
         except HostileReply as error:
             self.close()
-            return _no_answer(f"the kernel's answer is not plain data ({error})")
+            return no_answer(f"the kernel's answer is not plain data ({error})")
         except (EOFError, OSError, ValueError) as error:
             self.close()
             return self._lost(error)
@@ -377,74 +377,4 @@ class KernelChannel(PeakMemory):
             return {"error": {"type": "MemoryError", "bases": ["MemoryError"], "message": (
                 "the submission went over its memory budget (all its processes and files in RAM "
                 "together) and was stopped")}}
-        return otherwise or _no_answer(f"the kernel gave no proper answer ({type(error).__name__})")
-
-
-class ErrorInfo(TypedDict):
-    """An exception of the code under test, as the agent describes it (`agent.describe_error`)."""
-
-    type: str
-    bases: list[str]
-    message: str
-
-
-class Reply(TypedDict):
-    """What the agent answers a request with: exactly one of these keys."""
-
-    ok: NotRequired[Any]  # the result, encoded (`agent.encode`)
-    error: NotRequired[ErrorInfo]
-    undefined: NotRequired[str]  # the name asked for is not defined
-    interrupted: NotRequired[bool]  # the request ran over its time
-
-
-class HostileReply(ValueError):
-    """A reply that is not the data a reply is made of."""
-
-
-REPLY_KEYS = {"ok", "error", "undefined", "interrupted"}
-ERROR_FIELDS = {"type": str, "bases": list, "message": str}
-
-
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')  # linear on JSON, every string of which is closed
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
-
-
-def _depth(data: bytes) -> int:
-    """How deeply `data`, which json.loads has taken (an unclosed string would make the search
-    for strings quadratic), nests: read from its brackets outside strings, not from the decoded
-    reply. A walk of the decoded values held a tuple for each item of a flat list, which
-    MAX_REPLY_CONTAINERS does not bound (one list): 64 MiB of `0,` took the judge 2.9 GB and 43 s
-    (red-team round r27)."""
-    depth = deepest = 0
-    for bracket in _NOT_BRACKET.sub(b"", _STRING.sub(b"", data)):  # at most 2 x MAX_REPLY_CONTAINERS
-        depth += 1 if bracket in b"[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
-
-
-def checked_reply(data: bytes) -> Reply:
-    """The reply in `data` (bytes of JSON), once it is known to be a reply: bounded containers and
-    nesting, one of REPLY_KEYS, and an error made of strings. Raises HostileReply otherwise."""
-    containers = data.count(b"[") + data.count(b"{")  # an upper bound: brackets in strings count too
-    if containers > MAX_REPLY_CONTAINERS:
-        raise HostileReply(f"more than {MAX_REPLY_CONTAINERS} lists and objects")
-    try:
-        reply = json.loads(data)
-    except (ValueError, RecursionError) as error:
-        raise HostileReply(type(error).__name__) from None
-    if containers > MAX_REPLY_DEPTH and _depth(data) > MAX_REPLY_DEPTH:
-        raise HostileReply(f"nested more than {MAX_REPLY_DEPTH} deep")
-    if not isinstance(reply, dict) or len(reply) != 1 or not set(reply) <= REPLY_KEYS:
-        raise HostileReply("not a reply")
-    info = reply.get("error")
-    if info is not None and not (isinstance(info, dict) and all(
-            isinstance(info.get(k, t()), t) for k, t in ERROR_FIELDS.items())
-            and all(isinstance(b, str) for b in info.get("bases", []))):
-        raise HostileReply("an error that is not made of strings")
-    if "undefined" in reply and not isinstance(reply["undefined"], str):
-        raise HostileReply("an undefined name that is not a string")
-    return Reply(**reply)  # type: ignore[typeddict-item]  # its keys were checked above
-
-
-def _no_answer(message: str) -> Reply:
-    return {"error": {"type": "NoAnswer", "bases": [], "message": message}}
+        return otherwise or no_answer(f"the kernel gave no proper answer ({type(error).__name__})")

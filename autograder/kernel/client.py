@@ -49,7 +49,7 @@ class HostileMessage(ValueError):
 
 def bounded_unpack(data):
     """jupyter_client's JSON unpacker, for a part of a kernel's message, once it is known to hold at
-    most MAX_REPLY_CONTAINERS lists and objects (as an agent's reply, `channel.checked_reply`): a
+    most MAX_REPLY_CONTAINERS lists and objects (as an agent's reply, `replies.checked_reply`): a
     kernel signs what it likes with its own key, and json.loads of 60 MB of `[[], ...]` makes 15
     million lists in the judge's process. HostileMessage otherwise."""
     raw = data if isinstance(data, bytes) else str(data).encode()
