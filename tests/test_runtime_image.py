@@ -16,6 +16,8 @@ def test_the_image_holds_what_a_kernel_imports_and_nothing_of_the_grader():
     names = {d.metadata["Name"].lower() for d in runtime_image.kernel_distributions()}
     assert {"numpy", "torch", "matplotlib", "ipykernel", "pyzmq", "traitlets"} <= names, names
     assert not names & {"nbgrader", "dask", "distributed", "jupyterlab", "self-attention-course"}, names
+    root = runtime_image.image().root  # this machine's, built once for every test
+    assert (root / runtime_image.COMPLETE).read_text() == root.name == runtime_image.key()  # its key, not a file's name
 
 
 def test_an_image_folder_someone_else_could_write_is_never_used(tmp_path):

@@ -64,7 +64,7 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd",
              "nsswitch.conf", "alternatives")
 IMAGE_MOUNT = Path("/run/coursekit-kernel-image")  # as root: a tmpfs of the image's own
 SECRET = Path(".cache") / "coursekit" / "kernel-image-secret"  # in a grading user's home: see users_home
-FORMAT = 3  # raise when what goes into an image changes, so that older images are not reused
+FORMAT = 4  # raise when what goes into an image changes, so that older images are not reused
 IN_USE = ".in-use"  # held (shared lock) by every process whose kernels read the image
 COMPLETE = ".complete"  # written last: an image without it is not finished
 LOCK_MODE = 0o600  # of the image folder's lock and each image's IN_USE: see image
@@ -218,8 +218,8 @@ def build(root, name):
     for path in _libraries(files):
         _place(path, root)
     for folder, dirs, names in os.walk(root):  # the sandbox's user reads it; nobody writes it
-        for name in dirs + names:
-            path = os.path.join(folder, name)
+        for entry in dirs + names:
+            path = os.path.join(folder, entry)
             if not os.path.islink(path) and path != str(root / IN_USE):
                 mode = os.stat(path).st_mode
                 os.chmod(path, (mode | 0o444 | (0o111 if stat.S_ISDIR(mode) or mode & 0o100 else 0)) & 0o755)
