@@ -38,12 +38,14 @@ class Channel(Protocol):
 
     def shared(self) -> int: ...
 
-    def apart(self) -> AbstractContextManager[None]: ...
+    def apart(self, watch: bool = False) -> AbstractContextManager[None]: ...
 
     def hold_others(self) -> int: ...
 
     @property
     def counts_children(self) -> bool: ...
+
+    written: int  # after an `apart(watch=True)`: bytes written into what the processes it held alone map
 
 
 class Implementation:
@@ -116,7 +118,8 @@ class Implementation:
         and writes them without a copy: what the submission holds there is counted as the call's too (a
         shared buffer, or a file given back to make room, red-team round r46). What forking costs doing
         nothing is left out, up to FORK_COST_ALLOWANCE (it is measured in the kernel, whose code could make
-        it anything)."""
+        it anything). What the call wrote into memory a stopped process alone maps (process_vm_writev, or
+        /proc/PID/mem: no copy, no page charged) counts page by page too (red-team round r48)."""
         if not self._channel.counts_children:
             held = self.hold(*args)
             before = self._channel.reset()
@@ -128,10 +131,10 @@ class Implementation:
         overhead = min(max(0, self._channel.peak() - start), FORK_COST_ALLOWANCE)
         before = self._channel.reset()
         shared = self._channel.shared()
-        with self._channel.apart():
+        with self._channel.apart(watch=True):
             alone, held = self._alone_holding(args)
             result = self._call_held(name, held)
-        return result, max(0, self._channel.peak() - before - overhead) + shared + alone
+        return result, max(0, self._channel.peak() - before - overhead) + shared + alone + self._channel.written
 
     def _alone_holding(self, values: Sequence[Any]) -> tuple[int, list[Handle]]:
         """In the channel's `apart`: the kernel's child answers from here on, every other process of the

@@ -14,7 +14,10 @@ next allocations, hid a matrix built of small rows the same way (checked in the 
 measured in the kernel, one of the two memory cases passed). Where the peak is per process (a grader
 that is not root, without control groups), calls are measured in the kernel, and this still gets
 through. Red-team round r48 computed the matrix outside the call's child, in a helper process or a thread
-of the kernel, on memory touched before the call: the child now runs alone (`KernelChannel.apart`).
+of the kernel, on memory touched before the call: the child now runs alone (`KernelChannel.apart`). It
+also kept the matrix in a buffer of the stopped kernel the child does not map (MADV_DONTFORK), written in
+place with process_vm_writev or through /proc/<pid>/mem, which charges no page: what a call writes into
+memory a held process alone maps now counts, page by page (`procfs.own_pages`).
 """
 
 from pathlib import Path
@@ -29,6 +32,7 @@ from coursekit.catalogue import PROGRAMS, load_program
 # the hostile catalogue's entry, which real nbgrader and the class command grade too
 POOLED = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-pooled-full-matrix.py")[1]
 HELPER = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-helper-process.py")[1]
+IN_A_STOPPED_KERNEL = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-stopped-kernel-buffer.py")[1]
 
 REFERENCE = Path(__file__).parent.parent / "solutions" / "efficient_attention.py"
 
@@ -97,3 +101,17 @@ def test_a_score_matrix_computed_outside_the_calls_child_still_counts(tmp_path, 
                                                              ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory
+
+
+@needs_sandbox
+@needs_groups
+@pytest.mark.parametrize("way", ["process_vm", "proc_mem"])
+def test_a_score_matrix_kept_in_a_stopped_process_still_counts(tmp_path, way):
+    """Red-team round r48 (tests/open_remote_memory.py until now): both memory cases passed."""
+    cell = IN_A_STOPPED_KERNEL.replace["online_softmax_attention"]
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [f"REMOTE_WAY = {way!r}", cell,
+                                                             ("grade", "online_softmax_attention")]))
+    results = judged.steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails

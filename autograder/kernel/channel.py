@@ -52,6 +52,7 @@ class PeakMemory:
     # measured in a forked child of the kernel (`agent.apart`), where every page it writes is
     # one of its own, a buffer held before the call included. Per-process peaks do not.
     counts_children = False
+    written = 0  # bytes the last watched `apart` wrote into the memory of the processes it held
 
     def pids(self) -> list[int]:
         raise NotImplementedError
@@ -73,7 +74,7 @@ class PeakMemory:
         where it is not known (per-process peaks, which miss a buffer held before the call anyway)."""
         return 0
 
-    def apart(self):  # where the peak counts children only: `KernelChannel.apart`
+    def apart(self, watch=False):  # where the peak counts children only: `KernelChannel.apart`
         return nullcontext()
 
     def hold_others(self) -> int:
@@ -190,11 +191,12 @@ class KernelChannel(PeakMemory):
         return super().shared()
 
     @contextmanager
-    def apart(self):
+    def apart(self, watch=False):
         """For the block, what the kernel starts once asked ("apart": `agent.apart`) runs alone (`hold_others`
         stops the rest, which go on after it; r48's helper process and kernel thread computed a call's score
-        matrix on memory held before), and ends with it."""
-        self._apart = {"before": set(self.pids()), "held": []}
+        matrix on memory held before), and ends with it. `watch`: `written` is then what was written into the
+        memory the held processes alone map (r48 kept a score matrix there, with process_vm_writev)."""
+        self._apart = {"before": set(self.pids()), "held": [], "watch": watch}
         try:
             yield
         finally:
@@ -208,6 +210,7 @@ class KernelChannel(PeakMemory):
                         time.sleep(0.001)
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
+                self.written = procfs.written_bytes(self._apart.get("pages", {}))  # they are still held
             finally:
                 still.release(self._apart["held"])
                 self._apart = None
@@ -219,6 +222,8 @@ class KernelChannel(PeakMemory):
         """In `apart`, once the kernel answered: stop every process but those it started since; what those alone
         map then, not charged since `reset` (bytes: given up to them, as by a kernel that unmapped a buffer)."""
         self._apart["held"] = still.hold(self.launcher_pid, [p for p in self.pids() if p not in self._apart["before"]])
+        if self._apart["watch"]:  # before the call's inputs are sent: what they hold, page by page
+            self._apart["pages"] = procfs.own_pages_of(self._apart["held"])
         alone = sum(procfs.private_bytes(pid) for pid in self._started())
         return max(0, alone - (self.envelope.charged() - self._reset_usage))
 
