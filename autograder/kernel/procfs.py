@@ -5,8 +5,8 @@ sandbox that launched it, checks that a process id still names the same process,
 memory peaks. Every reader returns what it found or raises OSError when the process is gone.
 """
 
+import hashlib
 import os
-import zlib
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # /proc/PID/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst)
@@ -64,7 +64,7 @@ def private_bytes(pid):
 
 
 def own_pages(pid):
-    """{address: crc32 of its contents} for each page of private memory only process `pid` maps (present,
+    """{address: a digest of its contents} for each page of private memory only process `pid` maps (present,
     not a file's, not shared): the pages another process of the same user can write in place, with
     process_vm_writev or through /proc/PID/mem, without a page more being charged to anyone. Read while
     the process is stopped, and again later (`written_bytes`), it tells what was written into it meanwhile."""
@@ -85,8 +85,9 @@ def own_pages(pid):
 
 
 def _sums(pid, addresses):
-    """{address: crc32 of the page there} for `addresses` (sorted) of process `pid`'s memory, a run of
-    neighbours read at once; a page that cannot be read is left out."""
+    """{address: a digest of the page there} for `addresses` (sorted) of process `pid`'s memory, a run of
+    neighbours read at once; a page that cannot be read is left out. A cryptographic digest: a CRC's
+    last four bytes can be chosen to keep it, so a page could hold 4092 bytes of scores unseen."""
     sums = {}
     with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
         first = 0
@@ -99,7 +100,7 @@ def _sums(pid, addresses):
             except OSError:
                 data = b""
             for i in range(len(data) // PAGE):
-                sums[addresses[first + i]] = zlib.crc32(data[i * PAGE:(i + 1) * PAGE])
+                sums[addresses[first + i]] = hashlib.blake2b(data[i * PAGE:(i + 1) * PAGE], digest_size=16).digest()
             first = last + 1
     return sums
 
@@ -124,7 +125,7 @@ def written_bytes(watched):
             now = _sums(pid, sorted(before))
         except OSError:
             now = {}
-        changed += sum(now.get(address) != crc for address, crc in before.items())
+        changed += sum(now.get(address) != digest for address, digest in before.items())
     return changed * PAGE
 
 
