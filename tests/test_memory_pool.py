@@ -87,6 +87,21 @@ def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
     assert len(memory) == 2 and all(memory.values()), memory
 
 
+@needs_sandbox
+@needs_groups
+def test_a_score_matrix_written_into_a_file_handed_in_beside_the_notebook_still_counts(tmp_path):
+    """The copies were left out by their size (twice: the notebook's kernel and a lending kernel), so a call
+    could keep its whole matrix in a file handed in for it (the README's "Not guaranteed" until now): only the
+    pages of a copy that still hold what was handed in are left out now (`kernel/handed_in.py`)."""
+    (tmp_path / "scores.bin").write_bytes(bytes(4 * 3072 * 3072))  # room for the largest case's (n, n) float32s
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", program("handed_in_buffer"),
+                                                             ("grade", "online_softmax_attention")]))
+    results = judged.steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+
+
 # Red-team round r48: the call's forked child hands its inputs to code that runs outside it, on memory held
 # before the call, which writing charges nothing more.
 OUTSIDE_THE_CALL = {"a helper process": HELPER.replace["online_softmax_attention"],

@@ -18,7 +18,7 @@ from contextlib import contextmanager, nullcontext, suppress
 from typing import Any
 
 from autograder.errors import KernelStuck
-from autograder.kernel import agent, procfs, still
+from autograder.kernel import agent, handed_in, procfs, still
 from autograder.kernel.replies import HostileReply, Reply, checked_reply, no_answer
 from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES
 
@@ -160,6 +160,7 @@ class KernelChannel(PeakMemory):
         self._ready, self._info_id = False, None  # `ready()`
         self._apart = None  # in `apart`: the processes before it, and those held
         self._reset_usage = 0  # what `reset` returned last
+        self._kept: set = set()  # `shared`: the pages of the kernels' copies of the submission that hold what was handed in
 
     def pids(self):
         """The kernel's processes, as this process sees them: everything under the one that was
@@ -186,8 +187,11 @@ class KernelChannel(PeakMemory):
         return super().peak()
 
     def shared(self):
+        """As PeakMemory's, less the pages of the kernels' copies of the submission folder that still hold what was
+        handed in (`handed_in.py`): a watched `apart` next counts any of them written as the call's."""
         if self.counts_children:
-            return self.envelope.shared()
+            self._kept = handed_in.kept_pages(self.envelope.processes(), self.envelope.handed_in)
+            return max(0, self.envelope.shared() - len(self._kept) * procfs.PAGE)
         return super().shared()
 
     @contextmanager
@@ -196,7 +200,7 @@ class KernelChannel(PeakMemory):
         stops the rest, which go on after it; r48's helper process and kernel thread computed a call's score
         matrix on memory held before), and ends with it. `watch`: `written` is then what was written into the
         memory the held processes alone map (r48 kept a score matrix there, with process_vm_writev)."""
-        self._apart = {"before": set(self.pids()), "held": [], "watch": watch}
+        self._apart, self.written = {"before": set(self.pids()), "held": [], "watch": watch}, 0
         try:
             yield
         finally:
@@ -210,7 +214,9 @@ class KernelChannel(PeakMemory):
                         time.sleep(0.001)
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
-                self.written = procfs.written_bytes(self._apart.get("pages", {}))  # they are still held
+                if self._apart["watch"]:  # the processes are still held
+                    self.written = (procfs.written_bytes(self._apart.get("pages", {}))
+                                    + handed_in.changed_bytes(self._apart["held"], self._kept))
             finally:
                 still.release(self._apart["held"])
                 self._apart = None

@@ -28,6 +28,7 @@ import functools
 import os
 import signal
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,6 @@ LEAF_PREFIX = "grading-"  # the leaf a grading process moves into on v2 (`_enabl
 # v1: the memory group inside a kernel's own that holds all its processes while one call is measured
 # (`Envelope.reset_peak`): its peak counts only what is charged during the call.
 CALL_GROUP = "call"
-KERNELS_AT_ONCE = 2  # a submission's: the notebook's kernel and a lending kernel (`lending.py`)
 CPU_PERIOD_US = 100_000
 
 
@@ -207,9 +207,10 @@ class Envelope:
     budgets: frozenset = frozenset()  # the controllers whose budgets hold: "memory", "pids", "cpu"
     _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
     _oom_kills_in_calls: int = 0  # v1: those counted in call groups (`reset_peak`) already removed
-    # The bytes of one copy of the submission folder on a tmpfs (`manager.SandboxedKernel`): each kernel holds
-    # one, written before any cell runs, so `shared` leaves them out
-    handed_in_bytes: int = 0
+    # The job folders of the kernels that hold a copy of the submission folder on a tmpfs of their own
+    # (`manager.SandboxedKernel`): what of those copies still holds what was handed in is not the call's
+    # (`handed_in.kept_pages`)
+    handed_in: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.version == 1:
@@ -317,12 +318,18 @@ class Envelope:
 
     def shared(self):
         """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
-        what a call can write into without being charged a page more. The copies of the submission folder
-        its kernels work in (at most KERNELS_AT_ONCE) are left out: a folder handed in with a 54 MB file
-        failed both memory cases with the reference's code (a call can still write into such a file)."""
+        what a call can write into without being charged a page more (the copies of the submission folder
+        its kernels work in included: `handed_in.py`)."""
         stat = _read_counts(self._memory_file("memory.stat", "memory.stat"))
-        held = stat.get("total_shmem" if self.version == 1 else "shmem", 0)
-        return max(0, held - KERNELS_AT_ONCE * self.handed_in_bytes)
+        return stat.get("total_shmem" if self.version == 1 else "shmem", 0)
+
+    def processes(self):
+        """The ids of every process in the submission's memory group (and, on v1, the call group inside it)."""
+        found = []
+        for procs in self._memory_file("", "").glob("**/cgroup.procs"):
+            with suppress(OSError, ValueError):
+                found += [int(pid) for pid in procs.read_text().split()]
+        return found
 
     def peak(self):
         """The most memory the submission's processes and files held at once since the reset (v1: what

@@ -11,7 +11,6 @@ machine's disk or in any other kernel's view; the judge reaches its sockets thro
 """
 
 import os
-import resource
 import shutil
 import stat
 import sys
@@ -60,8 +59,8 @@ class SandboxedKernel:
         # this copy, on disk.
         copy = self.workdir if warm is None else self.root / "submission"
         copy_submission(self.submission_dir, copy)
-        if self.envelope is not None:
-            self.envelope.handed_in_bytes = max(self.envelope.handed_in_bytes, _tmpfs_bytes(copy))
+        if self.envelope is not None and warm is not None:
+            self.envelope.handed_in.append(str(self.root))  # its kernel copies `submission` into `work`
         self.workdir.mkdir(exist_ok=True)
         if os.getuid() == 0:
             for path in [self.outbox, self.workdir, copy, *copy.rglob("*")]:
@@ -98,13 +97,6 @@ class SandboxedKernel:
             if self.root is not None and not os.environ.get("AUTOGRADER_KEEP_SANDBOX"):
                 shutil.rmtree(self.root, ignore_errors=True)
         self.root = self.enclosure = self.envelope = None
-
-
-def _tmpfs_bytes(folder):
-    """What the regular files under `folder` hold on a tmpfs: whole pages."""
-    page = resource.getpagesize()
-    files = (p.lstat() for p in Path(folder).rglob("*"))
-    return sum(-(-info.st_size // page) * page for info in files if stat.S_ISREG(info.st_mode))
 
 
 def copy_submission(source, target):
