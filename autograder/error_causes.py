@@ -160,6 +160,10 @@ ERROR_CAUSES = (
      "a name is read that the notebook never made: a module is used only after its import (import math, say, in "
      "the cell or one run before it), a function or variable only after the cell that makes it has run, and a name "
      "is spelled as where it was made"),
+    # np.linalg.norm(a, axis=1) of a vector, the matrix version's axis kept
+    (("is out of bounds for array of dimension",),
+     "it names an axis the array does not have (axis=1 of a vector, say): an array of n axes has axes 0 to n - 1, or "
+     "-1 for the last, so a vector's one axis is 0 (or -1), and axis=1 belongs to an array of rows"),
     # last: the kinds of object above have causes of their own
     (("object has no attribute", "module 'numpy' has no attribute", "module 'torch' has no attribute"),
      "it reads an attribute that does not exist: a module's own (self.name) must be set in __init__ and spelled "

@@ -38,7 +38,22 @@ def _called(impl, a, b, what):
         _explain_norm_of_two(impl, error, what)
         if re.search(r"for @: '(numpy\.)?float\d*' and '(numpy\.)?float\d*'", str(error)):
             raise CaseFailure(f"{what} raised {error.type_name}: {MATMUL_OF_NUMBERS}") from None
+        if error.type_name == "IndexError" and f"with size {len(a)}" in str(error):
+            _named_on_longer_vectors(impl, error, what)
         raise
+
+
+def _named_on_longer_vectors(impl, error, what):
+    """An IndexError on short vectors of a cosine written out for a fixed number of entries, named by what it gives
+    on vectors of five, where it runs; quiet otherwise."""
+    a, b = rng(207).normal(size=(2, 5))
+    try:
+        value = checks.to_float(impl.cosine_similarity(a.copy(), b.copy()), what)
+    except (RemoteError, CaseFailure):
+        return
+    symptom = checks.named_mistake(np.asarray(value), _first_entries(a, b))
+    if symptom is not None:
+        raise CaseFailure(f"{what} raised {error.type_name}, and on vectors of 5 entries it runs: {symptom}") from None
 
 
 # np.linalg.norm(a) @ np.linalg.norm(b): the lengths are numbers, and @ multiplies arrays only
@@ -113,12 +128,30 @@ def _wrong_divisors(a, b):
                   "sign, ±1,")]
 
 
+def _first_entries(a, b):
+    """(candidate, diagnosis) of a cosine written out entry by entry for vectors of k entries (k = 2, 3: the notes'
+    examples), which on longer vectors reads the first k alone, in the lengths, the dot product or both."""
+    found = []
+    for k in (2, 3):
+        if len(a) <= k:
+            continue
+        def head(part, k=k):
+            return (f"in {part} only the first {k} entries count (written out entry by entry, a[0] * b[0] + a[1] * b[1] "
+                    f"+ ..., for vectors of {k}): the cosine sums over all d entries of a and b")
+
+        dot, lengths = np.dot(a[:k], b[:k]), np.linalg.norm(a[:k]) * np.linalg.norm(b[:k])
+        found += [(lambda dot=dot, lengths=lengths: dot / lengths, head("the dot product and the lengths")),
+                  (lambda lengths=lengths: np.dot(a, b) / lengths, head("the lengths")),
+                  (lambda dot=dot: dot / (np.linalg.norm(a) * np.linalg.norm(b)), head("the dot product"))]
+    return found
+
+
 def stored_symptoms(record, k):
     """[(candidate, diagnosis)] of the known mistakes on the inputs of `record` (output k): the ladder of
     the stored outputs and of the notes' worked examples."""
     a, b = record["a"], record["b"]
     cosine = _cosine(a, b)
-    return [(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
+    return [*_first_entries(a, b),(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
             (lambda: np.dot(a, b) / np.linalg.norm(a) * np.linalg.norm(b),
              "divides by |a| and then multiplies by |b|: a / x * y is (a / x) * y; the product of the "
              "lengths needs parentheses"),
