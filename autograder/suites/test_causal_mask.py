@@ -104,6 +104,7 @@ FIXED_SIZE = ("the mask is made for a fixed number of tokens (a number written i
 
 def _examine(mask, what):
     _not_additive(mask, what)
+    _not_from_ones(mask, 6, what)
     _not_indices(mask, 6, what)
     _no_extra_axes(mask, what)
     _not_one_axis_of_positions(mask, 6, what)  # the notes' example has six tokens
@@ -118,9 +119,30 @@ def _one_size_off(mask, num_tokens, what):
                           "mask has a row for each of the T queries and a column for each of the T keys, (T, T)")
 
 
+def _not_from_ones(mask, num_tokens, what):
+    """A bool (T, T) mask True only strictly above the diagonal, but False at some entries there in no pattern a
+    known mistake makes (a row, a column, a diagonal): the triangle cut from a tensor whose entries were not all
+    True (torch.empty's leftover memory, torch.rand's draws)."""
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool or tuple(mask.shape) != (num_tokens, num_tokens):
+        return
+    upper = np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1)
+    entries = mask.cpu().numpy()
+    higher = any((entries == np.triu(upper, k)).all() for k in range(2, num_tokens + 1))  # a diagonal too high
+    if (entries & ~upper).any() or (entries == upper).all() or higher or checks.named_mistake(
+            entries, stored_symptoms(dict(num_tokens=num_tokens), 0), atol=0, rtol=0) is not None:
+        return
+    raise CaseFailure(f"{what} is True only where key j > query i, but False at {int((upper & ~entries).sum())} of "
+                      f"those entries, in no pattern of rows or columns: {NOT_FROM_ONES}")
+
+
+NOT_FROM_ONES = ("is the triangle cut from a tensor whose entries are not all True (torch.empty holds whatever its "
+                 "memory held, torch.rand its draws)? torch.triu only sets the other entries False, never one True")
+
+
 def _mask(impl, num_tokens):
     mask = impl.causal_mask(num_tokens)
     _not_additive(mask, f"causal_mask({num_tokens})")
+    _not_from_ones(mask, num_tokens, f"causal_mask({num_tokens})")
     _not_indices(mask, num_tokens, f"causal_mask({num_tokens})")
     _not_one_axis_of_positions(mask, num_tokens, f"causal_mask({num_tokens})")
     _fixed_size(impl, mask, num_tokens, f"causal_mask({num_tokens})")
