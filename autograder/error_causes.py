@@ -2,12 +2,35 @@
 cause the student reads (`harness._describe_error` shows it), and how they word shapes that do not fit. The judge
 reads them from the harness, which imports them from here."""
 
+import re
+
 
 # Exceptions whose own words name their cause, whatever the step: (how NumPy, torch or Python
 # word it, the cause the student reads).
 def error_cause(said: str) -> str | None:
     """The cause ERROR_CAUSES gives for an exception worded `said`, or None: its own words name it."""
-    return next((cause for phrases, cause in ERROR_CAUSES if any(phrase in said for phrase in phrases)), None)
+    return next((cause for phrases, cause in ERROR_CAUSES if any(phrase in said for phrase in phrases)),
+                SHAPE_AS_NUMBER if _a_shape_as_numbers(said) else None)
+
+
+# NumPy's words for arrays that do not broadcast: "... together with shapes (6,6) (2,)"
+_BROADCAST_SHAPES = re.compile(r"could not be broadcast together with shapes ((?:\([\d,]*\) ?)+)")
+
+
+def _a_shape_as_numbers(said):
+    """NumPy could not broadcast an array of several axes with one of one axis holding as many entries as the
+    other has axes (and not as many as its last axis, which would broadcast): a whole shape, np.sqrt(K.shape)
+    say, where one of its lengths belongs."""
+    found = _BROADCAST_SHAPES.search(said)
+    if found is None:
+        return False
+    shapes = [tuple(int(n) for n in group.split(",") if n) for group in re.findall(r"\(([\d,]*)\)", found.group(1))]
+    return any(len(vector) == 1 and len(other) >= 2 and vector[0] == len(other) != other[-1]
+               for vector in shapes for other in shapes)
+
+
+SHAPE_AS_NUMBER = ("an array of one entry per axis of another meets it: is a whole `.shape` used where one of its "
+                   "lengths belongs (np.sqrt(K.shape), say, where the scale is the square root of one axis's length)?")
 
 
 ERROR_CAUSES = (
@@ -137,6 +160,10 @@ ERROR_CAUSES = (
      "a name is read that the notebook never made: a module is used only after its import (import math, say, in "
      "the cell or one run before it), a function or variable only after the cell that makes it has run, and a name "
      "is spelled as where it was made"),
+    # np.linalg.norm(a, axis=1) of a vector, the matrix version's axis kept
+    (("is out of bounds for array of dimension",),
+     "it names an axis the array does not have (axis=1 of a vector, say): an array of n axes has axes 0 to n - 1, or "
+     "-1 for the last, so a vector's one axis is 0 (or -1), and axis=1 belongs to an array of rows"),
     # last: the kinds of object above have causes of their own
     (("object has no attribute", "module 'numpy' has no attribute", "module 'torch' has no attribute"),
      "it reads an attribute that does not exist: a module's own (self.name) must be set in __init__ and spelled "

@@ -10,13 +10,20 @@ all), and only into a kernel where no later cell of the notebook runs with them
 is recorded, and never stays where the student's later code runs.
 """
 
+import ast
+import functools
 import inspect
+import json
+from pathlib import Path
 
 import solutions
-from autograder.steps import STEPS
+from autograder.steps import STEPS, nbgrader_metadata
 
 # What the reference's code needs in scope; the only other names its sources use are each other.
 _PRELUDE = "import numpy as np\nimport torch\nfrom torch import nn\n"
+# nbgrader's source notebooks, built from the course's content (where coursekit.paths.SOURCE points); a cell
+# graded in process runs after the imports of its own notebook's first cell, as it runs in that notebook.
+_SOURCE_NOTEBOOKS = Path(__file__).resolve().parents[1] / "source"
 
 
 def reference_namespace():
@@ -52,14 +59,33 @@ def reference_implementation():
     return Implementation(LocalChannel(reference_namespace()))
 
 
+@functools.cache
+def notebook_imports(assignment):
+    """The imports of `assignment`'s notebook as a student gets them, as source: the top-level import
+    statements of its given cells (neither a solution nor a test), in order, each once. A graded cell of
+    that notebook may use these names without importing them: notebook 02 imports torch.nn.functional
+    as F, 04 does not."""
+    notebook = json.loads((_SOURCE_NOTEBOOKS / assignment / f"{assignment}.ipynb").read_text())
+    statements = []
+    for cell in notebook["cells"]:
+        meta = nbgrader_metadata(cell)
+        if cell["cell_type"] != "code" or meta.get("solution") or meta.get("grade"):
+            continue
+        source = "".join(cell["source"])
+        statements += [ast.get_source_segment(source, node) for node in ast.parse(source).body
+                       if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "".join(f"{statement}\n" for statement in dict.fromkeys(statements))
+
+
 def reference_with(cells):
     """The reference with some graded names' cells replaced ({graded name: a cell's source}, run as
-    a notebook runs it, after the imports every notebook makes), behind the same seam: how a
-    catalogue mistake is graded at its own step in process."""
+    a notebook runs it, after its notebook's imports), behind the same seam: how a catalogue
+    mistake is graded at its own step in process."""
     from autograder.kernel.channel import LocalChannel
     from autograder.seam import Implementation
 
     namespace = reference_namespace()
     for name, source in cells.items():
-        exec(compile(_PRELUDE + source, f"<cell of {name}>", "exec"), namespace)  # noqa: S102
+        cell = notebook_imports(STEPS[name].assignment) + source
+        exec(compile(cell, f"<cell of {name}>", "exec"), namespace)  # noqa: S102
     return Implementation(LocalChannel(namespace))

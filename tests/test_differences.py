@@ -108,3 +108,10 @@ def test_a_wrong_shape_unrelated_to_the_right_one_says_only_the_shapes():
     with pytest.raises(CaseFailure) as failure:
         checks.expect_shape(np.zeros((3, 5)), (2, 6, 4), "the output")
     assert str(failure.value) == "the output has shape (3, 5), expected (2, 6, 4)"
+
+
+def test_an_infinite_candidate_matches_only_its_own_infinity():
+    """A known mistake whose value is -inf (a division by a zero length, say) names no finite output: its
+    tolerance, relative to an infinity, would be infinite."""
+    assert checks.named_mistake(np.array(-0.99), [(np.array(-np.inf), "divides by zero")]) is None
+    assert checks.named_mistake(np.array([1.0, -np.inf]), [(np.array([1.0, -np.inf]), "the same")]) == "the same"

@@ -89,21 +89,25 @@ FULL_MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + toolki
                  + toolkit.ROLE_MISTAKES)
 
 
-def _cache_symptoms(x, linears, sizes, masked_without_cache=False):
+def _cache_symptoms(x, linears, sizes, masked_without_cache=False, context_length=None):
     """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
     attention itself, made on each chunk (one axis or mask or scale mistake fails every path).
     masked_without_cache: the same layer was seen right on the whole input, so nothing masked through the cache is
-    a mask left out where a cache is given, not everywhere."""
+    a mask left out where a cache is given, not everywhere. context_length: the layer's, where the rows of the
+    mask's end can be named."""
     mistakes = [(switches, cached.UNMASKED_WITH_CACHE if masked_without_cache and switches == dict(mask="none")
                  else why) for switches, why in cached.CACHE_MISTAKES + FULL_MISTAKES]
-    return toolkit.told_apart(toolkit.symptoms(lambda **kw: cached.model(x, linears, sizes, **kw), mistakes))
+    compute = lambda **kw: cached.model(x, linears, sizes, **kw)  # noqa: E731
+    return toolkit.told_apart(toolkit.symptoms(compute, mistakes) + cached.from_end_mistake(compute, context_length))
 
 
-def _full_symptoms(x, linears):
+def _full_symptoms(x, linears, context_length=None):
+    whole = lambda **kw: cached.model(x, linears, [np.shape(x)[-2]], **kw)  # noqa: E731
     return toolkit.told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
-        ((lambda: cached.model(x, linears, [np.shape(x)[-2]], mask="inverted")), cached.INVERTED_MASK),
-        *[((lambda shift=shift: cached.model(x, linears, [np.shape(x)[-2]], shift=shift)), message)
-          for shift, message in ((1, cached.SEES_NEXT), (-1, cached.BLOCKS_ITSELF))]])
+        ((lambda: whole(mask="inverted")), cached.INVERTED_MASK),
+        *[((lambda shift=shift: whole(shift=shift)), message)
+          for shift, message in ((1, cached.SEES_NEXT), (-1, cached.BLOCKS_ITSELF))],
+        *cached.from_end_mistake(whole, context_length)])
 
 
 def _notes_symptoms(example):
@@ -182,13 +186,14 @@ def _check_stored_records(impl, one_token_at_a_time):
         full, cached = apply(impl, record)
         if not one_token_at_a_time:
             checks.expect_close(full, record["expected_0"], f"CachedCausalAttention without a cache on {label}",
-                                finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(record["x"], linears))
+                                finite_hint=toolkit.NAN_HINT,
+                                symptoms=_full_symptoms(record["x"], linears, int(record["context_length"])))
         if (max(sizes) == 1) == one_token_at_a_time:
             checks.expect_close(cached, record["expected_1"],
                                 f"CachedCausalAttention through a cache, {_sizes_text(sizes)} ({label})",
                                 finite_hint=toolkit.NAN_HINT,
-                                symptoms=_cache_symptoms(record["x"], linears, sizes,
-                                                         toolkit.close(full, record["expected_0"])))
+                                symptoms=_cache_symptoms(record["x"], linears, sizes, toolkit.close(
+                                    full, record["expected_0"]), int(record["context_length"])))
 
 
 # One new token at a time (the cache's main use, where a single query needs no mask) and prompts of
@@ -231,10 +236,10 @@ def test_matches_torch(impl):
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     checks.expect_close(module(x), want.numpy(), "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)(x) compared "
                         "with F.scaled_dot_product_attention(q, k, v, is_causal=True)",
-                        finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
+                        finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears, 12))
     sizes = [4, 3, 2]
     cached, _ = _generate(impl, module, x, sizes, "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)")
-    start, known = 0, _cache_symptoms(x.numpy(), linears, sizes, masked_without_cache=True)  # module(x) was right
+    start, known = 0, _cache_symptoms(x.numpy(), linears, sizes, True, 12)  # module(x) was right
     for size in sizes:
         stop = start + size
         attend = torch.arange(stop)[None, :] <= torch.arange(start, stop)[:, None]  # key j <= query position
@@ -271,11 +276,12 @@ def _check_generation(impl, sizes, seed, bias, with_full_forward=True):
                 else "causal attention on the whole sequence")
     checks.expect_close(cached, full, f"{what} fed {_sizes_text(sizes)} through a cache, compared with {compared}",
                         finite_hint=toolkit.NAN_HINT,
-                        symptoms=_cache_symptoms(x.numpy(), linears, sizes, with_full_forward and toolkit.close(full, causal)),
+                        symptoms=_cache_symptoms(x.numpy(), linears, sizes, with_full_forward and toolkit.close(full, causal),
+                                                 total),
                         relation=not with_full_forward)  # its own full output is no right value
     if with_full_forward:
         checks.expect_close(full, causal, f"{what}(x) without a cache",
-                            finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears))
+                            finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears, total))
 
 
 @case(STEP, "property", weight=2)

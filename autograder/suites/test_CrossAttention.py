@@ -44,7 +44,7 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
     d_out = linears["out_proj"][0].shape[0]
     widths = (np.shape(x)[-1], np.shape(context)[-1], num_heads)
     ladder = [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
-                                       else cross_scales.or_heads(kw, why, *widths), compute)) for kw, why in MISTAKES]
+                                       else cross_scales.or_heads(kw, why, *widths, compute), compute)) for kw, why in MISTAKES]
     # the padding mask's misuses coincide where a mask blocks nothing (every key blocked, or every score nan):
     # those are named together
     found = toolkit.told_apart(toolkit.symptoms(compute, [entry for entry in ladder if "mask" in entry[0]]))
@@ -130,14 +130,7 @@ def _check(module, x, context, key_padding_mask, linears, num_heads, what, known
                         symptoms=symptoms, finite_hint=NAN_HINT)
 
 
-def _random_layers(r, d_q, d_kv, d_out, bias, out_bias=False):
-    """Random layers; out_proj's bias is zeros unless `out_bias`. Only the stored records give it values
-    (as MultiHeadAttention's suite does), so out_proj built without a bias, a slip, costs the stored case
-    and the attribute case, not every case that loads the layer."""
-    layers = {"W_query": toolkit.random_linear(r, d_out, d_q, bias)}
-    layers |= {name: toolkit.random_linear(r, d_out, d_kv, bias) for name in ("W_key", "W_value")}
-    layers["out_proj"] = multihead.random_out_proj(r, d_out, out_bias)
-    return layers
+_random_layers = multihead.random_cross_layers
 
 
 # --- stored outputs -----------------------------------------------------------------------
@@ -157,7 +150,7 @@ def _record_mask(record):
 
 def stored_inputs():
     r = rng(1901)
-    return [
+    records = [
         _record(r, "d_q=4, d_kv=6, d_out=4, 2 heads, 3 queries, 5 context tokens, batch of 2", 2, 3, 5, 4, 6, 4,
                 2, False),
         _record(r, "d_q=3, d_kv=5, d_out=6, 3 heads, 4 queries, 6 context tokens, lengths [6, 2], qkv_bias=True",
@@ -172,6 +165,11 @@ def stored_inputs():
         _record(r, "d_q=4, d_kv=10, d_out=6, 2 heads, 3 queries, 5 context tokens, lengths [5, 3]", 2, 3, 5, 4, 10,
                 6, 2, False, lengths=[5, 3]),
     ]
+    # The one record with qkv biases, drawn again from a stream of its own (those after it keep theirs) with head_dim 7,
+    # which no divisor written in (cross_scales.FIXED) and no other width of the layer matches: a fixed scale fails it
+    records[1] = _record(rng(1913), "d_q=3, d_kv=5, d_out=21, 3 heads, 4 queries, 6 context tokens, lengths [6, 2], "
+                         "qkv_bias=True", 2, 4, 6, 3, 5, 21, 3, True, lengths=[6, 2])
+    return records
 
 
 def _record_module(impl, record):

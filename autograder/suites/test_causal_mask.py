@@ -104,6 +104,7 @@ FIXED_SIZE = ("the mask is made for a fixed number of tokens (a number written i
 
 def _examine(mask, what):
     _not_additive(mask, what)
+    _not_from_ones(mask, 6, what)
     _not_indices(mask, 6, what)
     _no_extra_axes(mask, what)
     _not_one_axis_of_positions(mask, 6, what)  # the notes' example has six tokens
@@ -118,9 +119,30 @@ def _one_size_off(mask, num_tokens, what):
                           "mask has a row for each of the T queries and a column for each of the T keys, (T, T)")
 
 
+def _not_from_ones(mask, num_tokens, what):
+    """A bool (T, T) mask True only strictly above the diagonal, but False at some entries there in no pattern a
+    known mistake makes (a row, a column, a diagonal): the triangle cut from a tensor whose entries were not all
+    True (torch.empty's leftover memory, torch.rand's draws)."""
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool or tuple(mask.shape) != (num_tokens, num_tokens):
+        return
+    upper = np.triu(np.ones((num_tokens, num_tokens), dtype=bool), 1)
+    entries = mask.cpu().numpy()
+    higher = any((entries == np.triu(upper, k)).all() for k in range(2, num_tokens + 1))  # a diagonal too high
+    if (entries & ~upper).any() or (entries == upper).all() or higher or checks.named_mistake(
+            entries, stored_symptoms(dict(num_tokens=num_tokens), 0), atol=0, rtol=0) is not None:
+        return
+    raise CaseFailure(f"{what} is True only where key j > query i, but False at {int((upper & ~entries).sum())} of "
+                      f"those entries, in no pattern of rows or columns: {NOT_FROM_ONES}")
+
+
+NOT_FROM_ONES = ("is the triangle cut from a tensor whose entries are not all True (torch.empty holds whatever its "
+                 "memory held, torch.rand its draws)? torch.triu only sets the other entries False, never one True")
+
+
 def _mask(impl, num_tokens):
     mask = impl.causal_mask(num_tokens)
     _not_additive(mask, f"causal_mask({num_tokens})")
+    _not_from_ones(mask, num_tokens, f"causal_mask({num_tokens})")
     _not_indices(mask, num_tokens, f"causal_mask({num_tokens})")
     _not_one_axis_of_positions(mask, num_tokens, f"causal_mask({num_tokens})")
     _fixed_size(impl, mask, num_tokens, f"causal_mask({num_tokens})")
@@ -144,14 +166,17 @@ def apply(impl, record):
 LAST_KEY_OPEN = ("the last key (column T - 1) is blocked for no query, and every other entry is right: does a loop "
                  "over the keys stop one short (range(i + 1, T - 1))? range leaves its stop out already, so "
                  "range(i + 1, T) reaches the last key")
+# ~torch.eye(T): each token allowed only itself
+ONLY_ITSELF = ("True everywhere but the diagonal lets each token attend only to itself: the earlier tokens (j < i) are "
+               "blocked too; True belongs strictly above the diagonal (key j > query i) alone")
 BLOCKS_EARLIER = ("True below the diagonal blocks the EARLIER tokens; True belongs strictly above the diagonal "
                   "(key j > query i)")
 
 
 def stored_symptoms(record, k):
     """[(mask, diagnosis)] of the known mistakes for `record`'s number of tokens: the ladder of the
-    stored outputs and of the notes' worked example. On one or two tokens some coincide: the first
-    that matches is named, so the plainer description comes first."""
+    stored outputs and of the notes' worked example. On one or two tokens some coincide, so the stored
+    case grades the masks of three tokens and more first."""
     ones = np.ones((int(record["num_tokens"]),) * 2)
     row_0_open = np.triu(ones, 1)
     row_0_open[:1] = 0
@@ -160,13 +185,10 @@ def stored_symptoms(record, k):
     return [(np.triu(ones, 0), "the diagonal is True as well: a token must be allowed to attend to "
                                "itself, so only entries strictly above the diagonal are True (diagonal=1)"),
             (np.tril(ones, -1), BLOCKS_EARLIER),
-            (ones - np.eye(len(ones)), BLOCKS_EARLIER),  # ~eye: only the diagonal allowed
+            (ones - np.eye(len(ones)), ONLY_ITSELF),
             (np.tril(ones, 0), "True marks the allowed entries (the convention of "
                                "F.scaled_dot_product_attention); here True means blocked: invert it"),
-            (0 * ones, "no entry is True: the entries strictly above the diagonal must be True" + (
-                # on two tokens row 0 and the last column hold the only True entry
-                " (here that is one entry, in row 0 and in the last column: does a loop over the rows start at 1, or "
-                "one over the columns stop one short?)" if len(ones) == 2 else "")),
+            (0 * ones, "no entry is True: the entries strictly above the diagonal must be True"),
             (row_0_open, "row 0 blocks nothing, and every other row is right: query 0 must be blocked from every "
                          "later key too; does a loop over the rows start at 1 (range(1, T))? Row 0 is a query as well"),
             (last_key_open, LAST_KEY_OPEN),
@@ -186,7 +208,11 @@ test_notes = notes_cases(STEP, replayed=stored_symptoms, examine=_examine)
 @case(STEP, "stored", weight=2)
 def test_stored_outputs(impl):
     """is True exactly strictly above the diagonal, for 1 to 10 tokens"""
-    check_stored(impl, STEP, apply, "causal_mask", atol=0, rtol=0, symptoms=stored_symptoms)
+    # the masks of three tokens and more first: on one or two tokens several mistakes give the same mask (on one,
+    # the diagonal True, every entry True and True marking the allowed entries are all [[True]])
+    for few in (False, True):
+        check_stored(impl, STEP, apply, "causal_mask", atol=0, rtol=0, symptoms=stored_symptoms,
+                     where=lambda record, few=few: (int(record["num_tokens"]) <= 2) == few)
 
 
 @case(STEP, "property")

@@ -1,5 +1,7 @@
 """Hidden suite of `cosine_similarity` (assignment 01)."""
 
+import re
+
 import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
@@ -34,7 +36,29 @@ def _called(impl, a, b, what):
         return impl.cosine_similarity(a, b)
     except RemoteError as error:
         _explain_norm_of_two(impl, error, what)
+        if re.search(r"for @: '(numpy\.)?float\d*' and '(numpy\.)?float\d*'", str(error)):
+            raise CaseFailure(f"{what} raised {error.type_name}: {MATMUL_OF_NUMBERS}") from None
+        if error.type_name == "IndexError" and f"with size {len(a)}" in str(error):
+            _named_on_longer_vectors(impl, error, what)
         raise
+
+
+def _named_on_longer_vectors(impl, error, what):
+    """An IndexError on short vectors of a cosine written out for a fixed number of entries, named by what it gives
+    on vectors of five, where it runs; quiet otherwise."""
+    a, b = rng(207).normal(size=(2, 5))
+    try:
+        value = checks.to_float(impl.cosine_similarity(a.copy(), b.copy()), what)
+    except (RemoteError, CaseFailure):
+        return
+    symptom = checks.named_mistake(np.asarray(value), _first_entries(a, b))
+    if symptom is not None:
+        raise CaseFailure(f"{what} raised {error.type_name}, and on vectors of 5 entries it runs: {symptom}") from None
+
+
+# np.linalg.norm(a) @ np.linalg.norm(b): the lengths are numbers, and @ multiplies arrays only
+MATMUL_OF_NUMBERS = ("it multiplies two single numbers (the lengths?) with @, the matrix product, which takes arrays of "
+                     "at least one axis; numbers multiply with *")
 
 
 NORM_OF_TWO = ("np.linalg.norm(a, b) reads b as the norm's order (ord=), not as a second vector, so it "
@@ -61,26 +85,65 @@ ANGLE = "returns the angle (arccos of the cosine); the step returns the cosine i
 
 
 def _wrong_divisors(a, b):
-    """(divisor, its name) of the known mistakes in the cosine's denominator. The plain sums' product equals the
-    ord=1 lengths' where no entry is negative, so there one name says both."""
+    """(divisor, its name) of the known mistakes in the cosine's denominator. Where two of them are equal on these
+    inputs (the plain sums' product and the ord=1 lengths' where no entry is negative, say), the first one's name
+    says both."""
     plain = np.sum(a) * np.sum(b)
-    both = " or the plain sums, sum(a)·sum(b), equal where no entry is negative," * bool(
-        np.isclose(plain, np.sum(np.abs(a)) * np.sum(np.abs(b))))
+    absolute = np.sum(np.abs(a)) * np.sum(np.abs(b))
+    # np.sqrt(np.sum(a) ** 2): the entries summed, then squared, where a length squares them first
+    sums_squared = np.abs(np.sum(a)) * np.abs(np.sum(b))
+
+    def also(divisor, other, name):
+        return f" (or {name}, equal here)" * bool(np.isclose(divisor, other))
+
+    both = " or the plain sums, sum(a)·sum(b), equal where no entry is negative," * bool(np.isclose(plain, absolute))
+    squared_sums = "the square roots of the squared sums, |sum(a)|·|sum(b)|"
+    products, dot = np.linalg.norm(a * b), abs(np.dot(a, b))
     return [(np.linalg.norm(a) ** 2, "|a|²"),
             (np.linalg.norm(a), "|a| alone (that makes the length of b's projection on a)"),
             (np.linalg.norm(b), "|b| alone (that makes the length of a's projection on b)"),
             (np.dot(a, a) * np.sqrt(np.dot(b, b)), "|a|²·|b| (** binds before *, so a·a * (b·b) ** 0.5 takes "
                                                    "the root of b·b only)"),
-            (np.sum(np.abs(a)) * np.sum(np.abs(b)), "the sums of absolute entries (ord=1 lengths; a length is the "
-                                                    f"square root of the sum of squared entries){both}"),
+            (absolute, "the sums of absolute entries (ord=1 lengths; a length is the square root of the sum of "
+                       f"squared entries){both}{also(absolute, sums_squared, squared_sums)}"),
             (plain, "the plain sums of the entries, sum(a)·sum(b) (a length is the square root of the sum of "
-                    "squared entries),"),
-            (np.linalg.norm(a) + np.linalg.norm(b), "|a| + |b|, the sum of the lengths,"),
+                    f"squared entries),{also(plain, sums_squared, squared_sums)}"),
+            (np.linalg.norm(a) + np.linalg.norm(b), "|a| + |b|, the sum of the lengths,"
+                                                    + also(np.linalg.norm(a) + np.linalg.norm(b),
+                                                           np.linalg.norm(a + b), "|a + b|")),
             (len(a) * np.linalg.norm(a) * np.linalg.norm(b), "|a|·|b| times the number of entries"),
-            (np.linalg.norm(a * b), "the length of the products a_i b_i"),
+            (products, "the length of the products a_i b_i" + also(products, dot, "the size of a·b itself")),
             (len(a), "the number of entries (len(a)), which makes a mean of the products,"),
             (np.linalg.norm(np.stack([a, b])), "one length of a and b stacked together, sqrt(|a|² + |b|²) (as "
-                                               "np.linalg.norm([a, b]) gives),")]
+                                               "np.linalg.norm([a, b]) gives),"),
+            (sums_squared, f"{squared_sums}: each sum is taken before squaring, where a length squares each entry "
+                           "first, then sums,"),
+            (np.linalg.norm(a) * np.dot(b, b), "|a|·|b|², b's sum of squares left without its square root,"),
+            # a·b / (a·a * b·b) ** 1 / 2 is (a·b / (a·a * b·b)) / 2
+            (2 * np.dot(a, a) * np.dot(b, b), "2(a·a)(b·b): y ** 1 / 2 is (y ** 1) / 2, since ** binds before /, so "
+                                              "no square root is taken and the quotient is halved; a square root is "
+                                              "** 0.5, or ** (1 / 2) with parentheses,"),
+            (np.linalg.norm(a + b), "|a + b|, the length of the sum of the vectors,"),
+            (dot, "the size of a·b itself (the norm of one number is its absolute value), which leaves only its "
+                  "sign, ±1,")]
+
+
+def _first_entries(a, b):
+    """(candidate, diagnosis) of a cosine written out entry by entry for vectors of k entries (k = 2, 3: the notes'
+    examples), which on longer vectors reads the first k alone, in the lengths, the dot product or both."""
+    found = []
+    for k in (2, 3):
+        if len(a) <= k:
+            continue
+        def head(part, k=k):
+            return (f"in {part} only the first {k} entries count (written out entry by entry, a[0] * b[0] + a[1] * b[1] "
+                    f"+ ..., for vectors of {k}): the cosine sums over all d entries of a and b")
+
+        dot, lengths = np.dot(a[:k], b[:k]), np.linalg.norm(a[:k]) * np.linalg.norm(b[:k])
+        found += [(lambda dot=dot, lengths=lengths: dot / lengths, head("the dot product and the lengths")),
+                  (lambda lengths=lengths: np.dot(a, b) / lengths, head("the lengths")),
+                  (lambda dot=dot: dot / (np.linalg.norm(a) * np.linalg.norm(b)), head("the dot product"))]
+    return found
 
 
 def stored_symptoms(record, k):
@@ -88,7 +151,7 @@ def stored_symptoms(record, k):
     the stored outputs and of the notes' worked examples."""
     a, b = record["a"], record["b"]
     cosine = _cosine(a, b)
-    return [(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
+    return [*_first_entries(a, b),(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
             (lambda: np.dot(a, b) / np.linalg.norm(a) * np.linalg.norm(b),
              "divides by |a| and then multiplies by |b|: a / x * y is (a / x) * y; the product of the "
              "lengths needs parentheses"),
@@ -158,9 +221,14 @@ def _named_call(impl, a, b, what):
     value = checks.to_float(_called(impl, a, b, what), what)
     right = _cosine(a, b)
     symptom = checks.named_mistake(np.asarray(value), _confirmed(impl, stored_symptoms({"a": a, "b": b}, 0)))
-    if symptom is not None and np.isfinite(value) and not abs(value - right) <= 1e-9:
+    # within the extremes' own tolerance a value is not blamed: a right formula a hair off (an epsilon added to
+    # the lengths' product) is as near to a known mistake that gives the right cosine here (|a|² where b = -a)
+    if symptom is not None and np.isfinite(value) and not abs(value - right) <= EXTREMES_TOLERANCE:
         raise CaseFailure(f"{what}: {symptom}")
     return value
+
+
+EXTREMES_TOLERANCE = 1e-6
 
 
 @case(STEP, "property")
@@ -169,14 +237,14 @@ def test_range_and_extremes(impl):
     r = rng(202)
     a = r.normal(size=4)
     same = _named_call(impl, a, 3.0 * a, "cosine_similarity(a, 3a)")
-    if not abs(same - 1) <= 1e-6:  # nan is not 1 either
+    if not abs(same - 1) <= EXTREMES_TOLERANCE:  # nan is not 1 either
         if np.isnan(same):  # nan names no formula: on positive entries every known one runs (roots, arccos) and shows
             _named_call(impl, *np.abs(rng(206).normal(size=(2, 4))) + 0.5,
                         "cosine_similarity(a, 3a) is nan, and cosine_similarity of two vectors of positive entries")
         raise CaseFailure(f"cosine_similarity(a, 3a) is {same:.4g}, and parallel vectors have cosine 1, whatever their "
                           f"lengths; {checks.UNNAMED}")
     opposite = _named_call(impl, a, -a, "cosine_similarity(a, -a)")
-    if not abs(opposite + 1) <= 1e-6:
+    if not abs(opposite + 1) <= EXTREMES_TOLERANCE:
         raise CaseFailure(f"cosine_similarity(a, -a) is {opposite:.4g}, and opposite vectors have cosine -1 "
                           f"(a·(-a) = -|a|², divided by |a|·|a|); {checks.UNNAMED}")
     for _ in range(20):

@@ -121,9 +121,12 @@ def _confirmed(impl, ladder):
     column lengths are row lengths), which the probe tells apart; a square one, since some mistakes run
     only there. A diagnosis worded for a single row has no twin there, and is kept as it is."""
     X = rng(305).normal(size=(5, 5))
-    on_probe = {symptom for _, symptom in _mistakes(X)}
+    # np.corrcoef of one row is one number: the same code gives Pearson's table on the probe
+    pearson_table = (lambda: np.corrcoef(X), PEARSON_ONE_ROW)
+    on_probe = {symptom for _, symptom in _mistakes(X)} | {PEARSON_ONE_ROW}
     return cases.confirmed(ladder, lambda: impl.cosine_similarity_matrix(X.copy()),
-                           lambda: stored_symptoms({"X": X}, 0), only=lambda symptom: symptom in on_probe)
+                           lambda: [*stored_symptoms({"X": X}, 0), pearson_table],
+                           only=lambda symptom: symptom in on_probe)
 
 
 def _value(candidate):
@@ -176,8 +179,10 @@ def _mistakes(X):
                                         "opposite rows, and the sign is what tells them from rows that point alike"),
         (lambda: 1 - unit @ unit.T, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
         (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
-         "subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares "
-         "the rows as they are (their directions from the origin)"),
+         PEARSON),
+        *[(lambda: np.corrcoef(X), PEARSON_ONE_ROW)] * (n == 1),
+        (lambda: unit @ X.T, ONE_SIDE_NORMALISED),
+        (lambda: X @ unit.T, ONE_SIDE_NORMALISED),
         *[(lambda zeroed=zeroed: zeroed, f"puts 0 in place of {part}: {why}")
           for zeroed, part, why in _zeroed_parts(unit @ unit.T)],
         *rounded(unit @ unit.T)]
@@ -196,6 +201,17 @@ def _zeroed_parts(cosines):
             (np.maximum(cosines, 0), "every negative cosine (a clip at 0)",
              "rows that point apart have cosines below 0, down to -1 for opposite rows"),
             ]
+
+
+PEARSON = ("subtracts each row's mean first: that is Pearson's correlation, not the cosine, which compares the rows as "
+           "they are (their directions from the origin)")
+# np.corrcoef(X): Pearson's table, which for a single row is one number (the row with itself, 1), not a (1, 1) table
+PEARSON_ONE_ROW = ("is one number for a single row, as np.corrcoef(X) gives it: that is Pearson's correlation (each row's "
+                   "mean subtracted first), not the cosine, and the table of one row is (1, 1)")
+# unit @ X.T (or X Xᵀ divided by the lengths along one axis only): each entry divided by one of its two rows' lengths
+ONE_SIDE_NORMALISED = ("divides each dot product by the length of only one of its two rows (one factor of the product "
+                       "made of unit rows, the other left as X): the cosine of rows i and j divides by both lengths, "
+                       "|x_i|·|x_j|")
 
 
 INTEGER_ROWS = ("converts X to integers first (an int dtype), which drops the fractional part: a row whose entries "

@@ -50,6 +50,8 @@ def _merged(impl, x):
                 from None
         if error.type_name == "IndexError" and h > b and f"for dimension 0 with size {b}" in str(error):
             _explain_heads_read_from_batch(impl, x, error)
+        if error.type_name == "IndexError" and h > t and f"for dimension 2 with size {t}" in str(error):
+            _explain_heads_read_from_tokens(impl, x, error)
         raise
 
 
@@ -74,11 +76,30 @@ def _explain_heads_read_from_batch(impl, x, error):
                           f"batch of {h}, which names the cause: {BATCH_AS_HEADS}") from None
 
 
+def _explain_heads_read_from_tokens(impl, x, error):
+    """x[:, :, i] for head i indexes the tokens, which raises where there are more heads than tokens: run again
+    with as many tokens as heads, where it fits, and name it if it took the tokens for heads."""
+    h, t = x.shape[1], x.shape[2]
+    as_many = x[:, :, torch.arange(h) % t]  # (batch, num_heads, num_heads, head_dim): as many tokens as heads
+    try:
+        out = checks.to_array(impl.merge_heads(as_many), "merge_heads")
+    except RemoteError:
+        return
+    if toolkit.close(out, np.concatenate([as_many.numpy()[:, :, i] for i in range(h)], axis=-1)):
+        raise CaseFailure(f"merge_heads raised {error.type_name} on {t} tokens with {h} heads, and runs on {h} "
+                          f"tokens, which names the cause: {TOKENS_AS_HEADS}") from None
+
+
 # transpose(0, 1) for transpose(1, 2): the heads move in front of the batch, not behind the tokens; on a
 # batch of one that is the reshape without a transpose, so that message gives both readings
 SWAPS_BATCH_AND_HEADS = ("swaps the batch and the heads (transpose(0, 1)) where the heads and the tokens "
                          "belong (transpose(1, 2))")
 BATCH_AS_HEADS = "it goes through x's first axis, the batch, as if it were the heads: x is (batch, num_heads, T, head_dim)"
+# x[:, :, i] for head i: the tokens' axis indexed, which gives num_heads of the tokens, each with every head's rows
+TOKENS_AS_HEADS = ("it takes head i as x[:, :, i], which indexes x's third axis, the tokens: x is (batch, num_heads, T, "
+                   "head_dim), the heads second")
+SWAPS_BATCH_AND_TOKENS = ("it swaps the batch and the tokens (transpose(0, 2)) before the reshape, which mixes the "
+                          "sequences of the batch: the axes to swap are the heads and the tokens")
 
 
 def _mistakes(x):
@@ -89,6 +110,8 @@ def _mistakes(x):
              "batch of one gives the same entries" if b == 1 else "")),
             (lambda: x.transpose(1, 0, 2, 3).reshape(b, t, h * hd), f"it {SWAPS_BATCH_AND_HEADS} before the "
              "reshape, which mixes the sequences of the batch"),
+            # transpose(0, 2): on a batch of one that is the right merge, so no output names it there
+            (lambda: x.transpose(2, 1, 0, 3).reshape(b, t, h * hd), SWAPS_BATCH_AND_TOKENS),
             (lambda: x.transpose(0, 2, 3, 1).reshape(b, t, hd * h),
              "the heads' features are interleaved; head i's features must form the block "
              "[i*head_dim, (i+1)*head_dim)"),
@@ -113,6 +136,7 @@ def _joined_wrongly(x):
             (lambda: x.transpose(1, 0, 2, 3).reshape(h * b, t, hd), "the heads are put one after another "
              "along the batch axis; they go side by side along the features"),
             (lambda: x.transpose(1, 2, 0, 3).reshape(h, t, b * hd), BATCH_AS_HEADS),
+            *([(lambda: np.concatenate([x[:, :, i] for i in range(h)], axis=-1), TOKENS_AS_HEADS)] if h <= t else []),
             (lambda: x.transpose(0, 1, 3, 2).reshape(b, t, h * hd), "it swaps each head's tokens and features "
              "(the last two axes) before the reshape, which mixes tokens and features; the axes to swap are "
              "the heads and the tokens"),

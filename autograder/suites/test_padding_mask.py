@@ -31,6 +31,26 @@ def _blocked(lengths, num_tokens):
     return (np.arange(num_tokens)[None, :] >= np.asarray(lengths)[:, None])[:, None, :]
 
 
+# lengths[None, :] (or .view(1, -1)), or lengths as they are: the lengths lie along the positions' axis
+LENGTHS_AS_A_ROW = ("lengths lie along the same axis as the positions (as they are, (batch,), or with an axis in front, "
+                    "(1, batch)), so each length meets only the position at its own index (it runs where batch == "
+                    "num_tokens, comparing them pair by pair); each sequence's length must meet a whole row of "
+                    "positions, one sequence per row")
+
+
+def _explain_lengths_as_a_row(impl, what, error):
+    """A comparison that does not broadcast, run again with as many sequences as positions, where lengths made a row
+    fit: a mask whose entries are position j against lengths[j] alone names LENGTHS_AS_A_ROW; quiet otherwise."""
+    lengths = np.array([2, 4, 1, 3])
+    try:
+        out = impl.padding_mask(torch.as_tensor(lengths), len(lengths))
+        entries = np.asarray(out.cpu() if torch.is_tensor(out) else out).astype(bool).ravel()
+    except (RemoteError, TypeError, ValueError):
+        return
+    if entries.shape == lengths.shape and np.array_equal(entries, np.arange(len(lengths)) >= lengths):
+        raise CaseFailure(f"{what} raised {error.type_name}: {LENGTHS_AS_A_ROW}") from None
+
+
 def _call(impl, lengths, num_tokens, strict=False):
     """padding_mask(lengths, num_tokens) as a bool NumPy array, or a CaseFailure naming why not.
 
@@ -42,6 +62,7 @@ def _call(impl, lengths, num_tokens, strict=False):
         # the one comparison of a padding mask is of lengths (batch,) with positions (num_tokens,)
         if not any(phrase in str(error) for phrase in _NOT_BROADCAST):
             raise
+        _explain_lengths_as_a_row(impl, what, error)
         raise CaseFailure(f"{what} raised {error.type_name}: lengths (batch,) and the key positions (num_tokens,) "
                           "do not broadcast as they are compared; each sequence's length must meet a whole row "
                           "of positions, so one of the two needs an axis of its own") from None

@@ -272,11 +272,12 @@ class WholeInputs(Layer):
 # --- a NumPy model of cached attention, with known mistakes as switches -----------------------
 
 def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
-          axis=-1, roles="qkv", new_keys_only=False, shift=0):
+          axis=-1, roles="qkv", new_keys_only=False, shift=0, from_end=None):
     """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
     the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally);
     shift: their rows are taken `shift` rows on (mask[start + 1:...] for 1, one row back for -1), as if each
-    token sat `shift` positions later; new_keys_only: the scores are taken against the new keys alone while
+    token sat `shift` positions later; from_end (context_length): their rows are the mask's last t (mask[-t:]), as if
+    the new tokens sat at the end of the context; new_keys_only: the scores are taken against the new keys alone while
     the values are all those held (a lone new token's one score spreads over every key; several new tokens
     after a cache do not fit). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
@@ -304,7 +305,7 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
                 raise ValueError("the new tokens' scores do not fit the mask")
             scores = np.broadcast_to(qs @ np.swapaxes(k[:, start:start + 1], -1, -2) / divisor, scores.shape)
         key_pos = np.arange(keys_from, start + size)[None, :]  # positions in the whole sequence
-        query_pos = np.arange(size)[:, None] + (start if offset else 0) + shift
+        query_pos = np.arange(size)[:, None] + ((start if offset else 0) + shift if from_end is None else from_end - size)
         blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
                    "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos,
                    "columns": _columns_mask(start, size)}[mask]
@@ -320,6 +321,18 @@ def _columns_mask(start, size):
     if start and size > 1:
         return np.zeros((size, 0), dtype=bool)  # no output: the code under test raises here (mask and scores differ)
     return np.arange(start, start + size)[None, :] > np.arange(size)[:, None]
+
+
+# self.mask[-t:, ...]: the rows of the context's last t positions, whatever the cache holds
+ROWS_FROM_END = ("the new tokens' rows of the mask are taken from its end (its last t rows, the positions at the end "
+                 "of the context), not at the new tokens' own positions in the sequence, which the cache's length "
+                 "tells: a prompt's tokens are masked as if they came later and see the tokens after them")
+
+
+def from_end_mistake(compute, context_length):
+    """[(candidate, ROWS_FROM_END)] of a layer built for `context_length`, `compute(**switches)` being `model` on the
+    inputs at hand: none where context_length is not known."""
+    return [] if context_length is None else [(lambda: compute(from_end=context_length), ROWS_FROM_END)]
 
 
 NEW_KEYS_ONLY = ("the scores are the new queries times every key cache.update returns, the cached ones included, "

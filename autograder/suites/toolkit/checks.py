@@ -111,8 +111,8 @@ def _matches(actual, candidate, atol, rtol):
     candidate = asarray(candidate, dtype=np.float64)
     if candidate.shape != actual.shape:
         return False
-    with np.errstate(invalid="ignore"):
-        near = abs(actual - candidate) <= atol + rtol * abs(candidate)
+    with np.errstate(invalid="ignore"):  # an infinite candidate's tolerance is infinite too: only equality counts there
+        near = np.isfinite(candidate) & (abs(actual - candidate) <= atol + rtol * abs(candidate))
     return bool((near | (actual == candidate) | (np.isnan(actual) & np.isnan(candidate))).all())
 
 

@@ -3,6 +3,8 @@ note on the input-width rungs wherever a width of x or the context, whole or per
 give the same scores and the message says both; and on the unscaled rung wherever such a width per head is 1, whose
 square root divides by nothing. Its suite is near full, so this lives here."""
 
+import numpy as np
+
 from autograder.suites.toolkit.multihead import SCALED_BY_HEADS
 
 # The input widths each scale switch of multihead.cross_attention divides by the square root of.
@@ -18,10 +20,42 @@ OR_WIDTH_ONE = (", or divided by the square root of a width taken from x or the 
                 "which is 1 here and gives the same scores")
 
 
-def or_heads(switches, why, d_q, d_kv, num_heads):
+# A scale written in as a number, whatever the layer's widths: 2 ** 0.5 (a head_dim of 2 seen once), 2, or 8 (the
+# square root of GPT-2's head_dim, 64). Each is a rung of its own, last; where a rung before it gives the same scores
+# on an input, that rung's cause says it too (OR_FIXED), so neither is blamed alone.
+FIXED_DIVISORS = {2 ** 0.5: "2 ** 0.5", 2.0: "2", 8.0: "8"}
+FIXED = [(dict(scale=divisor), f"the scores are divided by a fixed number, {name}, written into the code: the scale "
+                               "follows the layer, the square root of its heads' width, head_dim = d_out // num_heads")
+         for divisor, name in FIXED_DIVISORS.items()]
+OR_FIXED = " (or by a fixed number written in, {}, which gives the same scores here)"
+
+
+def or_heads(switches, why, d_q, d_kv, num_heads, compute=None):
     """`why`, the message of a scale taken from an input's width (`switches`), its cause kept and its advice replaced
     by OR_HEADS where that width is num_heads on this input (d_q and d_kv the widths of x and the context); the
-    unscaled rung's cause joined by OR_WIDTH_ONE where such a width is 1, so a divisor of 1 is not blamed alone."""
+    unscaled rung's cause joined by OR_WIDTH_ONE where such a width is 1, so a divisor of 1 is not blamed alone; and
+    any wrong scale's cause joined by OR_FIXED where `compute(**switches)`, the model's output, is also what a fixed
+    divisor gives here."""
+    return _or_fixed(switches, _or_heads(switches, why, d_q, d_kv, num_heads), compute)
+
+
+def _or_fixed(switches, why, compute):
+    scale = switches.get("scale")
+    if compute is None or scale in (None, "head") or isinstance(scale, float):
+        return why
+    for divisor, name in FIXED_DIVISORS.items():
+        try:
+            with np.errstate(all="ignore"):
+                same = np.allclose(compute(**switches), compute(scale=divisor), equal_nan=True)
+        except Exception:  # noqa: BLE001 - a model that cannot run here coincides with nothing
+            continue
+        if same:  # said before the advice, which a report may cut
+            cut = min(i for i in (why.find(";"), why.find(":"), len(why)) if i >= 0)
+            return why[:cut] + OR_FIXED.format(name) + why[cut:]
+    return why
+
+
+def _or_heads(switches, why, d_q, d_kv, num_heads):
     if switches.get("scale") == "none":
         ones = [name for name, width in _WIDTHS.items() if width(d_q, d_kv, num_heads) == 1]
         cause, advice = why.split(": ", 1)
@@ -33,6 +67,7 @@ def or_heads(switches, why, d_q, d_kv, num_heads):
 
 
 def with_heads(mistakes):
-    """`mistakes` [(switches, why)] and sqrt(num_heads) last, after the input widths it may equal."""
-    return [*mistakes, SCALED_BY_HEADS]
+    """`mistakes` [(switches, why)] and sqrt(num_heads) last, after the input widths it may equal, then the fixed
+    divisors, which any of them may equal."""
+    return [*mistakes, SCALED_BY_HEADS, *FIXED]
 

@@ -138,6 +138,13 @@ CROSS_MISTAKES = [
     (dict(split="no_transpose", merge="no_transpose"), "the heads are split and merged with view/reshape alone, no "
                                                        "transpose either way, so each head holds pieces of several "
                                                        "tokens, of x's and of the context's alike"),
+    # the queries split right (split_heads) and the context's projections cut straight, each line written apart
+    (dict(split="keys_no_transpose"), "the keys are split with view/reshape straight to (batch, num_heads, T_k, "
+                                      "head_dim), with no transpose, while the queries are split right: each key "
+                                      "head holds pieces of several context tokens"),
+    (dict(split="context_no_transpose"), "the keys and values are split with view/reshape straight to (batch, "
+                                         "num_heads, T_k, head_dim), with no transpose, while the queries are split "
+                                         "right: each head of the context holds pieces of several of its tokens"),
     (dict(merge="no_transpose"), "the heads are merged with view/reshape without transposing the head and token "
                                  "dimensions back first, which mixes the queries"),
     (dict(values="W_key"), "the values come from W_key: use W_value"),
@@ -260,10 +267,12 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     nan where the mask is False) | "heads" (the
     mask lined up with the heads) | "queries" (with the queries); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
-    | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads));
+    | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads)) | a number (a fixed divisor);
     `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
     head_dim; the keys' axes in the scores' product);
-    `causal` (a causal mask as well); `out_proj` False; split "no_transpose"; merge "reversed" | "no_transpose";
+    `causal` (a causal mask as well); `out_proj` False; split "no_transpose" (every projection cut straight into
+    heads) | "keys_no_transpose" (the keys only) | "context_no_transpose" (keys and values); merge "reversed" |
+    "no_transpose";
     the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
     renormalising); `heads_factor`, `biases` and `residual` (x added to the output) as for `model.attention`;
@@ -277,19 +286,23 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
 
     cut = split_into or num_heads
 
-    def into_heads(z):
-        if split == "no_transpose":  # (..., T, d_out) read straight as (..., heads, T, width)
+    def into_heads(z, straight):
+        if straight:  # (..., T, d_out) read straight as (..., heads, T, width)
             return z.reshape(*z.shape[:-2], cut, z.shape[-2], z.shape[-1] // cut)
         return np.swapaxes(z.reshape(*z.shape[:-1], cut, z.shape[-1] // cut), -3, -2)
 
-    q, k, v = into_heads(project("W_query", x)), into_heads(project("W_key", context)), into_heads(project(values, context))
+    straight = {"no_transpose": "qkv", "keys_no_transpose": "k", "context_no_transpose": "kv"}.get(split, "")
+    q = into_heads(project("W_query", x), "q" in straight)
+    k = into_heads(project("W_key", context), "k" in straight)
+    v = into_heads(project(values, context), "v" in straight)
     d_out = cut * q.shape[-1]
     head_dim = d_out // num_heads
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_out": math.sqrt(d_out), "head_linear": head_dim,
                "twice_linear": 2 * head_dim, "d_kv": math.sqrt(context.shape[-1]), "d_q": math.sqrt(x.shape[-1]),
                "d_q_heads": math.sqrt(x.shape[-1] // num_heads), "times_sqrt": 1 / math.sqrt(head_dim),
                "d_kv_heads": math.sqrt(context.shape[-1] // num_heads),
-               "cut": math.sqrt(q.shape[-1]), "tokens": math.sqrt(context.shape[-2]), "heads": math.sqrt(num_heads)}[scale]
+               "cut": math.sqrt(q.shape[-1]), "tokens": math.sqrt(context.shape[-2]), "heads": math.sqrt(num_heads),
+               }[scale] if isinstance(scale, str) else scale  # a number: a fixed divisor written in
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     blocked = np.zeros(scores.shape, dtype=bool)
     if key_padding_mask is not None and mask != "ignored":
@@ -318,6 +331,16 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         weight, bias = linears["out_proj"]
         merged = merged @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
     return merged + x if residual else merged
+
+
+def random_cross_layers(r, d_q, d_kv, d_out, bias, out_bias=False):
+    """Random layers of CrossAttention; out_proj's bias is zeros unless `out_bias`. Only the stored records give it
+    values (as MultiHeadAttention's suite does), so out_proj built without a bias, a slip, costs the stored case
+    and the attribute case, not every case that loads the layer."""
+    layers = {"W_query": random_linear(r, d_out, d_q, bias)}
+    layers |= {name: random_linear(r, d_out, d_kv, bias) for name in ("W_key", "W_value")}
+    layers["out_proj"] = random_out_proj(r, d_out, out_bias)
+    return layers
 
 
 def random_out_proj(r, d_out, with_bias):
