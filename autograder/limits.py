@@ -52,10 +52,14 @@ SHM_BYTES = 256 * 1024**2  # its private /dev/shm
 SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder
 OUTBOX_BYTES = 16 * 1024**2  # the folder of its ZeroMQ sockets and its own log
 TMPFS_INODES = 20_000  # files and folders in each of those mounts
-MAX_COPIED_FILES = 2000  # files of a submission folder copied into its sandbox
+# Entries of a submission folder copied into its sandbox: files, folders and links, each a file of its
+# kernel's working tmpfs, which holds TMPFS_INODES (r50: 21,000 empty folders, not counted, failed the
+# kernel's own copy, and the notebook was not graded)
+MAX_COPIED_ENTRIES = 2000
 MAX_COPIED_BYTES = 200 * 1024**2  # bytes of those files, together
 JOBS_BYTES = 3 * MAX_COPIED_BYTES + 16 * 1024**2  # a warm parent's job folders: two kernels' and one going
 assert TMP_BYTES + SHM_BYTES + SCRATCH_BYTES + OUTBOX_BYTES < SUBMISSION_MEMORY
+assert MAX_COPIED_ENTRIES < TMPFS_INODES
 
 # --- what the judge reads from a kernel -------------------------------------------------------
 # A reply is hostile input: its size, its nesting and the time to read it are all bounded, and
