@@ -74,6 +74,11 @@ SANDBOX_CHECK = 20  # seconds for bubblewrap to show, once per process, that it 
 MAX_SUBMITTED_FILE_BYTES = 100 * 1000**2  # nbgrader's own default (CourseDirectory.max_file_size)
 MAX_SUBMITTED_DEPTH = 32  # folders nested in a submission folder; a deeper one is left out whole
 MAX_SUBMITTED_PATH_BYTES = 1024  # a folder's path inside the submission folder, likewise
+# Files and folders a submission folder may hold; those past them are left out. nbgrader reads a folder in
+# time that grows with the square of its entries (`nbgrader.utils.find_all_files` lists an entry's whole
+# folder again for each entry, to match its ignore patterns): 1,000 take 3 s, 21,000 empty files held
+# `nbgrader autograde`, and `coursekit autograde`'s driver with the whole class, more than 10 minutes (r50)
+MAX_SUBMITTED_ENTRIES = 1000
 MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker
 # What one archive handed to `nbgrader zip_collect` may unpack to, the archives inside it included
 # (coursekit/archives.py): a larger one is left out whole, before anything is written.

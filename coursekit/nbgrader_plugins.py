@@ -12,6 +12,7 @@ nbgrader_config.py (nbgrader imports them from there, in its own processes).
 - `GradesCsv` (`c.ExportApp.plugin_class`): `nbgrader export`'s grades.csv, safe in a spreadsheet
   and blank where a submission could not be graded.
 """
+import fnmatch
 import glob
 import html
 import os
@@ -26,10 +27,19 @@ from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.plugins.zipcollect import ExtractorPlugin, FileNameCollectorPlugin
 from nbgrader.preprocessors import OverwriteCells
-from nbgrader.utils import is_ignored
 from traitlets import Bool, Unicode
 
 from coursekit import archives, csvsafe, handed_in, intake, standing, zip_names
+
+
+def ignored(name, patterns):
+    """Whether nbgrader's `is_ignored` ignores a file named `name`: a pattern matches the name
+    alone, as glob matches it (a name starting with a dot only where the pattern does). nbgrader's
+    lists the file's folder for each pattern, once per file: 21,000 files handed in took collect
+    minutes (red-team round r50)."""
+    return any(name == pattern if not glob.has_magic(pattern)
+               else fnmatch.fnmatchcase(name, pattern) and (pattern.startswith(".") or not name.startswith("."))
+               for pattern in patterns)
 
 
 class SafeCollect(ExchangeCollect):
@@ -90,9 +100,9 @@ class SafeCollect(ExchangeCollect):
         intake.forget(root, assignment, student)
 
         def keep(relative):
-            return not is_ignored(os.path.join(src, relative), self.coursedir.ignore)
+            return not ignored(os.path.basename(relative), self.coursedir.ignore)
 
-        dropped = intake.safe_copy(src, dest, keep=keep)
+        dropped = intake.safe_copy(src, dest, keep=keep, notebooks=intake.assignment_notebooks(root, assignment))
         record = next(r for r in self.src_records if r["filename"] == os.path.basename(src))
         # When its files last changed, read again now that they are copied: the time was read for the whole
         # class before the first copy, and a student who changed theirs in between (told by their folder's
