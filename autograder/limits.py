@@ -79,6 +79,10 @@ MAX_SUBMITTED_PATH_BYTES = 1024  # a folder's path inside the submission folder,
 # folder again for each entry, to match its ignore patterns): 1,000 take 3 s, 21,000 empty files held
 # `nbgrader autograde`, and `coursekit autograde`'s driver with the whole class, more than 10 minutes (r50)
 MAX_SUBMITTED_ENTRIES = 1000
+# Cells of a notebook handed in that are graded; those past them are left out. nbgrader's preprocessors and
+# nbformat's validation cost the driver about 0.8 ms a cell: 300,000 empty Markdown cells (28 MB) held
+# `coursekit autograde`'s driver, and the whole class with it, 4 minutes (r50). The release holds 52
+MAX_NOTEBOOK_CELLS = 1000
 MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker
 # What one archive handed to `nbgrader zip_collect` may unpack to, the archives inside it included
 # (coursekit/archives.py): a larger one is left out whole, before anything is written.

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from autograder.errors import one_line
 from autograder.limits import (
+    MAX_NOTEBOOK_CELLS,
     MAX_SUBMITTED_DEPTH,
     MAX_SUBMITTED_ENTRIES,
     MAX_SUBMITTED_FILE_BYTES,
@@ -383,6 +384,35 @@ def take_in(root, assignment, student, folder):
     if folder.is_dir():
         quarantine(root, assignment, student, folder)
         disarm(folder)
+        for notebook in sorted(folder.glob("*.ipynb")):
+            trim_cells(root, assignment, student, notebook)
+
+
+CELL = b'"cell_type"'  # once in each cell of a notebook's JSON (a key elsewhere, too: an upper bound)
+
+
+def trim_cells(root, assignment, student, notebook):
+    """Leave out the cells of `notebook` past its first MAX_NOTEBOOK_CELLS, the notebook as handed in
+    kept in the quarantine; a graded cell among them nbgrader puts back, as one deleted. A notebook
+    that is no JSON, or of an old format, is left as it is: nbgrader says why it cannot be graded."""
+    raw = notebook.read_bytes()
+    if raw.count(CELL) <= MAX_NOTEBOOK_CELLS:
+        return
+    try:
+        nb = json.loads(raw)
+        cells = nb["cells"]
+    except (ValueError, RecursionError, TypeError, KeyError):
+        return
+    if not isinstance(cells, list) or len(cells) <= MAX_NOTEBOOK_CELLS:
+        return
+    nb["cells"] = cells[:MAX_NOTEBOOK_CELLS]
+    away = CourseDir(root).intake(assignment, student) / QUARANTINE / notebook.name
+    away.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(notebook, away)
+    notebook.write_text(json.dumps(nb, indent=1))
+    record(root, assignment, student, [Dropped(notebook.name, (
+        f"{REPLACED}its {len(cells) - MAX_NOTEBOOK_CELLS} cells after the first {MAX_NOTEBOOK_CELLS} were left "
+        "out, not run (a graded one among them was put back as released)"))])
 
 
 def autograde_hook(assignment, student, notebooks):

@@ -11,8 +11,12 @@ Red-team round r50, with empty files and folders handed in beside the notebook:
   the square of their number: `coursekit autograde`'s driver spent more than 10 minutes in it before
   it handed any classmate's submission to a worker (1,000 entries take 3 s, 4,000 take 43), and
   collect did the same for every file. Intake takes in MAX_SUBMITTED_ENTRIES now (never leaving out
-  the assignment's notebook), and collect matches the patterns against each name alone."""
+  the assignment's notebook), and collect matches the patterns against each name alone.
+- a notebook of 300,000 empty Markdown cells (28 MB): nbgrader's preprocessors and nbformat's
+  validation cost the driver about 0.8 ms a cell, and it held the whole class 4 minutes (100 MB would
+  hold it a quarter of an hour). Intake leaves the cells past MAX_NOTEBOOK_CELLS out."""
 
+import json
 import os
 import time
 
@@ -21,7 +25,7 @@ from test_judge import notebook, points
 
 from autograder.judge import judge_notebook
 from autograder.kernel.manager import copy_submission
-from autograder.limits import MAX_COPIED_ENTRIES, MAX_SUBMITTED_ENTRIES, TMPFS_INODES
+from autograder.limits import MAX_COPIED_ENTRIES, MAX_NOTEBOOK_CELLS, MAX_SUBMITTED_ENTRIES, TMPFS_INODES
 from autograder.reference import reference_source
 from autograder.steps import STEPS
 from coursekit import intake
@@ -104,3 +108,22 @@ def test_collect_ignores_what_nbgrader_ignores_without_listing_the_folder(tmp_pa
     for name in names:
         (tmp_path / name).touch()
     assert {n for n in names if ignored(n, patterns)} == {n for n in names if is_ignored(str(tmp_path / n), patterns)}
+
+
+def test_intake_leaves_out_the_cells_past_those_a_notebook_may_hold_and_keeps_the_notebook_as_handed_in(tmp_path):
+    root = tmp_path / "course"
+    folder = root / "submitted" / "mallory" / A
+    folder.mkdir(parents=True)
+    cells = [{"cell_type": "markdown", "id": f"c{index}", "metadata": {}, "source": ""}
+             for index in range(MAX_NOTEBOOK_CELLS + 500)]
+    handed = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (folder / f"{A}.ipynb").write_text(json.dumps(handed))
+    intake.take_in(root, A, "mallory", folder)
+    assert json.loads((folder / f"{A}.ipynb").read_text())["cells"] == cells[:MAX_NOTEBOOK_CELLS]
+    kept = CourseDir(root).intake(A, "mallory") / intake.QUARANTINE / f"{A}.ipynb"
+    assert json.loads(kept.read_text()) == handed
+    assert intake.flags(root, A, "mallory") == [
+        f"{A}.ipynb replaced: its 500 cells after the first {MAX_NOTEBOOK_CELLS} were left out, not run "
+        "(a graded one among them was put back as released)"]
+    intake.take_in(root, A, "mallory", folder)  # a second autograde: nothing more to leave out
+    assert json.loads(kept.read_text()) == handed
