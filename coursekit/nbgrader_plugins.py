@@ -222,6 +222,25 @@ class RestoreCells(OverwriteCells):
         cell["id"] = source_cell.name
         return cell
 
+    def add_missing_grade_cells(self, nb, resources):
+        """nbgrader's, but each missing graded cell goes after the nearest cell of the release before it
+        that the notebook still holds (or first): nbgrader's looks up the one just before it only, and a
+        student who deleted a solution cell with its test cell (or handed in a notebook of none of the
+        release's cells) had the submission fail with a KeyError, not graded on both paths (r50)."""
+        source = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        graded = {cell.name: cell for cell in source.grade_cells}
+        solutions = {cell.name for cell in source.solution_cells}
+        for position, source_cell in enumerate(source.source_cells):
+            held = {cell.metadata["nbgrader"]["grade_id"]: index for index, cell in enumerate(nb.cells)
+                    if utils.is_grade(cell) or utils.is_solution(cell)}
+            if source_cell.name not in graded or source_cell.name in held:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", source_cell.name)
+            before = [held[cell.name] for cell in source.source_cells[:position] if cell.name in held]
+            nb.cells.insert(before[-1] + 1 if before else 0, self.missing_cell_transform(
+                source_cell, graded[source_cell.name].max_score, is_solution=source_cell.name in solutions))
+        return nb, resources
+
 
 class SanitizeGradeCells(Preprocessor):
     """In graded test cells, keep the grader's report but cut tracebacks to their last line.
