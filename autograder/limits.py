@@ -83,6 +83,9 @@ MAX_SUBMITTED_ENTRIES = 1000
 # nbformat's validation cost the driver about 0.8 ms a cell: 300,000 empty Markdown cells (28 MB) held
 # `coursekit autograde`'s driver, and the whole class with it, 4 minutes (r50). The release holds 52
 MAX_NOTEBOOK_CELLS = 1000
+# Outputs a notebook handed in may hold before intake clears them (nbgrader clears them all anyway, but
+# validates each first, about 0.1 ms: 300,000 held the class's driver 29 s, r50)
+MAX_HANDED_IN_OUTPUTS = 10_000
 MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker
 # What one archive handed to `nbgrader zip_collect` may unpack to, the archives inside it included
 # (coursekit/archives.py): a larger one is left out whole, before anything is written.

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from autograder.errors import one_line
 from autograder.limits import (
+    MAX_HANDED_IN_OUTPUTS,
     MAX_NOTEBOOK_CELLS,
     MAX_SUBMITTED_DEPTH,
     MAX_SUBMITTED_ENTRIES,
@@ -385,34 +386,47 @@ def take_in(root, assignment, student, folder):
         quarantine(root, assignment, student, folder)
         disarm(folder)
         for notebook in sorted(folder.glob("*.ipynb")):
-            trim_cells(root, assignment, student, notebook)
+            trim_notebook(root, assignment, student, notebook)
 
 
 CELL = b'"cell_type"'  # once in each cell of a notebook's JSON (a key elsewhere, too: an upper bound)
+OUTPUT = b'"output_type"'  # likewise, once in each output
 
 
-def trim_cells(root, assignment, student, notebook):
-    """Leave out the cells of `notebook` past its first MAX_NOTEBOOK_CELLS, the notebook as handed in
-    kept in the quarantine; a graded cell among them nbgrader puts back, as one deleted. A notebook
-    that is no JSON, or of an old format, is left as it is: nbgrader says why it cannot be graded."""
+def trim_notebook(root, assignment, student, notebook):
+    """Leave out the cells of `notebook` past its first MAX_NOTEBOOK_CELLS (a graded cell among them
+    nbgrader puts back, as one deleted), and its outputs where it holds more than
+    MAX_HANDED_IN_OUTPUTS (nbgrader validates each, about 0.1 ms, then clears them all); the notebook
+    as handed in is kept in the quarantine. A notebook that is no JSON, or of an old format, is left as
+    it is: nbgrader says why it cannot be graded."""
     raw = notebook.read_bytes()
-    if raw.count(CELL) <= MAX_NOTEBOOK_CELLS:
+    if raw.count(CELL) <= MAX_NOTEBOOK_CELLS and raw.count(OUTPUT) <= MAX_HANDED_IN_OUTPUTS:
         return
     try:
         nb = json.loads(raw)
         cells = nb["cells"]
     except (ValueError, RecursionError, TypeError, KeyError):
         return
-    if not isinstance(cells, list) or len(cells) <= MAX_NOTEBOOK_CELLS:
+    if not isinstance(cells, list):
         return
-    nb["cells"] = cells[:MAX_NOTEBOOK_CELLS]
+    said = []
+    if len(cells) > MAX_NOTEBOOK_CELLS:
+        said.append(f"its {len(cells) - MAX_NOTEBOOK_CELLS} cells after the first {MAX_NOTEBOOK_CELLS} were left "
+                    "out, not run (a graded one among them was put back as released)")
+        nb["cells"] = cells = cells[:MAX_NOTEBOOK_CELLS]
+    with_outputs = [c for c in cells if isinstance(c, dict) and isinstance(c.get("outputs"), list)]
+    if sum(len(c["outputs"]) for c in with_outputs) > MAX_HANDED_IN_OUTPUTS:
+        said.append(f"its {sum(len(c['outputs']) for c in with_outputs)} outputs were cleared before nbgrader read "
+                    "them (autograde clears every output)")
+        for cell in with_outputs:
+            cell["outputs"] = []
+    if not said:
+        return
     away = CourseDir(root).intake(assignment, student) / QUARANTINE / notebook.name
     away.parent.mkdir(parents=True, exist_ok=True)
     os.replace(notebook, away)
     notebook.write_text(json.dumps(nb, indent=1))
-    record(root, assignment, student, [Dropped(notebook.name, (
-        f"{REPLACED}its {len(cells) - MAX_NOTEBOOK_CELLS} cells after the first {MAX_NOTEBOOK_CELLS} were left "
-        "out, not run (a graded one among them was put back as released)"))])
+    record(root, assignment, student, [Dropped(notebook.name, REPLACED + "; ".join(said))])
 
 
 def autograde_hook(assignment, student, notebooks):

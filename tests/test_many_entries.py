@@ -14,7 +14,9 @@ Red-team round r50, with empty files and folders handed in beside the notebook:
   the assignment's notebook), and collect matches the patterns against each name alone.
 - a notebook of 300,000 empty Markdown cells (28 MB): nbgrader's preprocessors and nbformat's
   validation cost the driver about 0.8 ms a cell, and it held the whole class 4 minutes (100 MB would
-  hold it a quarter of an hour). Intake leaves the cells past MAX_NOTEBOOK_CELLS out."""
+  hold it a quarter of an hour). Intake leaves the cells past MAX_NOTEBOOK_CELLS out.
+- a notebook of 300,000 outputs handed in: nbgrader clears them, but nbformat validates each first,
+  and the driver spent 29 s on them. Intake clears them past MAX_HANDED_IN_OUTPUTS."""
 
 import json
 import os
@@ -25,7 +27,13 @@ from test_judge import notebook, points
 
 from autograder.judge import judge_notebook
 from autograder.kernel.manager import copy_submission
-from autograder.limits import MAX_COPIED_ENTRIES, MAX_NOTEBOOK_CELLS, MAX_SUBMITTED_ENTRIES, TMPFS_INODES
+from autograder.limits import (
+    MAX_COPIED_ENTRIES,
+    MAX_HANDED_IN_OUTPUTS,
+    MAX_NOTEBOOK_CELLS,
+    MAX_SUBMITTED_ENTRIES,
+    TMPFS_INODES,
+)
 from autograder.reference import reference_source
 from autograder.steps import STEPS
 from coursekit import intake
@@ -127,3 +135,19 @@ def test_intake_leaves_out_the_cells_past_those_a_notebook_may_hold_and_keeps_th
         "(a graded one among them was put back as released)"]
     intake.take_in(root, A, "mallory", folder)  # a second autograde: nothing more to leave out
     assert json.loads(kept.read_text()) == handed
+
+
+def test_intake_clears_the_outputs_of_a_notebook_that_holds_more_than_it_may(tmp_path):
+    root = tmp_path / "course"
+    folder = root / "submitted" / "mallory" / A
+    folder.mkdir(parents=True)
+    output = {"output_type": "stream", "name": "stdout", "text": "a"}
+    cell = {"cell_type": "code", "id": "c", "metadata": {}, "source": "x = 1", "execution_count": 1,
+            "outputs": [output] * (MAX_HANDED_IN_OUTPUTS + 1)}
+    handed = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (folder / f"{A}.ipynb").write_text(json.dumps(handed))
+    intake.take_in(root, A, "mallory", folder)
+    assert json.loads((folder / f"{A}.ipynb").read_text())["cells"] == [dict(cell, outputs=[])]
+    assert intake.flags(root, A, "mallory") == [
+        f"{A}.ipynb replaced: its {MAX_HANDED_IN_OUTPUTS + 1} outputs were cleared before nbgrader read them "
+        "(autograde clears every output)"]
