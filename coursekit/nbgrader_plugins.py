@@ -222,6 +222,14 @@ class RestoreCells(OverwriteCells):
         cell["id"] = source_cell.name
         return cell
 
+    def preprocess(self, nb, resources):
+        """The notebook of another assignment is not graded as this one's, with every graded cell put
+        back: it fails, as nbgrader's KeyError had it fail until r50 (`standing.diagnose` says why)."""
+        other = standing.other_assignment(nb, resources["nbgrader"]["assignment"])
+        if other is not None:
+            raise ValueError(f"the notebook of another assignment ({other}), whose graded cells are not put back")
+        return super().preprocess(nb, resources)
+
     def add_missing_grade_cells(self, nb, resources):
         """nbgrader's, but each missing graded cell goes after the nearest cell of the release before it
         that the notebook still holds (or first): nbgrader's looks up the one just before it only, and a
