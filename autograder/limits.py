@@ -52,10 +52,14 @@ SHM_BYTES = 256 * 1024**2  # its private /dev/shm
 SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder
 OUTBOX_BYTES = 16 * 1024**2  # the folder of its ZeroMQ sockets and its own log
 TMPFS_INODES = 20_000  # files and folders in each of those mounts
-MAX_COPIED_FILES = 2000  # files of a submission folder copied into its sandbox
+# Entries of a submission folder copied into its sandbox: files, folders and links, each a file of its
+# kernel's working tmpfs, which holds TMPFS_INODES (r50: 21,000 empty folders, not counted, failed the
+# kernel's own copy, and the notebook was not graded)
+MAX_COPIED_ENTRIES = 2000
 MAX_COPIED_BYTES = 200 * 1024**2  # bytes of those files, together
 JOBS_BYTES = 3 * MAX_COPIED_BYTES + 16 * 1024**2  # a warm parent's job folders: two kernels' and one going
 assert TMP_BYTES + SHM_BYTES + SCRATCH_BYTES + OUTBOX_BYTES < SUBMISSION_MEMORY
+assert MAX_COPIED_ENTRIES < TMPFS_INODES
 
 # --- what the judge reads from a kernel -------------------------------------------------------
 # A reply is hostile input: its size, its nesting and the time to read it are all bounded, and
@@ -70,6 +74,18 @@ SANDBOX_CHECK = 20  # seconds for bubblewrap to show, once per process, that it 
 MAX_SUBMITTED_FILE_BYTES = 100 * 1000**2  # nbgrader's own default (CourseDirectory.max_file_size)
 MAX_SUBMITTED_DEPTH = 32  # folders nested in a submission folder; a deeper one is left out whole
 MAX_SUBMITTED_PATH_BYTES = 1024  # a folder's path inside the submission folder, likewise
+# Files and folders a submission folder may hold; those past them are left out. nbgrader reads a folder in
+# time that grows with the square of its entries (`nbgrader.utils.find_all_files` lists an entry's whole
+# folder again for each entry, to match its ignore patterns): 1,000 take 3 s, 21,000 empty files held
+# `nbgrader autograde`, and `coursekit autograde`'s driver with the whole class, more than 10 minutes (r50)
+MAX_SUBMITTED_ENTRIES = 1000
+# Cells of a notebook handed in that are graded; those past them are left out. nbgrader's preprocessors and
+# nbformat's validation cost the driver about 0.8 ms a cell: 300,000 empty Markdown cells (28 MB) held
+# `coursekit autograde`'s driver, and the whole class with it, 4 minutes (r50). The release holds 52
+MAX_NOTEBOOK_CELLS = 1000
+# Outputs a notebook handed in may hold before intake clears them (nbgrader clears them all anyway, but
+# validates each first, about 0.1 ms: 300,000 held the class's driver 29 s, r50)
+MAX_HANDED_IN_OUTPUTS = 10_000
 MAX_SHIPPED_SUBMISSION_BYTES = 512 * 1024**2  # a submission folder sent as bytes to a remote Dask worker
 # What one archive handed to `nbgrader zip_collect` may unpack to, the archives inside it included
 # (coursekit/archives.py): a larger one is left out whole, before anything is written.

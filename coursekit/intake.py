@@ -28,7 +28,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder.errors import one_line
-from autograder.limits import MAX_SUBMITTED_DEPTH, MAX_SUBMITTED_FILE_BYTES, MAX_SUBMITTED_PATH_BYTES
+from autograder.limits import (
+    MAX_HANDED_IN_OUTPUTS,
+    MAX_NOTEBOOK_CELLS,
+    MAX_SUBMITTED_DEPTH,
+    MAX_SUBMITTED_ENTRIES,
+    MAX_SUBMITTED_FILE_BYTES,
+    MAX_SUBMITTED_PATH_BYTES,
+)
 from coursekit.course_dir import CourseDir
 
 REPORT = "dropped.json"  # in CourseDir.intake: what was moved away, and why
@@ -91,6 +98,42 @@ def too_deep(relative, info):
     return ""
 
 
+TOO_MANY = f"past the first {MAX_SUBMITTED_ENTRIES} files and folders a submission may hold, not read"
+
+
+class Count:
+    """The entries of one submission folder in the order they are walked: those past
+    MAX_SUBMITTED_ENTRIES are left out (a folder whole), but for the assignment's own notebooks
+    (`notebooks`, names at the top), which are never counted: leaving one out would leave the
+    submission not graded, which its author could choose."""
+
+    def __init__(self, notebooks=()):
+        self.notebooks, self.seen, self.over = set(notebooks), 0, set()
+
+    def refusal(self, relative):
+        """Why the entry at `relative` is left out for the number before it, or ""."""
+        if len(relative.parts) == 1 and relative.name in self.notebooks:
+            return ""
+        self.seen += 1
+        if self.seen <= MAX_SUBMITTED_ENTRIES:
+            return ""
+        self.over.add(relative)
+        return TOO_MANY
+
+    def enter(self, relative):
+        return relative not in self.over
+
+
+def summarised(dropped):
+    """`dropped`, with the entries left out for their number said once, at the first of them: each
+    is a line of the instructor's flags and the student's feedback."""
+    over = [d for d in dropped if d.reason == TOO_MANY]
+    if len(over) < 2:
+        return dropped
+    return [d for d in dropped if d.reason != TOO_MANY] + [
+        Dropped(over[0].path, f"{TOO_MANY}, nor the {len(over) - 1} after it")]
+
+
 def entries_under(folder, enter=lambda relative, info: not too_deep(relative, info)):
     """(path, relative path, lstat) of every entry under `folder`, top-down and in name order, as
     os.walk gives them but without recursion; a folder's entries follow only where
@@ -116,15 +159,20 @@ def entries_under(folder, enter=lambda relative, info: not too_deep(relative, in
         stack.extend(reversed(below))
 
 
-def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
-    """Every entry under `folder` that may not be taken in, the folder itself included (as ".")."""
+def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES, notebooks=()):
+    """Every entry under `folder` that may not be taken in, the folder itself included (as "."):
+    `notebooks`, the assignment's, are never left out for their number (`Count`)."""
     folder = Path(folder)
     top = os.lstat(folder)
     if not stat.S_ISDIR(top.st_mode):
         return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
-    dropped = []
-    for path, relative, info in entries_under(folder):
-        reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
+    dropped, count = [], Count(notebooks)
+
+    def enter(relative, info):
+        return count.enter(relative) and not too_deep(relative, info)
+
+    for path, relative, info in entries_under(folder, enter):
+        reason = count.refusal(relative) or refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
         if not reason and str(relative) == TIMESTAMP:
             reason = read_time(path)[1]
         if reason:
@@ -231,30 +279,32 @@ def _copy_file(top, relative, dest, owner_uid, max_bytes):
     return ""
 
 
-def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relative: True):
+def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relative: True, notebooks=()):
     """Copy the folder `src` to `dest` (created), regular files and folders only -> [Dropped].
-    `keep(relative path)`: False leaves a file out silently (nbgrader's ignore patterns)."""
+    `keep(relative path)`: False leaves a file out silently (nbgrader's ignore patterns); an entry
+    past MAX_SUBMITTED_ENTRIES (`Count`, with `notebooks`) is left out before `keep` is asked."""
     src, dest = Path(src), Path(dest)
     top = os.lstat(src)
     if not stat.S_ISDIR(top.st_mode):
         return [Dropped(".", refusal(top, top.st_uid, max_bytes) or "not a folder")]
-    dropped = []
+    dropped, count = [], Count(notebooks)
     dest.mkdir(parents=True, exist_ok=True)
 
     def enter(relative, info):
-        return keep(str(relative)) and not too_deep(relative, info)
+        return count.enter(relative) and keep(str(relative)) and not too_deep(relative, info)
 
     for _, relative, info in entries_under(src, enter):
-        if not keep(str(relative)):
+        reason = count.refusal(relative)
+        if not reason and not keep(str(relative)):
             continue
-        reason = refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
+        reason = reason or refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
         if not reason and stat.S_ISDIR(info.st_mode):
             (dest / relative).mkdir(exist_ok=True)
             continue
         reason = reason or _copy_file(src, relative, dest / relative, top.st_uid, max_bytes)
         if reason:
             dropped.append(Dropped(str(relative), reason))
-    return dropped
+    return summarised(dropped)
 
 
 # --- the record: what was dropped, per student and assignment ------------------------------------
@@ -300,7 +350,7 @@ def flags(root, assignment, student):
 def quarantine(root, assignment, student, folder, max_bytes=MAX_SUBMITTED_FILE_BYTES):
     """Move every unsafe entry of the submitted `folder` into the student's quarantine (a rename
     moves a link or a device node itself, never what it points to) -> [Dropped], recorded."""
-    dropped = unsafe_entries(folder, max_bytes)
+    dropped = unsafe_entries(folder, max_bytes, notebooks=assignment_notebooks(root, assignment))
     if not dropped:
         return []
     away = CourseDir(root).intake(assignment, student) / QUARANTINE
@@ -311,8 +361,14 @@ def quarantine(root, assignment, student, folder, max_bytes=MAX_SUBMITTED_FILE_B
         if os.path.lexists(target):  # an earlier autograde's: set aside, not removed (rmtree recurses)
             os.rename(target, target.with_name(f"{target.name}.{time.time_ns()}"))
         os.rename(source, target)
+    dropped = summarised(dropped)
     record(root, assignment, student, dropped)
     return dropped
+
+
+def assignment_notebooks(root, assignment):
+    """The names of the notebooks the course released for `assignment` (none where it has no release)."""
+    return {path.name for path in CourseDir(root).release_notebook(assignment).parent.glob("*.ipynb")}
 
 
 def take_in(root, assignment, student, folder):
@@ -329,6 +385,48 @@ def take_in(root, assignment, student, folder):
     if folder.is_dir():
         quarantine(root, assignment, student, folder)
         disarm(folder)
+        for notebook in sorted(folder.glob("*.ipynb")):
+            trim_notebook(root, assignment, student, notebook)
+
+
+CELL = b'"cell_type"'  # once in each cell of a notebook's JSON (a key elsewhere, too: an upper bound)
+OUTPUT = b'"output_type"'  # likewise, once in each output
+
+
+def trim_notebook(root, assignment, student, notebook):
+    """Leave out the cells of `notebook` past its first MAX_NOTEBOOK_CELLS (a graded cell among them
+    nbgrader puts back, as one deleted), and its outputs where it holds more than
+    MAX_HANDED_IN_OUTPUTS (nbgrader validates each, about 0.1 ms, then clears them all); the notebook
+    as handed in is kept in the quarantine. A notebook that is no JSON, or of an old format, is left as
+    it is: nbgrader says why it cannot be graded."""
+    raw = notebook.read_bytes()
+    if raw.count(CELL) <= MAX_NOTEBOOK_CELLS and raw.count(OUTPUT) <= MAX_HANDED_IN_OUTPUTS:
+        return
+    try:
+        nb = json.loads(raw)
+        cells = nb["cells"]
+    except (ValueError, RecursionError, TypeError, KeyError):
+        return
+    if not isinstance(cells, list):
+        return
+    said = []
+    if len(cells) > MAX_NOTEBOOK_CELLS:
+        said.append(f"its {len(cells) - MAX_NOTEBOOK_CELLS} cells after the first {MAX_NOTEBOOK_CELLS} were left "
+                    "out, not run (a graded one among them was put back as released)")
+        nb["cells"] = cells = cells[:MAX_NOTEBOOK_CELLS]
+    with_outputs = [c for c in cells if isinstance(c, dict) and isinstance(c.get("outputs"), list)]
+    if sum(len(c["outputs"]) for c in with_outputs) > MAX_HANDED_IN_OUTPUTS:
+        said.append(f"its {sum(len(c['outputs']) for c in with_outputs)} outputs were cleared before nbgrader read "
+                    "them (autograde clears every output)")
+        for cell in with_outputs:
+            cell["outputs"] = []
+    if not said:
+        return
+    away = CourseDir(root).intake(assignment, student) / QUARANTINE / notebook.name
+    away.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(notebook, away)
+    notebook.write_text(json.dumps(nb, indent=1))
+    record(root, assignment, student, [Dropped(notebook.name, REPLACED + "; ".join(said))])
 
 
 def autograde_hook(assignment, student, notebooks):

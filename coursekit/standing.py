@@ -140,9 +140,11 @@ def diagnose(root, assignment, student):
 
 def ran_at(path):
     """The time the notebook at `path` was written if it ran (graded), else None. (nbgrader writes
-    the sanitized notebook, in which nothing ran, before executing it.)"""
+    the sanitized notebook, in which nothing ran and no cell has outputs, before executing it.) A code
+    cell that ran, or one with outputs: a notebook of graded cells alone (every other cell deleted, and
+    those put back by nbgrader) has only the judge's outputs, and was reported not graded (r50)."""
     nb = _notebook(path)
-    ran = nb is not None and any(c.get("cell_type") == "code" and c.get("execution_count") is not None
+    ran = nb is not None and any(c.get("cell_type") == "code" and (c.get("execution_count") is not None or c.get("outputs"))
                                  for c in nb["cells"] if isinstance(c, dict))
     return os.stat(path).st_mtime if ran else None
 

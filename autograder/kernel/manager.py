@@ -24,7 +24,7 @@ from traitlets import Type
 from autograder.kernel import sandbox
 from autograder.kernel.client import QuickStartClient
 from autograder.kernel.envelope import Envelope
-from autograder.limits import MAX_COPIED_BYTES, MAX_COPIED_FILES
+from autograder.limits import MAX_COPIED_BYTES, MAX_COPIED_ENTRIES
 
 
 class SandboxedKernel:
@@ -100,11 +100,13 @@ class SandboxedKernel:
 
 
 def copy_submission(source, target):
-    """A copy of a submission's folder for its kernel: regular files and folders only, within
-    MAX_COPIED_FILES and MAX_COPIED_BYTES. Links are kept as links (never followed: the grading
-    process may have rights the student has not), and sockets, pipes and devices are left out. Never
-    into a sandbox's own folders: a notebook graded straight from /tmp must not copy the world."""
-    budget = {"files": MAX_COPIED_FILES, "bytes": MAX_COPIED_BYTES}
+    """A copy of a submission's folder for its kernel: regular files, folders and links only, within
+    MAX_COPIED_ENTRIES (each of them one: a warm kernel copies this copy again, into a tmpfs of
+    TMPFS_INODES) and MAX_COPIED_BYTES (the files'). Links are kept as links (never followed: the
+    grading process may have rights the student has not), and sockets, pipes and devices are left
+    out. Never into a sandbox's own folders: a notebook graded straight from /tmp must not copy the
+    world."""
+    budget = {"entries": MAX_COPIED_ENTRIES, "bytes": MAX_COPIED_BYTES}
 
     def ignore(folder, names):
         skipped = {n for n in names if n.startswith(("judge-", "job-"))}
@@ -113,10 +115,10 @@ def copy_submission(source, target):
             info = os.lstat(path)
             if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode)):
                 skipped.add(name)  # sockets, pipes, devices: nothing a notebook reads
-            elif stat.S_ISREG(info.st_mode):
-                budget["files"] -= 1
-                budget["bytes"] -= info.st_size
-                if budget["files"] < 0 or budget["bytes"] < 0:
+            else:
+                budget["entries"] -= 1
+                budget["bytes"] -= info.st_size if stat.S_ISREG(info.st_mode) else 0
+                if budget["entries"] < 0 or budget["bytes"] < 0:
                     skipped.add(name)
         return skipped
 

@@ -42,7 +42,8 @@ Where the entries live (this package's folder):
       baseline      hostile: the id of the mistake of the same assignment with the same wrong code
       transform     a transform of the finished notebook, by name and arguments (TRANSFORMS):
                     `not_json`, `nested_json DEPTH`, `nbformat 3`, `drop_grade_cell STEP`,
-                    `edit_grade_cell STEP SOURCE`,
+                    `edit_grade_cell STEP SOURCE`, `drop_step STEP` (its solution and test cells),
+                    `pad_cells COUNT` (empty Markdown cells at the end),
                     `add_markdown PATH` (a Markdown cell at the end, from a file under programs/)
 
   A program that fills several cells (or a cell and an extra cell) splits its text with
@@ -187,6 +188,26 @@ def _edit_grade_cell(step, source):
     return transform
 
 
+def _drop_step(step):
+    """The solution cell that defines `step` and its hidden test cell, both deleted."""
+    def defines(cell):
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        return cell["cell_type"] == "code" and re.search(rf"^(def|class) {step}\b", source, re.M) is not None
+
+    def transform(nb):
+        nb["cells"] = [c for c in nb["cells"] if graded_step(c) != step and not defines(c)]
+        return nb
+    return transform
+
+
+def _pad_cells(count):
+    """`count` empty Markdown cells added at the end."""
+    def transform(nb):
+        nb["cells"] += [{"cell_type": "markdown", "id": f"pad-{i}", "metadata": {}, "source": ""} for i in range(int(count))]
+        return nb
+    return transform
+
+
 def _add_markdown(path):
     """A Markdown cell added at the end, its text the file at `path` under programs/ (not a .py: no entry)."""
     text = (PROGRAMS / path).read_text()
@@ -198,7 +219,7 @@ def _add_markdown(path):
 
 
 TRANSFORMS = {"not_json": _not_json, "nested_json": _nested_json, "nbformat": _nbformat,
-              "drop_grade_cell": _drop_grade_cell,
+              "drop_grade_cell": _drop_grade_cell, "drop_step": _drop_step, "pad_cells": _pad_cells,
               "edit_grade_cell": _edit_grade_cell, "add_markdown": _add_markdown}
 
 
