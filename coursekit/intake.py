@@ -36,6 +36,7 @@ from autograder.limits import (
     MAX_SUBMITTED_FILE_BYTES,
     MAX_SUBMITTED_PATH_BYTES,
 )
+from autograder.no_links import open_below
 from coursekit.course_dir import CourseDir
 
 REPORT = "dropped.json"  # in CourseDir.intake: what was moved away, and why
@@ -234,29 +235,12 @@ def disarm(folder):
             os.close(fd)
 
 
-def _open_below(top, relative):
-    """The file `relative` below the folder `top`, opened one name at a time, none of them followed if
-    it is a link. O_NOFOLLOW on the whole path refuses a link in its last name only: a student who
-    swapped a folder of the submission (or the submission folder itself) for a link between the walk
-    and the copy had collect copy, as theirs, a file of the link's folder with the name the walk saw
-    (an instructor's notebook; red-team round r46)."""
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        for name in relative.parts[:-1]:
-            below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = below
-        return os.open(relative.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
 def _copy_file(top, relative, dest, owner_uid, max_bytes):
     """Copy the regular file `relative` below the folder `top` without following a link, re-checking
     what was opened (the student may swap the entry, or a folder above it, between the walk and the
     copy). Returns why it was refused, or ""."""
     try:
-        fd = _open_below(top, relative)
+        fd = open_below(top, relative.parts)
     except OSError as error:  # ELOOP: it, or a folder on its way, became a link
         return f"could not be read safely ({error.strerror})"
     with os.fdopen(fd, "rb") as source:

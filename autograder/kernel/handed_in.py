@@ -18,24 +18,18 @@ import stat
 from pathlib import Path
 
 from autograder.kernel import procfs
+from autograder.no_links import open_below
 
 CHUNK = 256 * procfs.PAGE  # read at once; compared whole first, page by page only where they differ
 
 
-def _open_below(root_fd, parts):
-    """A descriptor for the regular file at `parts` below the folder `root_fd`, no link followed on the
-    way; None when anything is not what it should be."""
-    fd = os.dup(root_fd)
+def _open_file_below(root_fd, parts):
+    """A descriptor for the regular file at `parts` below the folder `root_fd` (`no_links.open_below`);
+    None when anything is not what it should be."""
     try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = next_fd
-        file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        file_fd = open_below(".", parts, dir_fd=root_fd)
     except OSError:
         return None
-    finally:
-        os.close(fd)
     if not stat.S_ISREG(os.fstat(file_fd).st_mode):
         os.close(file_fd)
         return None
@@ -88,7 +82,7 @@ def _compare(pids, jobs, wanted=None):
                     relative = path.relative_to(original)
                     if path.is_symlink() or not path.is_file() or wanted is not None and (job, relative) not in wanted:
                         continue
-                    copy = _open_below(root, relative.parts)
+                    copy = _open_file_below(root, relative.parts)
                     if copy is None:
                         continue
                     try:
