@@ -16,10 +16,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
 from autograder.limits import CASE_TIMEOUT, FORK_COST_ALLOWANCE
+
+if TYPE_CHECKING:
+    from autograder.kernel.channel import SharedMemory, Written
 
 
 def _undefined(name: str) -> CaseFailure:
@@ -36,16 +39,14 @@ class Channel(Protocol):
 
     def peak(self) -> int: ...
 
-    def shared(self) -> int: ...
+    def shared(self) -> SharedMemory: ...
 
-    def apart(self, watch: bool = False) -> AbstractContextManager[None]: ...
+    def apart(self, watch: SharedMemory | None = None) -> AbstractContextManager[Written]: ...
 
     def hold_others(self) -> int: ...
 
     @property
     def counts_children(self) -> bool: ...
-
-    written: int  # after an `apart(watch=True)`: bytes written into what the processes it held alone map
 
 
 class Implementation:
@@ -131,10 +132,10 @@ class Implementation:
         overhead = min(max(0, self._channel.peak() - start), FORK_COST_ALLOWANCE)
         before = self._channel.reset()
         shared = self._channel.shared()
-        with self._channel.apart(watch=True):
+        with self._channel.apart(watch=shared) as written:
             alone, held = self._alone_holding(args)
             result = self._call_held(name, held)
-        return result, max(0, self._channel.peak() - before - overhead) + shared + alone + self._channel.written
+        return result, max(0, self._channel.peak() - before - overhead) + shared.size + alone + written.size
 
     def _alone_holding(self, values: Sequence[Any]) -> tuple[int, list[Handle]]:
         """In the channel's `apart`: the kernel's child answers from here on, every other process of the

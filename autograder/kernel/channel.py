@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass
 from typing import Any
 
 from autograder.errors import KernelStuck
@@ -43,6 +44,24 @@ def _interrupt_after(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
+@dataclass(frozen=True)
+class SharedMemory:
+    """What `shared` found before a measured call: `size`, the bytes the submission holds where a call may write
+    without holding more (files in RAM, shared mappings), and `kept`, the pages of the kernels' copies of the
+    submission folder that still hold what was handed in, left out of `size` (`handed_in.kept_pages`). Handed
+    to a watched `apart`, which counts any of them the call writes as its own."""
+    size: int = 0
+    kept: frozenset = frozenset()
+
+
+@dataclass
+class Written:
+    """What a watched `apart` found as it ended: `size`, the bytes the call wrote into memory the processes
+    it held alone map (`procfs.written_bytes`) and into the kept pages of the handed-in copies (0 until
+    the block ends, and where it was not watched)."""
+    size: int = 0
+
+
 class PeakMemory:
     """Peak resident memory of the processes `pids()` names, read from outside them (Linux
     /proc): summed over them, each reset to what it holds now. A process that ended before the
@@ -52,7 +71,6 @@ class PeakMemory:
     # measured in a forked child of the kernel (`agent.apart`), where every page it writes is
     # one of its own, a buffer held before the call included. Per-process peaks do not.
     counts_children = False
-    written = 0  # bytes the last watched `apart` wrote into the memory of the processes it held
 
     def pids(self) -> list[int]:
         raise NotImplementedError
@@ -69,13 +87,13 @@ class PeakMemory:
     def peak(self) -> int:
         return sum(procfs.status_bytes(pid, "VmHWM") for pid in self.pids())
 
-    def shared(self) -> int:
-        """Memory held where a call may write without holding more (files in RAM, shared mappings): 0
+    def shared(self) -> SharedMemory:
+        """Memory held where a call may write without holding more (files in RAM, shared mappings): none
         where it is not known (per-process peaks, which miss a buffer held before the call anyway)."""
-        return 0
+        return SharedMemory()
 
-    def apart(self, watch=False):  # where the peak counts children only: `KernelChannel.apart`
-        return nullcontext()
+    def apart(self, watch: SharedMemory | None = None):  # where the peak counts children only: `KernelChannel.apart`
+        return nullcontext(Written())
 
     def hold_others(self) -> int:
         return 0
@@ -160,7 +178,6 @@ class KernelChannel(PeakMemory):
         self._ready, self._info_id = False, None  # `ready()`
         self._apart = None  # in `apart`: the processes before it, and those held
         self._reset_usage = 0  # what `reset` returned last
-        self._kept: set = set()  # `shared`: the pages of the kernels' copies of the submission that hold what was handed in
 
     def pids(self):
         """The kernel's processes, as this process sees them: everything under the one that was
@@ -188,21 +205,23 @@ class KernelChannel(PeakMemory):
 
     def shared(self):
         """As PeakMemory's, less the pages of the kernels' copies of the submission folder that still hold what was
-        handed in (`handed_in.py`): a watched `apart` next counts any of them written as the call's."""
+        handed in (`handed_in.py`), which it names as `kept`."""
         if self.counts_children:
-            self._kept = handed_in.kept_pages(self.envelope.processes(), self.envelope.handed_in)
-            return max(0, self.envelope.shared() - len(self._kept) * procfs.PAGE)
+            kept = frozenset(handed_in.kept_pages(self.envelope.processes(), self.envelope.handed_in))
+            return SharedMemory(max(0, self.envelope.shared() - len(kept) * procfs.PAGE), kept)
         return super().shared()
 
     @contextmanager
-    def apart(self, watch=False):
+    def apart(self, watch: SharedMemory | None = None):
         """For the block, what the kernel starts once asked ("apart": `agent.apart`) runs alone (`hold_others`
         stops the rest, which go on after it; r48's helper process and kernel thread computed a call's score
-        matrix on memory held before), and ends with it. `watch`: `written` is then what was written into the
-        memory the held processes alone map (r48 kept a score matrix there, with process_vm_writev)."""
-        self._apart, self.written = {"before": set(self.pids()), "held": [], "watch": watch}, 0
+        matrix on memory held before), and ends with it. It yields a `Written`, filled as it ends where it
+        `watch`es (what `shared` found just before): what was written into the memory the held processes alone
+        map (r48 kept a score matrix there, with process_vm_writev) or into the handed-in copies' kept pages."""
+        written = Written()
+        self._apart = {"before": set(self.pids()), "held": [], "watch": watch is not None}
         try:
-            yield
+            yield written
         finally:
             try:
                 with suppress(OSError):  # the kernel is gone
@@ -214,9 +233,9 @@ class KernelChannel(PeakMemory):
                         time.sleep(0.001)
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
-                if self._apart["watch"]:  # the processes are still held
-                    self.written = (procfs.written_bytes(self._apart.get("pages", {}))
-                                    + handed_in.changed_bytes(self._apart["held"], self._kept))
+                if watch is not None:  # the processes are still held
+                    written.size = (procfs.written_bytes(self._apart.get("pages", {}))
+                                    + handed_in.changed_bytes(self._apart["held"], watch.kept))
             finally:
                 still.release(self._apart["held"])
                 self._apart = None
