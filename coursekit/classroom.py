@@ -31,15 +31,18 @@ def build_submission(release_nb, variant=None):
     return nb
 
 
-def grade_class(course_dir, assignment, submissions, workers=2, cluster=None, progress=False):
+def grade_class(course_dir, assignment, submissions, workers=2, cluster=None, progress=False, files=None):
     """Grade {student: notebook or bytes} for one released assignment -> {student: StudentResult}.
 
-    The submissions go under submitted/ as `nbgrader collect` puts them, and are graded by
-    `coursekit autograde` (`coursekit.autograde.autograde`, forced: these are new submissions).
+    The submissions go under submitted/ as `nbgrader collect` puts them, with `files` ({student:
+    [catalogue.HandedIn]}) beside the notebook, and are graded by `coursekit autograde`
+    (`coursekit.autograde.autograde`, forced: these are new submissions).
     """
     course = CourseDir(course_dir)
     for student, nb in submissions.items():
         samples.write(nb, course.submitted_notebook(assignment, student))
+        for handed_in in (files or {}).get(student, ()):
+            handed_in.write(course.submitted_notebook(assignment, student).parent)
     report = autograde.autograde(course_dir, assignment, list(submissions), workers=workers, force=True,
                                  progress=progress, cluster=cluster)
     outcomes = {o.student: o for o in report.outcomes}

@@ -76,7 +76,8 @@ def grade_catalogue(course_dir, assignment, workers=2, cluster=None, only=None):
     # busy while the other has nothing left (the longest first, as a scheduler would).
     hostile = {v.id for kind, v in entries(assignment) if kind == "hostile"}
     handed_in = dict(sorted(submissions(release, assignment, only).items(), key=lambda item: item[0] not in hostile))
-    return classroom.grade_class(course_dir, assignment, handed_in, workers=workers, cluster=cluster)
+    files = {v.id: v.hands_in for _, v in entries(assignment) if v.hands_in and v.id in handed_in}
+    return classroom.grade_class(course_dir, assignment, handed_in, workers=workers, cluster=cluster, files=files)
 
 
 def problems(kind, variant, result, results=None):

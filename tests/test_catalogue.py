@@ -22,6 +22,7 @@ rather than being skipped.
 """
 
 import os
+import stat
 import tomllib
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def test_catalogues_are_large_enough_and_well_formed():
         names = {s.name for s in steps_of(variant.assignment)}
         assert set(variant.loses) <= names, variant.id
         assert set(variant.replace) <= set(STEPS) | {"causal_mask", "masked_softmax", "CausalAttention"}, variant.id
-        assert variant.replace or variant.extra_cell or variant.transform, variant.id
+        assert variant.replace or variant.extra_cell or variant.transform or variant.hands_in, variant.id
     for variant in catalogue.MISTAKES:
         assert variant.loses and variant.symptom, variant.id
     for variant in catalogue.STEP_MISTAKES:
@@ -66,6 +67,8 @@ def test_catalogues_are_large_enough_and_well_formed():
     mistakes = {v.id: v for v in catalogue.MISTAKES}
     for variant in catalogue.MISTAKES + catalogue.CORRECT:
         assert not variant.baseline, f"{variant.id}: only hostile entries have a baseline"
+    for variant in catalogue.MISTAKES + catalogue.CORRECT:
+        assert not variant.hands_in, f"{variant.id}: only hostile entries hand in files beside the notebook"
     for variant in catalogue.HOSTILE:
         assert variant.graded or variant.flagged, variant.id
         if variant.baseline:
@@ -109,7 +112,25 @@ def test_program_files_are_well_formed():
         assert path.parent.parent.name in ASSIGNMENTS, path
         assert path.parent.name in catalogue.KIND_FOLDERS, path
         assert path.stem in ids, path
-        assert cells or header.get("transform"), f"{path}: no code and no transform"
+        assert cells or header.get("transform") or header.get("hands_in"), f"{path}: no code, transform or files"
+
+
+@pytest.mark.parametrize("spec", ["notes.txt link", "pipe fifo extra", "a/b bytes 10", "x socket", "big.bin bytes"])
+def test_files_handed_in_are_spelled_in_full(spec):
+    """A `hands_in` item with a wrong argument count, an unknown kind or a path for a name is refused
+    when the catalogue loads, rather than handing in something other than the entry says."""
+    with pytest.raises(ValueError, match="not `NAME KIND"):
+        catalogue.hands_in(spec)
+
+
+def test_files_handed_in_are_written_beside_the_notebook(tmp_path):
+    files = catalogue.hands_in("notes.txt link /etc/shadow; pipe fifo; big.bin bytes 1000000; junk files 3")
+    for handed_in in files:
+        handed_in.write(tmp_path)
+    assert os.readlink(tmp_path / "notes.txt") == "/etc/shadow"
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode)
+    assert os.stat(tmp_path / "big.bin").st_size == 1000000
+    assert sorted(p.name for p in (tmp_path / "junk").iterdir()) == ["0.txt", "1.txt", "2.txt"]
 
 
 # --- every message of the suites that names a cause is some mistake's symptom ------------------

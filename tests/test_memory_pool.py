@@ -17,7 +17,8 @@ through. Red-team round r48 computed the matrix outside the call's child, in a h
 of the kernel, on memory touched before the call: the child now runs alone (`KernelChannel.apart`). It
 also kept the matrix in a buffer of the stopped kernel the child does not map (MADV_DONTFORK), written in
 place with process_vm_writev or through /proc/<pid>/mem, which charges no page: what a call writes into
-memory a held process alone maps now counts, page by page (`procfs.own_pages`).
+memory a held process alone maps now counts, page by page (`procfs.own_pages`). A matrix kept in a file
+handed in beside the notebook is the hostile catalogue's `online-handed-in-buffer` (`kernel/handed_in.py`).
 """
 
 from pathlib import Path
@@ -85,21 +86,6 @@ def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [REFERENCE.read_text(), ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and all(memory.values()), memory
-
-
-@needs_sandbox
-@needs_groups
-def test_a_score_matrix_written_into_a_file_handed_in_beside_the_notebook_still_counts(tmp_path):
-    """The copies were left out by their size (twice: the notebook's kernel and a lending kernel), so a call
-    could keep its whole matrix in a file handed in for it (the README's "Not guaranteed" until now): only the
-    pages of a copy that still hold what was handed in are left out now (`kernel/handed_in.py`)."""
-    (tmp_path / "scores.bin").write_bytes(bytes(4 * 3072 * 3072))  # room for the largest case's (n, n) float32s
-    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", program("handed_in_buffer"),
-                                                             ("grade", "online_softmax_attention")]))
-    results = judged.steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
-    assert len(memory) == 2 and not any(memory.values()), memory
-    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
 
 
 # Red-team round r48: the call's forked child hands its inputs to code that runs outside it, on memory held

@@ -3,8 +3,10 @@
 Each `Variant` is one student's submission to one assignment: the release completed with the
 reference, except for `replace` (graded name -> that solution cell's whole source), plus
 optional top-level code in a cell of its own (`extra_cell`, after the last solution cell), or a
-`transform` of the finished notebook (for broken files). `classroom.build_submission` turns a
-Variant into the notebook.
+`transform` of the finished notebook (for broken files), and files handed in beside it (`hands_in`:
+links, FIFOs, large or many files, which intake must leave out or keep apart).
+`classroom.build_submission` turns a Variant into the notebook; `classroom.grade_class` writes its
+files beside it.
 
 - MISTAKES: plausible errors. Every step in `loses` must lose points, with `symptom` (and each
   phrase of `also`) in that step's report; every other step keeps full marks, and the instructor's report flags nothing.
@@ -40,6 +42,9 @@ Where the entries live (this package's folder):
       flag
       graded        false: autograde cannot grade it at all
       baseline      hostile: the id of the mistake of the same assignment with the same wrong code
+      hands_in      files handed in beside the notebook, `;`-separated, each `NAME KIND [ARGUMENT]`
+                    (HANDED_IN_KINDS): `link TARGET` (a symbolic link), `fifo`, `bytes COUNT` (a
+                    file of COUNT zero bytes, sparse), `files COUNT` (a folder of COUNT empty files)
       transform     a transform of the finished notebook, by name and arguments (TRANSFORMS):
                     `not_json`, `nested_json DEPTH`, `nbformat 3`, `drop_grade_cell STEP`,
                     `edit_grade_cell STEP SOURCE`, `drop_step STEP` (its solution and test cells),
@@ -72,6 +77,7 @@ the points the matrix records.
 """
 
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -101,6 +107,7 @@ class Variant:
     graded: bool = True  # False: autograde cannot grade it at all (all steps 0, flagged)
     baseline: str = ""  # hostile: id of the mistake with the same wrong code, no trick
     source: str = ""  # where the code comes from (programs), or "" (mistakes: the reference)
+    hands_in: tuple = ()  # (HandedIn): files beside the notebook in its submission folder
     # A mistake that reads the notebook's own state (its globals): only the whole notebook shows what
     # it costs, so CI always grades it through nbgrader (coursekit.matrix.nbgrader_sample).
     reads_notebook: bool = False
@@ -229,10 +236,58 @@ def transform(spec):
     return TRANSFORMS[name](*args)
 
 
+# --- files handed in beside the notebook (what intake must leave out or keep apart) -----------
+
+def _link(path, target):
+    path.symlink_to(target)
+
+
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _zero_bytes(path, count):
+    with open(path, "wb") as handle:  # sparse: a 100 MB file costs the machine nothing until read
+        handle.truncate(int(count))
+
+
+def _empty_files(path, count):
+    path.mkdir()
+    for number in range(int(count)):
+        (path / f"{number}.txt").touch()
+
+
+HANDED_IN_KINDS = {"link": (_link, 1), "fifo": (_fifo, 0), "bytes": (_zero_bytes, 1), "files": (_empty_files, 1)}
+
+
+@dataclass(frozen=True)
+class HandedIn:
+    """One file a catalogue entry hands in beside its notebook (header `hands_in`)."""
+    name: str
+    kind: str
+    argument: str = ""
+
+    def write(self, folder):
+        make, _ = HANDED_IN_KINDS[self.kind]
+        make(Path(folder) / self.name, *([self.argument] if self.argument else []))
+
+
+def hands_in(spec, where="hands_in"):
+    """(HandedIn) from the header's spelling: `;`-separated `NAME KIND [ARGUMENT]`."""
+    files = []
+    for item in filter(str.strip, spec.split(";")):
+        name, kind, *argument = item.split()
+        if kind not in HANDED_IN_KINDS or len(argument) != HANDED_IN_KINDS[kind][1] or "/" in name:
+            raise ValueError(f"{where}: {item.strip()!r} is not `NAME KIND [ARGUMENT]` with a plain NAME and "
+                             f"KIND one of {', '.join(HANDED_IN_KINDS)} (with its argument, if it takes one)")
+        files.append(HandedIn(name, kind, *argument))
+    return tuple(files)
+
+
 # --- programs: files under programs/<assignment>/<kind>/ --------------------------------------
 
 HEADER_KEYS = {"description", "source", "replaces", "extra_cell", "loses", "symptom", "flagged", "flag",
-               "graded", "baseline", "transform"}
+               "graded", "baseline", "transform", "hands_in"}
 _HEADER_LINE = re.compile(r"# (\w+): ?(.*)")
 _SECTION = re.compile(r"# %% (?:replaces: (.+)|(extra_cell))\s*")
 
@@ -316,7 +371,7 @@ def load_program(path):
         extra_cell=extra, transform=transform(header["transform"]) if header.get("transform") else None,
         flagged=_boolean(header.get("flagged", "false"), where), flag=header.get("flag", ""),
         graded=_boolean(header.get("graded", "true"), where), baseline=header.get("baseline", ""),
-        source=header["source"])
+        source=header["source"], hands_in=hands_in(header.get("hands_in", ""), where))
 
 
 def load_programs(root=PROGRAMS):
