@@ -152,12 +152,19 @@ def _tmpfs(target, sizes, name, flags=MS_NOSUID | MS_NODEV, mode="1777"):
 
 def _fresh_dev(sizes):
     """A /dev of this kernel's own: the device nodes a program expects, bound from the sandbox's,
-    and an empty /dev/shm, so nothing an earlier kernel left in /dev reaches this one."""
+    and an empty /dev/shm, so nothing an earlier kernel left in /dev reaches this one.
+
+    The nodes themselves are the machine's (bubblewrap binds them), and anyone who may write one may
+    set its times to now: a kernel lent a reference set the access and modification times of six of
+    them at moments of its choosing, which every later kernel, and every user of the machine, read
+    (red-team round r51). Each is bound read-only, which refuses that and nothing a device does
+    (it is read and written as before); the kernel, without capabilities, cannot bind it again."""
     handles = [(name, os.open(f"/dev/{name}", os.O_PATH)) for name in DEVICES if os.path.exists(f"/dev/{name}")]
     _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536,nr_inodes=64")
     for name, handle in handles:
         os.close(os.open(f"/dev/{name}", os.O_CREAT | os.O_WRONLY, 0o666))  # the mount point
         _mount(f"/proc/self/fd/{handle}", f"/dev/{name}", flags=MS_BIND)
+        _mount(None, f"/dev/{name}", flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
         os.close(handle)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
