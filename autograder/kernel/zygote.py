@@ -155,9 +155,8 @@ def _fresh_dev(sizes):
     and an empty /dev/shm, so nothing an earlier kernel left in /dev reaches this one.
 
     The nodes themselves are the machine's (bubblewrap binds them), and anyone who may write one may
-    set its times to now: a kernel lent a reference set the access and modification times of six of
-    them at moments of its choosing, which every later kernel, and every user of the machine, read
-    (red-team round r51). Each is bound read-only, which refuses that and nothing a device does
+    set its times to now: a kernel set the times of all six at moments of its choosing, which stayed
+    for every later kernel, and every user of the machine, to read (red-team round r51). Each is bound read-only, which refuses that and nothing a device does
     (it is read and written as before); the kernel, without capabilities, cannot bind it again."""
     handles = [(name, os.open(f"/dev/{name}", os.O_PATH)) for name in DEVICES if os.path.exists(f"/dev/{name}")]
     _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536,nr_inodes=64")
