@@ -52,7 +52,7 @@ def test_nothing_one_kernel_writes_is_seen_by_the_next(tmp_path):
 def test_no_kernel_sets_the_times_of_a_device_node(tmp_path):
     """A kernel's /dev/null, /dev/zero and the rest are the machine's own nodes, which anyone may
     write and so set the times of to now: a kernel of red-team round r51 set the times of all
-    six at moments it chose (about 16 bits each, in nanoseconds), which a later
+    six at moments it chose (kept in nanoseconds), which a later
     kernel (a classmate's, or the notebook's own once let go) and every user of the machine read
     with stat, long after the kernel was gone. They are mounted read-only in every kernel, and
     still read and written as devices (every notebook writes /dev/null)."""
