@@ -1,7 +1,7 @@
 # Sets the times of every device node in this kernel's /dev (to now, which whoever may write a node
 # may, and to a time of its own, which only its owner may): the nodes are the machine's, so a time
 # set here stays for every later kernel (and anyone on the machine) to read with stat, a value the
-# kernel chose, to the microsecond, by when it set it. Prints which nodes let it.
+# kernel chose by when it set it. Prints which nodes let it.
 import json
 import os
 
