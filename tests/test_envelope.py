@@ -49,6 +49,21 @@ def test_nothing_one_kernel_writes_is_seen_by_the_next(tmp_path):
 
 
 @needs_sandbox
+def test_no_kernel_sets_the_times_of_a_device_node(tmp_path):
+    """A kernel's /dev/null, /dev/zero and the rest are the machine's own nodes, which anyone may
+    write and so set the times of to now: a kernel of red-team round r51 set the times of all
+    six at moments it chose (kept in nanoseconds), which a later
+    kernel (a classmate's, or the notebook's own once let go) and every user of the machine read
+    with stat, long after the kernel was gone. They are mounted read-only in every kernel, and
+    still read and written as devices (every notebook writes /dev/null)."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        program("touch_devices"), "print('WROTE', open('/dev/null', 'w').write('x'), len(open('/dev/zero', 'rb').read(3)))"]))
+    assert _printed_json(judged, 0, "TOUCHED") == []
+    assert "WROTE 1 3" in printed(judged, 1), printed(judged, 1)
+    assert processes_left() == []
+
+
+@needs_sandbox
 def test_every_writable_place_is_a_sized_tmpfs_of_its_own(tmp_path):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("fill_disk")]))
     found = _printed_json(judged, 0, "FILLED")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from test_envelope import needs_groups, needs_sandbox
-from test_judge import notebook, program
+from test_judge import notebook, printed, program
 
 from autograder.judge import judge_notebook
 from coursekit.catalogue import PROGRAMS, load_program
@@ -116,3 +116,20 @@ def test_a_score_matrix_kept_in_a_stopped_process_still_counts(tmp_path, way):
     memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(memory.values()), memory
     assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+
+
+@needs_sandbox
+@needs_groups
+@pytest.mark.parametrize("hidden_in", ["io_uring", "memfd_secret"])
+def test_a_score_matrix_kept_in_memory_the_kernel_maps_for_itself_still_counts(tmp_path, hidden_in):
+    """Red-team round r51: a whole matrix of float16 scores, 8 MiB of it in memory an earlier cell made that
+    is neither a file in RAM nor a process's own (io_uring's rings, a secret memory file), passed both memory
+    cases (1.0 of 1; 0.323 with every row in fresh memory). No kernel may make such memory
+    (`zygote.DENIED_CALLS`)."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [f"HIDDEN_IN = {hidden_in!r}", program("rows_in_kernel_memory"),
+                                                             ("grade", "online_softmax_attention")]))
+    results = judged.steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+    assert "HIDDEN 0" in printed(judged, 1), printed(judged, 1)
