@@ -5,7 +5,7 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks, shifts
-from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng, rounded
 from autograder.suites.toolkit.model import exponentials, hand_written_softmax_mistakes
 
 STEP = "attention_weights"
@@ -169,6 +169,7 @@ def stored_symptoms(record, k):
             (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE), *_unnormalised(s), _shifted_numerator_only(s),
             *_row_shifted_column_summed(s), (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
+            *rounded(_softmax_rows(s), what="the weights are"),  # before the epsilons, which a rounding can fit
             *hand_written_softmax_mistakes(s)]
 
 
