@@ -59,7 +59,9 @@ def _wrong_widths(h, t, hd):
     """[(name, width)] of the merged widths a reshape may be given from the wrong sizes of x (h, t, hd)."""
     return [("num_heads + head_dim (+ for *)", h + hd),
             ("num_heads * T, from x.shape[1] * x.shape[2] (the tokens' axis for head_dim's)", h * t),
-            ("T * head_dim, from the tokens' axis for the heads'", t * hd)]
+            ("T * head_dim, from the tokens' axis for the heads'", t * hd),
+            ("head_dim * head_dim, head_dim where num_heads belongs", hd * hd),
+            ("num_heads * num_heads, num_heads where head_dim belongs", h * h)]
 
 
 def _explain_heads_read_from_batch(impl, x, error):
@@ -153,7 +155,25 @@ def _joined_wrongly(x):
             (lambda: x.transpose(0, 2, 1, 3).reshape(b, 1, t, h * hd), HEAD_AXIS_KEPT),
             # with a batch of 1 a batch folded in is the batch axis dropped (a squeeze): only the shape says so
             *([(lambda: x.transpose(0, 2, 1, 3).reshape(t, b * h * hd), "the batch is folded into the features: "
-                "the batch axis stays first, (batch, T, num_heads * head_dim)")] if b > 1 else [])]
+                "the batch axis stays first, (batch, T, num_heads * head_dim)")] if b > 1 else []),
+            *_heads_left_out(x)]
+
+
+def _heads_left_out(x):
+    """Some heads' features missing: all but the last joined (a loop that stops one short), or one head's alone
+    (x[:, 0], the first head taken for the merge); with two heads the two are one output, named as both."""
+    h = x.shape[1]
+    if h == 1:
+        return []
+    first_alone = ONE_HEAD if h != 2 else f"{ONE_HEAD}; or {LAST_HEAD_LEFT_OUT}"
+    return [(lambda: x[:, 0], first_alone),
+            *[(lambda: np.concatenate([x[:, i] for i in range(h - 1)], axis=-1), LAST_HEAD_LEFT_OUT)] * (h > 2)]
+
+
+ONE_HEAD = ("the result holds one head's features alone (x[:, 0], head 0's): merging puts every head's features side "
+            "by side, num_heads * head_dim per token")
+LAST_HEAD_LEFT_OUT = ("the last head's features are left out: does the loop over the heads stop one short (range("
+                      "num_heads - 1))? Every head's features go side by side")
 
 
 # transpose(1, 3) for transpose(1, 2): (batch, head_dim, T, num_heads), whose reshape reads the features across the
