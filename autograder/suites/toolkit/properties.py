@@ -57,6 +57,13 @@ def explain_unsteady(name, module, x):
         raise CaseFailure(f"{name} {UNSTEADY}")
 
 
+# torch.manual_seed in forward: dropout acts, but its random draws start from the same state on every call
+SAME_DRAWS = ("dropout acts but drops the same entries on every call: does forward reset the random generator "
+              "(torch.manual_seed) each time it runs? Seeding belongs outside the layer, if anywhere")
+EVAL_IN_FORWARD = ("forward switches the layer to eval mode (self.eval(), self.train(False)), so its dropout never "
+                   "acts: the mode is the caller's to set, with .train() and .eval()")
+
+
 def explain_built_alike(name, module, twin, x):
     """`twin` is built as `module` was (the same arguments, the same weights loaded): outputs that differ on the
     same x come from something the weights do not set, not from the property a case compares two modules for (a
@@ -281,6 +288,12 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     module.train()
     runs = [module(x, _seed=seed), module(x)]
     if close(runs[0], runs[1], 0, 0):
+        if not close(runs[0], first):  # dropout acts, and draws alike each time
+            raise CaseFailure(f"{name} in train mode with dropout={p} gives one output twice, not the eval-mode "
+                              f"one: {SAME_DRAWS}")
+        if module.describe().get("training") is False:
+            raise CaseFailure(f"{name} in train mode with dropout={p} gives the eval-mode output, and forward leaves "
+                              f"it in eval mode: {EVAL_IN_FORWARD}")
         raise CaseFailure(f"{name} in train mode with dropout={p} gives the same output twice: dropout "
                           f"is not applied ({not_applied})")
     renormalised = (f"{name} in train mode: dropout zeroes attention weights after the softmax, but the rows "
