@@ -186,9 +186,9 @@ def explain_unloaded_layer():
     if not all(torch.is_tensor(arg) for arg in args) or layer.describe().get("training", True):
         return
     for path in unloaded_layers(layer):
-        twin = layer.copy()
-        out_features, in_features = twin.describe(path)["weight_shape"]
-        try:
+        out_features, in_features = layer.describe(path)["weight_shape"]
+        try:  # a copy, so the layer the case holds keeps its weights; one that cannot be copied tells nothing
+            twin = layer.copy()
             twin.set_linear(path, np.zeros((out_features, in_features), dtype=np.float32))
             changed, first = (Handle.__call__(module, *args, **kwargs) for module in (twin, layer))
         except RemoteError:
