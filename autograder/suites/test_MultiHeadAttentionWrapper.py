@@ -212,7 +212,13 @@ def _joined_wrongly(x, heads):
                f"(torch.stack(..., dim={axis})), not concatenated: {side_by_side}") for axis in (0, -1)],
             (lambda: np.sum(outputs(), axis=0), f"the heads' outputs are added, not concatenated: {side_by_side}"),
             (lambda: np.mean(outputs(), axis=0), f"the heads' outputs are averaged, not concatenated: "
-             f"{side_by_side}")]
+             f"{side_by_side}"),
+            *[(lambda: np.concatenate(outputs(), axis=-1) / len(heads), DIVIDED_BY_HEADS)] * (len(heads) > 1)]
+
+
+# torch.cat(...) / num_heads: the heads side by side, then scaled as if they were averaged
+DIVIDED_BY_HEADS = ("the heads' outputs are side by side but divided by num_heads, as if averaged: each head's "
+                    "output goes into the concatenation as it is, unscaled")
 
 
 def _notes_symptoms(example):
@@ -297,6 +303,10 @@ def test_head_zero_first(impl):
         head = checks.to_array(head, f"heads[{i}](x)")
         if not toolkit.close(out[..., 2 * i:2 * i + 2], head):
             toolkit.explain_unsteady_forward()  # heads made anew in forward are not the heads it holds
+            right = toolkit.heads_side_by_side(x.numpy(), heads)
+            if not toolkit.close(np.sort(out, axis=None), np.sort(right, axis=None)):
+                # not the heads' numbers in other places: how they are joined is not the cause, the ladder names it
+                checks.expect_close(out, right, what, symptoms=_wrapper_mistakes(x.numpy(), heads))
             raise CaseFailure(f"output columns {2 * i}..{2 * i + 1} are not heads[{i}](x): concatenate the "
                               "heads' outputs along the last dimension, head 0 first")
 

@@ -125,6 +125,9 @@ def stored_symptoms(record, k):
             (lambda: X @ np.swapaxes(X, -1, -2) / np.sqrt(X.shape[-1]), SCALED_AHEAD),
             (lambda: np.sum(X * X, axis=-1), EACH_WITH_ITSELF),
             (lambda: X @ np.swapaxes(X, -1, -2) * (1 - np.eye(X.shape[-2])), ZERO_DIAGONAL),
+            *_loop_stops_short(X @ np.swapaxes(X, -1, -2)),
+            (lambda: np.tril(X @ np.swapaxes(X, -1, -2)), LOWER_TRIANGLE),
+            (lambda: np.triu(X @ np.swapaxes(X, -1, -2)), UPPER_TRIANGLE),
             *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
             *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2),
             *[(lambda: _flattened(X) @ _flattened(X).T, BATCH_FLATTENED)] * (X.ndim > 2),
@@ -164,6 +167,36 @@ ENTRY_BY_ENTRY = ("multiplies X by its transpose entry by entry (*): the scores 
 
 ZERO_DIAGONAL = ("sets each token's score with itself to 0 (a zero diagonal): X Xᵀ scores every token with every "
                  "token, itself included, and its diagonal holds each token's squared length")
+
+
+# np.tril(X @ X.T): the causal mask of assignment 03 taken early, as zeros (or an inner loop over j <= i)
+LOWER_TRIANGLE = ("keeps only each token's scores with itself and the tokens before it, the rest set to 0 (np.tril, or "
+                  "a loop over the keys that stops at the query, range(i + 1)), as if hiding later tokens or scoring "
+                  "each pair once: these scores pair every token with every token (hiding the future is the causal "
+                  "mask's work, a later step's)")
+
+# np.triu(X @ X.T): one triangle kept, as if each pair were scored once; X Xᵀ is symmetric, and each row a query's
+UPPER_TRIANGLE = ("keeps only each token's scores with itself and the tokens after it, the rest set to 0 (np.triu), as "
+                  "if each pair of tokens were scored once: row i holds token i's scores with every token, so both "
+                  "triangles are filled, each the other's mirror")
+
+
+def _loop_stops_short(scores):
+    """(candidate, LOOP_STOPS_SHORT) of scores filled in loops over the queries or the keys (or both) that stop
+    one short (range(n - 1)), so the last row, the last column or both keep the zeros they were made with."""
+    def left_zero(rows, columns):
+        out = np.array(scores, dtype=float)
+        out[..., -1:, :] *= not rows
+        out[..., :, -1:] *= not columns
+        return out
+
+    return [(lambda rows=rows, columns=columns: left_zero(rows, columns), LOOP_STOPS_SHORT.format(which))
+            for rows, columns, which in ((True, False, "row (as a query)"), (False, True, "column (as a key)"),
+                                         (True, True, "row and column")) if scores.shape[-1] > 1]
+
+
+LOOP_STOPS_SHORT = ("the last token's {} of scores stays 0 while every other score is right: does a loop over the "
+                    "tokens stop one short (range(n - 1), or len(X) - 1)? Every token is a query and a key")
 
 
 PAIRS_ALONG_FIRST_AXIS = ("pairs entries along the first axis by broadcasting (X[:, None] * X[None, :], summed over "

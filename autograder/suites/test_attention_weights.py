@@ -4,8 +4,8 @@ import numpy as np
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks, shifts
-from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit import batches, checks, shifts
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng, rounded
 from autograder.suites.toolkit.model import exponentials, hand_written_softmax_mistakes
 
 STEP = "attention_weights"
@@ -153,7 +153,9 @@ def stored_symptoms(record, k):
     at_once = "normalises the whole score matrix at once; each row (one query) must sum to 1 on its own"
     r = np.exp(-(s - s.min(axis=-1, keepdims=True)))
     symmetric = s.shape[-1] == s.shape[-2] and np.allclose(s, np.swapaxes(s, -1, -2))
-    return [(lambda: e / e.sum(axis=-2, keepdims=True), COLUMNS_OR_TRANSPOSED if symmetric else COLUMNS),
+    # on a batch (B, n, n) the columns' axis is axis=1, which is the keys' only on one matrix
+    columns = batches.SOFTMAX_OVER_BATCH_QUERIES if s.ndim == 3 else COLUMNS_OR_TRANSPOSED if symmetric else COLUMNS
+    return [(lambda: e / e.sum(axis=-2, keepdims=True), columns),
             (lambda: np.swapaxes(_softmax_rows(s), -1, -2), TRANSPOSED),
             (lambda: _softmax_rows(s).T, TRANSPOSED),
             (lambda: s / s.sum(axis=-1, keepdims=True),
@@ -169,6 +171,7 @@ def stored_symptoms(record, k):
             (lambda: _softmax_rows(_softmax_rows(s)), SOFTMAX_TWICE), *_unnormalised(s), _shifted_numerator_only(s),
             *_row_shifted_column_summed(s), (lambda: whole / whole.sum(), at_once),
             (lambda: matrices / matrices.sum(axis=(-2, -1), keepdims=True), at_once),
+            *rounded(_softmax_rows(s), what="the weights are"),  # before the epsilons, which a rounding can fit
             *hand_written_softmax_mistakes(s)]
 
 

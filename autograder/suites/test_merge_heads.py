@@ -52,6 +52,8 @@ def _merged(impl, x):
             _explain_heads_read_from_batch(impl, x, error)
         if error.type_name == "IndexError" and h > t and f"for dimension 2 with size {t}" in str(error):
             _explain_heads_read_from_tokens(impl, x, error)
+        if error.type_name == "IndexError" and t > h and f"for dimension 1 with size {h}" in str(error):
+            _explain_heads_counted_by_tokens(impl, x, error)
         raise
 
 
@@ -59,7 +61,9 @@ def _wrong_widths(h, t, hd):
     """[(name, width)] of the merged widths a reshape may be given from the wrong sizes of x (h, t, hd)."""
     return [("num_heads + head_dim (+ for *)", h + hd),
             ("num_heads * T, from x.shape[1] * x.shape[2] (the tokens' axis for head_dim's)", h * t),
-            ("T * head_dim, from the tokens' axis for the heads'", t * hd)]
+            ("T * head_dim, from the tokens' axis for the heads'", t * hd),
+            ("head_dim * head_dim, head_dim where num_heads belongs", hd * hd),
+            ("num_heads * num_heads, num_heads where head_dim belongs", h * h)]
 
 
 def _explain_heads_read_from_batch(impl, x, error):
@@ -88,6 +92,26 @@ def _explain_heads_read_from_tokens(impl, x, error):
     if toolkit.close(out, np.concatenate([as_many.numpy()[:, :, i] for i in range(h)], axis=-1)):
         raise CaseFailure(f"merge_heads raised {error.type_name} on {t} tokens with {h} heads, and runs on {h} "
                           f"tokens, which names the cause: {TOKENS_AS_HEADS}") from None
+
+
+def _explain_heads_counted_by_tokens(impl, x, error):
+    """A loop over range(T) for the heads indexes past the last head where there are more tokens than heads: run
+    again with as many tokens as heads, where that loop fits, and name it if the merge is right there."""
+    h, t = x.shape[1], x.shape[2]
+    as_many = x[:, :, torch.arange(h) % t]  # (batch, num_heads, num_heads, head_dim)
+    try:
+        out = checks.to_array(impl.merge_heads(as_many), "merge_heads")
+    except RemoteError:
+        return
+    b, _, _, hd = as_many.shape
+    if toolkit.close(out, as_many.numpy().transpose(0, 2, 1, 3).reshape(b, h, h * hd)):
+        raise CaseFailure(f"merge_heads raised {error.type_name} on {t} tokens with {h} heads, and is right on {h} "
+                          f"tokens: {HEADS_COUNTED_BY_TOKENS}") from None
+
+
+# for h in range(num_tokens): x[:, h]: the heads counted by the tokens' axis, right only where the two agree
+HEADS_COUNTED_BY_TOKENS = ("the loop over the heads runs over the tokens' count (range(num_tokens), x.shape[2]): "
+                           "there are x.shape[1] heads, whatever T is")
 
 
 # transpose(0, 1) for transpose(1, 2): the heads move in front of the batch, not behind the tokens; on a
@@ -153,7 +177,29 @@ def _joined_wrongly(x):
             (lambda: x.transpose(0, 2, 1, 3).reshape(b, 1, t, h * hd), HEAD_AXIS_KEPT),
             # with a batch of 1 a batch folded in is the batch axis dropped (a squeeze): only the shape says so
             *([(lambda: x.transpose(0, 2, 1, 3).reshape(t, b * h * hd), "the batch is folded into the features: "
-                "the batch axis stays first, (batch, T, num_heads * head_dim)")] if b > 1 else [])]
+                "the batch axis stays first, (batch, T, num_heads * head_dim)")] if b > 1 else []),
+            *_heads_left_out(x)]
+
+
+def _heads_left_out(x):
+    """Some heads' features missing: all but the last joined (a loop that stops one short), or one head's alone
+    (x[:, 0], the first head taken for the merge); with two heads the two are one output, named as both."""
+    h = x.shape[1]
+    if h == 1:
+        return []
+    t = x.shape[2]
+    joined = lambda count: np.concatenate([x[:, i] for i in range(count)], axis=-1)  # noqa: E731 - heads 0..count-1
+    # one head alone, all but the last, and as many heads as tokens: the same output where the counts agree
+    fits = {count: [message for message, known in ((ONE_HEAD, 1), (LAST_HEAD_LEFT_OUT, h - 1),
+                                                   (HEADS_COUNTED_BY_TOKENS, t)) if known == count]
+            for count in {1, h - 1, t} if count < h}
+    return [(lambda count=count: joined(count), checks.one_or_all(messages)) for count, messages in fits.items()]
+
+
+ONE_HEAD = ("the result holds one head's features alone (x[:, 0], head 0's): merging puts every head's features side "
+            "by side, num_heads * head_dim per token")
+LAST_HEAD_LEFT_OUT = ("the last head's features are left out: does the loop over the heads stop one short (range("
+                      "num_heads - 1))? Every head's features go side by side")
 
 
 # transpose(1, 3) for transpose(1, 2): (batch, head_dim, T, num_heads), whose reshape reads the features across the

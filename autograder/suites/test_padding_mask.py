@@ -59,6 +59,8 @@ def _call(impl, lengths, num_tokens, strict=False):
     try:
         out = impl.padding_mask(torch.as_tensor(np.asarray(lengths, dtype=np.int64)), num_tokens)
     except RemoteError as error:
+        if error.type_name == "IndexError" and "for dimension 0 with size" in str(error):
+            _explain_sequences_counted_by_tokens(impl, what, error, lengths, num_tokens)
         # the one comparison of a padding mask is of lengths (batch,) with positions (num_tokens,)
         if not any(phrase in str(error) for phrase in _NOT_BROADCAST):
             raise
@@ -81,6 +83,29 @@ def _call(impl, lengths, num_tokens, strict=False):
         raise CaseFailure(f"{what} has dtype {out.dtype}; return a torch.bool tensor (True = blocked): "
                           "a comparison such as >= gives one")
     return what, out.numpy()
+
+
+# range(num_tokens) for the loop over the sequences, or torch.zeros(num_tokens, 1, num_tokens) for the mask: the
+# two counts confused, which raises (or leaves rows out) wherever they differ and is right where they agree
+SEQUENCES_COUNTED_BY_TOKENS = ("the number of sequences is taken from num_tokens somewhere (a loop over "
+                               "range(num_tokens), or a mask made num_tokens rows long): the mask has one row per "
+                               "sequence, as many as lengths has entries, whatever num_tokens is")
+
+
+def _explain_sequences_counted_by_tokens(impl, what, error, lengths, num_tokens):
+    """An index past the first axis, run again with as many sequences as key positions: right there, the call
+    counts the sequences by num_tokens (the loop's range or the mask's rows); quiet otherwise."""
+    as_many = np.resize(np.asarray(lengths, dtype=np.int64), num_tokens)
+    if len(lengths) == num_tokens:
+        return
+    try:
+        out = impl.padding_mask(torch.as_tensor(as_many), num_tokens)
+        entries = np.asarray(out.cpu() if torch.is_tensor(out) else out).astype(bool)
+    except (RemoteError, TypeError, ValueError):
+        return
+    if entries.shape == (num_tokens, 1, num_tokens) and np.array_equal(entries, _blocked(as_many, num_tokens)):
+        raise CaseFailure(f"{what} raised {error.type_name} with {len(lengths)} sequences of {num_tokens} positions, "
+                          f"and is right with {num_tokens} sequences: {SEQUENCES_COUNTED_BY_TOKENS}") from None
 
 
 ADDITIVE = "an additive mask (0 where a key is kept, -inf where it is blocked), the form that is added to the scores"
@@ -162,6 +187,9 @@ def _diagnose(what, got, lengths, num_tokens, probe=None):
         if which:
             raise CaseFailure(f"{what} has {size} key position{'s' * (size != 1)}, {' or '.join(which)}: the mask "
                               "covers all num_tokens positions, padding included")
+    if got.shape == (num_tokens, 1, num_tokens) != want.shape and np.array_equal(got[:batch], want[:num_tokens]):
+        raise CaseFailure(f"{what} has {num_tokens} rows, one per key position, for {batch} sequences, its first {batch} right: "
+                          f"{SEQUENCES_COUNTED_BY_TOKENS}")
     if got.shape != want.shape:
         raise CaseFailure(f"{what} has shape {checks.fmt_shape(got.shape)}, expected (batch, 1, num_tokens) "
                           f"= {checks.fmt_shape(want.shape)}{_which_sizes(got.shape, want.shape)}")

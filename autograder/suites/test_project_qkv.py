@@ -6,7 +6,7 @@ import torch
 from autograder.errors import CaseFailure
 from autograder.harness import case
 from autograder.suites.toolkit import checks
-from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng
+from autograder.suites.toolkit.cases import check_stored, explain_batch_error, notes_cases, rng, rounded
 from autograder.suites.toolkit.projections import explain_stacked
 
 STEP = "project_qkv"
@@ -35,6 +35,7 @@ def stored_symptoms(record, k):
     # After X's own cast: where both leave every entry 0, that message names both.
     found.append((lambda: np.trunc(X @ Ws[k]), f"{ROLES[k]} holds whole numbers, each entry of X @ {WEIGHTS[k]} "
                                                f"{PRODUCT_INTO_INTEGERS}"))
+    found += rounded(X @ Ws[k], what=f"{ROLES[k]} is")  # printed as the notes print it, to 4 decimals
     for j, W in enumerate(Ws):
         if j != k:
             found.append((lambda W=W: X @ W, f"item {k} of the tuple looks like X @ {WEIGHTS[j]}; {ROLES[k]} = "

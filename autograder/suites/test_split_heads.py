@@ -45,6 +45,7 @@ def _split(impl, x, num_heads):
         if VIEW_AFTER_TRANSPOSE in str(error):  # x comes in contiguous: only the student's own transpose reorders it
             raise CaseFailure(f"split_heads raised {error.type_name}: it views x after transposing it, {SPLIT_FIRST}") \
                 from None
+        _explain_empty_slice(error, num_heads)
         batch, num_tokens, _ = x.shape
         _explain_fixed_head_width(impl, error, x, num_heads)
 
@@ -168,7 +169,51 @@ def _mistakes(x, h):
             # x.shape unpacked as (T, batch, D): the view reads the batch's memory in the wrong sizes
             *[(lambda: x.reshape(t, b, h, hd).transpose(0, 2, 1, 3), UNPACKED_SWAPPED)] * (b != t),
             *_wrong_number_of_heads(x, h),
-            (lambda: right.reshape(b * h, t, hd), FOLDED_INTO_BATCH)]
+            (lambda: right.reshape(b * h, t, hd), FOLDED_INTO_BATCH), *_sliced_wrongly(x, h)]
+
+
+def _sliced_wrongly(x, h):
+    """The heads cut one slice at a time (x[..., start:stop] for each head, stacked on axis 1): each started at
+    feature i where i * head_dim belongs, and a loop that stops one head short."""
+    hd = x.shape[-1] // h
+
+    def stacked(starts):
+        return np.stack([x[..., start:start + hd] for start in starts], axis=1)
+
+    t = x.shape[1]
+    # a head short and a head per token are one output where T == num_heads - 1: both are named there
+    fewer = [message for count, message in ((h - 1, HEAD_SHORT), (t, HEAD_PER_TOKEN)) if count == h - 1 and h > 1]
+    return [*[(lambda: stacked(range(h)), SLICES_OVERLAP)] * (h > 1 and hd > 1),
+            *[(lambda: stacked(range(0, (h - 1) * hd, hd)), checks.one_or_all(fewer))] * bool(fewer),
+            *[(lambda: stacked(range(0, t * hd, hd)), HEAD_PER_TOKEN)] * (t < h - 1)]
+
+
+SLICES_OVERLAP = ("head i's slice starts at feature i, not i * head_dim, so the heads' slices overlap and the last "
+                  "features belong to no head: head i holds the block [i*D/h, (i+1)*D/h)")
+HEAD_SHORT = ("makes num_heads - 1 heads, the last head's features left out: does the loop over the heads stop one "
+              "short (range(num_heads - 1))? Every feature belongs to some head")
+HEAD_PER_TOKEN = ("makes one head per token, T heads: does the loop over the heads run over the tokens' count "
+                  "(range(num_tokens))? There are num_heads heads, whatever T is")
+# torch.stack of the slices where one came out empty, a slice that starts at or past D: the first empty one is the
+# last of num_heads where the slices start one head late (range(1, num_heads + 1)), and one past it where there
+# are more slices than heads (a loop over the tokens' count, say)
+EMPTY_SLICE = re.compile(r"stack expects each tensor to be equal size, but got \[[\d, ]*\] at entry \d+ and "
+                         r"\[[\d, ]*, 0\] at entry (\d+)")
+SLICE_PAST_END = "a slice of the features came out empty (0 features wide), so it starts at or past the last feature: "
+ONE_HEAD_LATE = ("the last head's slice is the empty one, so each slice starts one head late (range(1, num_heads + 1)"
+                 "?): head i holds the block [i*D/h, (i+1)*D/h) for i from 0 to num_heads - 1")
+MORE_SLICES_THAN_HEADS = ("slice {} is empty, past the last of the num_heads = {} heads: does the loop over the heads "
+                          "run over another count (the tokens', range(num_tokens))? There are num_heads slices")
+
+
+def _explain_empty_slice(error, num_heads):
+    """A stack of the heads' slices that raised on an empty one, named by which slice came out empty."""
+    empty = EMPTY_SLICE.search(str(error))
+    if empty is None:
+        return
+    entry = int(empty.group(1))
+    why = ONE_HEAD_LATE if entry == num_heads - 1 else MORE_SLICES_THAN_HEADS.format(entry, num_heads)
+    raise CaseFailure(f"split_heads raised {error.type_name}: {SLICE_PAST_END}{why}") from None
 
 
 FOLDED_INTO_BATCH = ("the heads are folded into the batch axis, (batch * num_heads, T, head_dim), the layout some "

@@ -159,6 +159,50 @@ def explain_unsteady_forward():
 checks.BEFORE_UNNAMED.append(explain_unsteady_forward)
 
 
+def unloaded_layers(module):
+    """The nn.Linear layers `module` holds that the grader never loaded weights into (`load_linear` records each
+    path it loads): layers the task does not name, which keep their random start. Empty where nothing was loaded."""
+    loaded = module.__dict__.get("loaded_paths")
+    if not loaded:
+        return []
+    try:
+        state = module.call("state_dict")
+    except RemoteError:
+        return []
+    paths = [key.removesuffix(".weight") for key, value in state.items()
+             if key.endswith(".weight") and torch.is_tensor(value) and value.dim() == 2]
+    return [path for path in paths if path not in loaded and "weight_shape" in module.describe(path)]
+
+
+def explain_unloaded_layer():
+    """The layer this case called last, where it holds an nn.Linear the task does not name (an output projection
+    MultiHeadAttentionWrapper has no use for, say): run again on the same inputs with that layer's weights zeroed,
+    an output that changes passes through it, and no output of it can be right, since its weights are nobody's."""
+    if not _LAST_FORWARD:
+        return
+    layer, args, kwargs, deadline = _LAST_FORWARD[0]
+    if deadline is None or layer._impl.deadline != deadline or set(kwargs) - {"_seed"}:
+        return
+    if not all(torch.is_tensor(arg) for arg in args) or layer.describe().get("training", True):
+        return
+    for path in unloaded_layers(layer):
+        out_features, in_features = layer.describe(path)["weight_shape"]
+        try:  # a copy, so the layer the case holds keeps its weights; one that cannot be copied tells nothing
+            twin = layer.copy()
+            twin.set_linear(path, np.zeros((out_features, in_features), dtype=np.float32))
+            changed, first = (Handle.__call__(module, *args, **kwargs) for module in (twin, layer))
+        except RemoteError:
+            continue
+        if torch.is_tensor(changed) and torch.is_tensor(first) and not torch.equal(changed, first):
+            raise CaseFailure(f"the output is wrong, and it passes through `{path}` ({in_features} -> {out_features}), "
+                              f"a layer the task does not name: {layer.what} {UNNAMED_LAYER}")
+
+
+UNNAMED_LAYER = ("computes more than its docstring describes; the grader loads weights only into the layers the task "
+                 "names, so an extra layer keeps its random start and changes every output: leave it out")
+checks.BEFORE_UNNAMED.append(explain_unloaded_layer)
+
+
 class Layer(Handle):
     """A module's handle whose forward, when it raises, is run again on an input where a known
     mistake is harmless, so that the report names the mistake instead of the bare exception."""
@@ -306,6 +350,7 @@ def load_linear(module, path, weight, bias, what):
                else "qkv_bias=True: pass bias=qkv_bias to nn.Linear")
         raise CaseFailure(f"{what}: `{path}` has no bias, but it should have one ({why})")
     module.set_linear(path, weight, None if bias is None else np.asarray(bias, dtype=np.float32))
+    module.__dict__.setdefault("loaded_paths", set()).add(path)  # the layers a wrong output may not blame
 
 
 def loaded_module(impl, class_name, args, linears, what=None, dtype=None, explained=True):

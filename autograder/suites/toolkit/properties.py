@@ -10,7 +10,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import NAN_HINT
-from autograder.suites.toolkit.modules import UNSTEADY, first_line, tensor
+from autograder.suites.toolkit.modules import UNNAMED_LAYER, UNSTEADY, first_line, tensor, unloaded_layers
 
 # The attention weights returned for the context (return weights, the product with the values left out): a
 # (batch, T, T) output of rows that sum to 1, which the output's shape alone would call a wrong size.
@@ -55,6 +55,27 @@ def explain_unsteady(name, module, x):
     forward (a layer built there): no property of its output can hold, and that, not the property, is why."""
     if not close(module(x), module(x), 0, 0):
         raise CaseFailure(f"{name} {UNSTEADY}")
+
+
+# torch.manual_seed in forward: dropout acts, but its random draws start from the same state on every call
+SAME_DRAWS = ("dropout acts but drops the same entries on every call: does forward reset the random generator "
+              "(torch.manual_seed) each time it runs? Seeding belongs outside the layer, if anywhere")
+EVAL_IN_FORWARD = ("forward switches the layer to eval mode (self.eval(), self.train(False)), so its dropout never "
+                   "acts: the mode is the caller's to set, with .train() and .eval()")
+
+
+def explain_built_alike(name, module, twin, x):
+    """`twin` is built as `module` was (the same arguments, the same weights loaded): outputs that differ on the
+    same x come from something the weights do not set, not from the property a case compares two modules for (a
+    mask sliced to T, dropout off in eval mode). A layer the task does not name, which keeps its random start, is
+    named where the module holds one."""
+    if close(module(x), twin(x), 0, 0):
+        return
+    unloaded = unloaded_layers(module)
+    raise CaseFailure(f"two {name} built with the same arguments and given the same weights give other outputs on the "
+                      "same input, so no case that compares two layers can pass: " + (
+                          f"each has `{unloaded[0]}`, a layer the task does not name: {name} {UNNAMED_LAYER}"
+                          if unloaded else "__init__ draws something that the weights the task names do not set"))
 
 
 def check_last_token(name, module, x, unmasked, expected, mistakes):
@@ -103,6 +124,7 @@ def check_short_input(name, make, d_in, context_length, lengths, seed):
                 "context_length: slice the mask to the input's length, mask[:T, :T]") from None
         if not close(out, make(num_tokens)(x)):
             explain_unsteady(name, long_module, x)
+            explain_built_alike(name, long_module, make(context_length), x)
             raise CaseFailure(f"{name} with context_length={context_length} gives other outputs on "
                               f"{num_tokens} tokens than a module built with context_length={num_tokens}: "
                               "use the top-left T x T corner of the mask, mask[:T, :T]")
@@ -251,6 +273,7 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     first, second = module(x), module(x)
     if not close(first, second, 0, 0) or not close(first, plain(x)):
         explain_unsteady(name, plain, x)  # without dropout it should give one output
+        explain_built_alike(name, plain, make(0.0), x)
         raise CaseFailure(f"{name} in eval mode (after .eval()) gives other outputs with dropout={p} than "
                           "with dropout=0.0: dropout must be off in eval mode (use the nn.Dropout module, "
                           "which follows .train()/.eval(), not F.dropout(..., training=True))")
@@ -265,6 +288,12 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
     module.train()
     runs = [module(x, _seed=seed), module(x)]
     if close(runs[0], runs[1], 0, 0):
+        if not close(runs[0], first):  # dropout acts, and draws alike each time
+            raise CaseFailure(f"{name} in train mode with dropout={p} gives one output twice, not the eval-mode "
+                              f"one: {SAME_DRAWS}")
+        if module.describe().get("training") is False:
+            raise CaseFailure(f"{name} in train mode with dropout={p} gives the eval-mode output, and forward leaves "
+                              f"it in eval mode: {EVAL_IN_FORWARD}")
         raise CaseFailure(f"{name} in train mode with dropout={p} gives the same output twice: dropout "
                           f"is not applied ({not_applied})")
     renormalised = (f"{name} in train mode: dropout zeroes attention weights after the softmax, but the rows "
