@@ -34,6 +34,9 @@ SHAPE_AS_NUMBER = ("an array of one entry per axis of another meets it: is a who
 
 
 ERROR_CAUSES = (
+    (("incompatible dimensions for cross product",),
+     "np.cross takes the cross product, a vector perpendicular to two vectors of 3 entries (2-d ones give one "
+     "number of it), which other lengths do not have; the dot product adds the products a_i b_i into one number"),
     (("axes don't match array",),
      "a transpose given its axes one by one (K.transpose(0, 2, 1), np.transpose(K, (1, 0))) fits arrays of "
      "exactly that many axes; to swap the last two, whatever comes before them: np.swapaxes(K, -1, -2)"),
