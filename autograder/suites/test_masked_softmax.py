@@ -63,11 +63,12 @@ def _weights(impl, scores, mask, what):
     try:
         weights = impl.masked_softmax(scores, mask)
     except RemoteError as error:
-        if scores.dim() <= mask.dim():
+        if scores.dim() <= 2:
             raise
-        one = scores[(0,) * (scores.dim() - mask.dim())].clone()  # one matrix of scores, which the mask fits
+        one = scores[(0,) * (scores.dim() - 2)].clone()  # one matrix of scores, and of the mask where it has more
+        one_mask = mask[(0,) * (mask.dim() - 2)].clone() if mask.dim() > 2 else mask
         try:
-            single = impl.masked_softmax(one, mask)
+            single = impl.masked_softmax(one, one_mask)
         except RemoteError:
             raise error from None
         if "does not match the shape of the indexed tensor" in str(error):  # only boolean indexing says so
@@ -75,7 +76,7 @@ def _weights(impl, scores, mask, what):
                               f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
                               "leading axes; one (T, T) mask must serve a whole batch") from None
         named = checks.named_mistake(checks.to_array(single, "masked_softmax"),
-                                     stored_symptoms(dict(scores=one.numpy(), mask=mask.numpy()), 0))
+                                     stored_symptoms(dict(scores=one.numpy(), mask=one_mask.numpy()), 0))
         if named is None:
             raise error from None
         raise CaseFailure(f"masked_softmax raised {error.type_name} on {what} but runs on one matrix of its "
@@ -104,7 +105,7 @@ def stored_symptoms(record, k):
     the stored outputs and of the notes' worked examples."""
     s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
     return [*[((lambda fill=fill: _softmax(np.where(m, fill, s))), "blocked scores are filled with a finite value (0?) "
-               "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1e2, -1e3, -1e4)],
+               "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1.0, -10.0, -1e2, -1e3, -1e4)],
             (lambda: _softmax(np.where(m, s.min(), s)), FILLED_WITH_MIN),
             (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
              "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
@@ -115,6 +116,9 @@ def stored_symptoms(record, k):
             # the row maximum taken without keepdim: column j is shifted by row j's maximum
             *[(lambda keep=keep: _normalised(np.exp(s - s.max(axis=-1)) * ~m, keep), NO_KEEPDIM)
               for keep in (True, False)],
+            # by hand from the masked scores: their row maximum, their row sum, or both, taken without keepdim
+            *[(lambda keep_max=keep_max, keep_sum=keep_sum: _by_hand(np.where(m, -np.inf, s), keep_max, keep_sum),
+               NO_KEEPDIM) for keep_max, keep_sum in ((False, True), (True, False), (False, False))],
             (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
              "(the convention of masked_fill and nn.MultiheadAttention)"),
             # the masked softmax normalised over dim=-2, in one go or by renormalising after the mask
@@ -211,6 +215,11 @@ def _over_queries(weights):
 
 def _normalised(e, keepdims):
     return e / e.sum(axis=-1, keepdims=keepdims)
+
+
+def _by_hand(masked, keep_max, keep_sum):
+    """exp(masked - row max) / row sum, each taken with or without keepdims."""
+    return _normalised(_exp(masked - masked.max(axis=-1, keepdims=keep_max)), keep_sum)
 SCALED_INSIDE = ("the scores are scaled again inside masked_softmax: it takes scores already scaled, and only "
                  "masks and normalises them")
 
@@ -367,7 +376,7 @@ def test_gradients_reach_scores(impl):
     r = rng(1405)
     scores = torch.tensor(r.normal(size=(2, 5, 5)), dtype=torch.float32)
     mask = torch.tensor(_causal(5))
-    weights = impl.masked_softmax(scores.clone(), mask)
+    weights = _weights(impl, scores.clone(), mask, "(2, 5, 5) scores with one (5, 5) causal mask")
     if not torch.is_tensor(weights):
         raise CaseFailure(f"masked_softmax returned a {type(weights).__name__}, which carries no gradient; "
                           "return a torch tensor")
@@ -387,5 +396,15 @@ def test_gradients_reach_scores(impl):
         raise CaseFailure(f"backpropagating through masked_softmax failed ({first}), and {checks.UNNAMED}")
     leaf = scores.clone().requires_grad_()
     (torch.softmax(leaf.masked_fill(mask, float("-inf")), dim=-1) * torch.from_numpy(cotangent)).sum().backward()
-    checks.expect_close(report["grads"]["0"], leaf.grad, "the gradient of masked_softmax's weights with respect "
-                        "to (2, 5, 5) scores")
+    what = "the gradient of masked_softmax's weights with respect to (2, 5, 5) scores"
+    try:
+        checks.expect_close(report["grads"]["0"], leaf.grad, what)
+    except CaseFailure as failure:
+        if checks.UNNAMED not in str(failure):
+            raise
+        # a wrong gradient of wrong weights: the weights' own mistake is the cause
+        symptom = checks.named_mistake(checks.to_array(weights, "masked_softmax"),
+                                       stored_symptoms(dict(scores=scores.numpy(), mask=mask.numpy()), 0))
+        if symptom is None:
+            raise
+        raise CaseFailure(f"{what} is wrong, as the weights themselves are: {symptom}") from None
