@@ -34,6 +34,10 @@ SHAPE_AS_NUMBER = ("an array of one entry per axis of another meets it: is a who
 
 
 ERROR_CAUSES = (
+    # scipy's softmax and cosine distance, say: the students' environment has NumPy, torch and matplotlib
+    (("No module named",),
+     "it imports a module that the course's environment does not have (scipy, say): NumPy and torch, which the "
+     "notebook imports, are all a step needs"),
     (("incompatible dimensions for cross product",),
      "np.cross takes the cross product, a vector perpendicular to two vectors of 3 entries (2-d ones give one "
      "number of it), which other lengths do not have; the dot product adds the products a_i b_i into one number"),
