@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import checks, differences
 from autograder.suites.toolkit.cases import causal_blocked as _causal
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
@@ -107,8 +107,8 @@ def stored_symptoms(record, k):
     return [*[((lambda fill=fill: _softmax(np.where(m, fill, s))), "blocked scores are filled with a finite value (0?) "
                "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1.0, -10.0, -1e2, -1e3, -1e4)],
             (lambda: _softmax(np.where(m, s.min(), s)), FILLED_WITH_MIN),
-            (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
-             "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
+            (lambda: _softmax(s) * ~m, checks.one_or_all([AFTER_THE_SOFTMAX, SUMMED_UNMASKED])),
+            (lambda: _softmax(np.where(m, 0.0, s)) * ~m, ZERO_FILL_THEN_ZEROED),
             (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
             *[(lambda numerator=numerator: numerator() / numerator().sum(axis=-1), NO_KEEPDIM)
               for numerator in (lambda: np.exp(np.where(m, -np.inf, s)), lambda: _softmax(s) * ~m,
@@ -151,6 +151,19 @@ def stored_symptoms(record, k):
               for top in (s.max(), np.where(m, -np.inf, s).max())],
             (lambda: _softmax(np.where(np.triu(np.ones(s.shape[-2:], dtype=bool), 1), -np.inf, s)), OWN_CAUSAL_MASK),
             *_mask_axis_added(s, record["mask"]), *_mask_axis_at_1(s, record["mask"])]
+
+
+AFTER_THE_SOFTMAX = ("the mask is applied after the softmax without renormalising, so rows no longer sum to 1: fill "
+                     "blocked scores with -inf before the softmax")
+# exp(masked scores) / exp(scores).sum(-1): the same weights, each row divided by the sum of all its exponentials
+SUMMED_UNMASKED = ("the exponentials of the masked scores are divided by the sum of the unmasked scores' "
+                   "exponentials, blocked ones included, so rows no longer sum to 1: both come from the masked scores")
+
+# masked_fill(mask, 0) before the softmax, masked_fill(mask, 0) again after it: the open weights keep the share
+# the blocked keys' exp(0) took from them
+ZERO_FILL_THEN_ZEROED = ("blocked scores are filled with 0 before the softmax (a score of 0 still gets weight) and "
+                         "their weights zeroed after it, without renormalising: the open keys keep only what the "
+                         "blocked ones left them, so rows sum to less than 1; -inf before the softmax does both")
 
 
 MASK_AXIS_ADDED = ("the weights have an axis more than the scores: the mask got an extra leading axis (mask[None], "
@@ -402,9 +415,12 @@ def test_gradients_reach_scores(impl):
     except CaseFailure as failure:
         if checks.UNNAMED not in str(failure):
             raise
-        # a wrong gradient of wrong weights: the weights' own mistake is the cause
-        symptom = checks.named_mistake(checks.to_array(weights, "masked_softmax"),
-                                       stored_symptoms(dict(scores=scores.numpy(), mask=mask.numpy()), 0))
+        # a wrong gradient of wrong weights: what is wrong with the weights is the cause
+        actual = checks.to_array(weights, "masked_softmax")
+        right = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1).double().numpy()
+        symptom = None if actual.shape != right.shape or np.allclose(actual, right, atol=1e-5) else (
+            checks.named_mistake(actual, stored_symptoms(dict(scores=scores.numpy(), mask=mask.numpy()), 0))
+            or differences.pattern_of(actual, right, 1e-5, 1e-4))
         if symptom is None:
             raise
         raise CaseFailure(f"{what} is wrong, as the weights themselves are: {symptom}") from None
