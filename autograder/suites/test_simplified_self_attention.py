@@ -115,7 +115,9 @@ def stored_symptoms(record, k, zeros_too=False):
                       "takes the softmax of cosine similarities: the scores are plain dot products X Xᵀ"),
                      (lambda: _softmax(w, -1), "applies the softmax twice, to weights that are already a "
                                                "softmax of the scores: once is all, and a second flattens "
-                                               "each row toward equal weights")]
+                                               "each row toward equal weights"),
+                     *[(lambda d=d: np.round(w, d), f"the weights are rounded to {d} decimals, {WEIGHTS_ROUNDED}")
+                       for d in (1, 2, 3)]]
     # the chapter works one query through first (x⁽²⁾, row 1): a context of one row alone. Not row 0: an
     # example that indexes the answer reads row 0 of a context returned without its tuple that way too
     one_query = [] if np.ndim(X) != 2 else [
@@ -140,6 +142,11 @@ def stored_symptoms(record, k, zeros_too=False):
                 (lambda: w.sum(axis=-2)[..., None] * X, SUMMED_OVER_QUERIES),
                 (lambda: _softmax(_cosines(X), -1) @ _unit(X), UNIT_ROWS)]
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
+
+
+# np.round(weights, 2), as the notes print them: the context mixes the tokens by the rounded weights too
+WEIGHTS_ROUNDED = ("as the notes print them, before they mix the tokens and are returned: keep them as computed "
+                   "(round only where they are printed)")
 
 
 # The context alone cannot tell the transposed weights from weights that are a softmax down the columns: either
