@@ -34,6 +34,18 @@ SHAPE_AS_NUMBER = ("an array of one entry per axis of another meets it: is a who
 
 
 ERROR_CAUSES = (
+    # 10000 ** (-two_i // d_model): both whole numbers, and NumPy raises where a power of them would be a fraction
+    (("Integers to negative integer powers are not allowed",),
+     "a whole number is raised to a negative whole power (an integer array as base and exponent, such as an "
+     "exponent made with // or a base written 10000), which NumPy refuses, its result being a fraction: a float "
+     "base (10000.0) or a fractional exponent (true division /) gives floats"),
+    # scipy's softmax and cosine distance, say: the students' environment has NumPy, torch and matplotlib
+    (("No module named",),
+     "it imports a module that the course's environment does not have (scipy, say): NumPy and torch, which the "
+     "notebook imports, are all a step needs"),
+    (("incompatible dimensions for cross product",),
+     "np.cross takes the cross product, a vector perpendicular to two vectors of 3 entries (2-d ones give one "
+     "number of it), which other lengths do not have; the dot product adds the products a_i b_i into one number"),
     (("axes don't match array",),
      "a transpose given its axes one by one (K.transpose(0, 2, 1), np.transpose(K, (1, 0))) fits arrays of "
      "exactly that many axes; to swap the last two, whatever comes before them: np.swapaxes(K, -1, -2)"),

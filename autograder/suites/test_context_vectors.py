@@ -173,7 +173,15 @@ def stored_symptoms(record, k):
             (lambda: w * np.sum(v, axis=-1)[..., None, :], SUMMED_OVER_FEATURES),
             (lambda: (w / w.sum(axis=-2, keepdims=True)) @ v, COLUMNS_RENORMALISED),
             *[(lambda: (w / w.sum(axis=0)) @ v, COLUMNS_RENORMALISED)] * (np.ndim(w) > 2),  # axis 0: the batch's
-            (lambda: w[..., :, :, None] * v[..., None, :, :], NEVER_SUMMED)]
+            (lambda: w[..., :, :, None] * v[..., None, :, :], NEVER_SUMMED),
+            *[(lambda: np.stack([item @ v for item in w]), EVERY_ITEM_WITH_EVERY)] * (np.ndim(w) > 2)]
+
+
+# np.array([w @ values for w in weights]), a loop over the rows of one matrix: on a batch each item of the weights
+# meets the whole batch of values, (batch, batch, n_q, d), as np.dot pairs them
+EVERY_ITEM_WITH_EVERY = ("pairs every item of the weights' batch with every item of the values' (a loop over the "
+                         "weights' first axis, written for the rows of one matrix, multiplies each by all the values): "
+                         "item b of the weights belongs to item b of the values alone")
 
 
 # weights[..., None] * values[..., None, :, :] with no sum: every term of every context vector, none added up

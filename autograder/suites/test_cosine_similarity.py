@@ -151,7 +151,11 @@ def stored_symptoms(record, k):
     the stored outputs and of the notes' worked examples."""
     a, b = record["a"], record["b"]
     cosine = _cosine(a, b)
-    return [*_first_entries(a, b),(lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
+    lengths = np.linalg.norm(a) * np.linalg.norm(b)
+    return [*[(lambda eps=eps: np.dot(a, b) / (lengths + eps), EPSILON) for eps in (1e-2, 1e-3, 1e-4, 1e-5)],
+            *_first_entries(a, b), (lambda: np.dot(a, b), "this is the plain dot product: divide by both lengths"),
+            (lambda: cosine ** 2, SQUARED),
+            (lambda: np.linalg.norm(np.asarray(a) - np.asarray(b)), EUCLIDEAN),
             (lambda: np.dot(a, b) / np.linalg.norm(a) * np.linalg.norm(b),
              "divides by |a| and then multiplies by |b|: a / x * y is (a / x) * y; the product of the "
              "lengths needs parentheses"),
@@ -172,6 +176,16 @@ def stored_symptoms(record, k):
             (lambda: np.maximum(cosine, 0), "puts 0 in place of every negative cosine (a clip at 0): vectors that "
                                             "point apart have cosines below 0, down to -1 for opposite ones"),
             (lambda: abs(cosine), ABSOLUTE)]
+
+
+# An epsilon against division by zero, large enough to show: parallel vectors come out a hair below 1.
+EPSILON = ("adds a constant (an epsilon, against division by zero) to the lengths' product it divides by, large "
+           "enough to change the cosine: parallel vectors come out a hair below 1; the docstring's vectors are "
+           "never all zeros, so the product needs no epsilon")
+SQUARED = ("returns the square of the cosine, which drops its sign and pulls every value toward 0: the cosine "
+           "itself, a·b / (|a|·|b|), runs from -1 (opposite) to 1 (the same direction)")
+EUCLIDEAN = ("returns the Euclidean distance |a - b|, how far apart the two points are: the cosine compares "
+             "directions, a·b divided by both lengths, whatever the lengths are")
 
 
 ABSOLUTE = ("returns the absolute value of the cosine: its sign says whether the vectors point the same way (above 0) "
@@ -199,7 +213,8 @@ def _confirmed(impl, ladder):
     a, b = np.array([1.0, 2.0, 3.0]), np.array([3.0, 1.0, 2.0])  # cosine 11/14, correlation -1/2
     return cases.confirmed(ladder, lambda: impl.cosine_similarity(a.copy(), b.copy()),
                            lambda: stored_symptoms(dict(a=a, b=b), 0),
-                           only=lambda symptom: symptom in (PEARSON, FLOORED, DISTANCE, COS_OF_DOT) or symptom.startswith("the result is rounded"))
+                           only=lambda symptom: symptom in (PEARSON, FLOORED, DISTANCE, COS_OF_DOT, SQUARED, ABSOLUTE)
+                           or symptom.startswith("the result is rounded"))
 
 
 def _cosine(a, b):

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from autograder.error_causes import error_cause
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import cases, checks
@@ -28,7 +29,8 @@ def apply(impl, record):
     try:
         return impl.dot_product(a, b)
     except RemoteError as error:
-        if error.type_name != "NotImplementedError" and len(a) == 1 and _works_on_longer(impl):
+        if error.type_name != "NotImplementedError" and len(a) == 1 and error_cause(str(error)) is None \
+                and _works_on_longer(impl):
             raise CaseFailure(f"dot_product raised {error.type_name} on two vectors of a single entry, though it "
                               "works on longer ones: a vector of one entry is still a 1-D array of length 1; "
                               "code that needs two entries, or a squeeze that makes it a 0-d scalar with no "
@@ -73,7 +75,15 @@ def stored_symptoms(record, k):
                                         "starts from 0 (a product from 1)"),
             *[(lambda: np.sum(a * b[::-1]), "pairs a with b reversed (b[::-1], as np.convolve does): the dot product "
                                             "pairs entry i of a with entry i of b")] * (len(a) > 1),
-            *shorter, *truncated]
+            (lambda: np.outer(a, b), OUTER),
+            (lambda: np.cross(a, b), CROSS),  # raises on vectors of other lengths than 2 and 3: named by its error
+            *shorter, *truncated, *cases.rounded(np.sum(np.asarray(a) * np.asarray(b)))]
+
+
+OUTER = ("returns the outer product, a table of every a_i b_j (np.outer, or a column times a row): the dot product "
+         "pairs entry i of a with entry i of b only, and adds those products into one number")
+CROSS = ("returns the cross product (np.cross), a vector perpendicular to a and b, defined for 3-d vectors (2-d "
+         "ones give one number of it): the dot product adds the products a_i b_i into one number")
 
 
 LAST_ONLY = ("keeps only the last product a_i b_i: a loop that assigns each product (=) replaces the total at "

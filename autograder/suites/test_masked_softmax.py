@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks
+from autograder.suites.toolkit import checks, differences
 from autograder.suites.toolkit.cases import causal_blocked as _causal
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
@@ -63,11 +63,12 @@ def _weights(impl, scores, mask, what):
     try:
         weights = impl.masked_softmax(scores, mask)
     except RemoteError as error:
-        if scores.dim() <= mask.dim():
+        if scores.dim() <= 2:
             raise
-        one = scores[(0,) * (scores.dim() - mask.dim())].clone()  # one matrix of scores, which the mask fits
+        one = scores[(0,) * (scores.dim() - 2)].clone()  # one matrix of scores, and of the mask where it has more
+        one_mask = mask[(0,) * (mask.dim() - 2)].clone() if mask.dim() > 2 else mask
         try:
-            single = impl.masked_softmax(one, mask)
+            single = impl.masked_softmax(one, one_mask)
         except RemoteError:
             raise error from None
         if "does not match the shape of the indexed tensor" in str(error):  # only boolean indexing says so
@@ -75,7 +76,7 @@ def _weights(impl, scores, mask, what):
                               f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
                               "leading axes; one (T, T) mask must serve a whole batch") from None
         named = checks.named_mistake(checks.to_array(single, "masked_softmax"),
-                                     stored_symptoms(dict(scores=one.numpy(), mask=mask.numpy()), 0))
+                                     stored_symptoms(dict(scores=one.numpy(), mask=one_mask.numpy()), 0))
         if named is None:
             raise error from None
         raise CaseFailure(f"masked_softmax raised {error.type_name} on {what} but runs on one matrix of its "
@@ -104,10 +105,10 @@ def stored_symptoms(record, k):
     the stored outputs and of the notes' worked examples."""
     s, m = record["scores"].astype(np.float64), np.broadcast_to(record["mask"], record["scores"].shape)
     return [*[((lambda fill=fill: _softmax(np.where(m, fill, s))), "blocked scores are filled with a finite value (0?) "
-               "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1e2, -1e3, -1e4)],
+               "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1.0, -10.0, -1e2, -1e3, -1e4)],
             (lambda: _softmax(np.where(m, s.min(), s)), FILLED_WITH_MIN),
-            (lambda: _softmax(s) * ~m, "the mask is applied after the softmax without renormalising, so "
-             "rows no longer sum to 1: fill blocked scores with -inf before the softmax"),
+            (lambda: _softmax(s) * ~m, checks.one_or_all([AFTER_THE_SOFTMAX, SUMMED_UNMASKED])),
+            (lambda: _softmax(np.where(m, 0.0, s)) * ~m, ZERO_FILL_THEN_ZEROED),
             (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
             *[(lambda numerator=numerator: numerator() / numerator().sum(axis=-1), NO_KEEPDIM)
               for numerator in (lambda: np.exp(np.where(m, -np.inf, s)), lambda: _softmax(s) * ~m,
@@ -115,6 +116,9 @@ def stored_symptoms(record, k):
             # the row maximum taken without keepdim: column j is shifted by row j's maximum
             *[(lambda keep=keep: _normalised(np.exp(s - s.max(axis=-1)) * ~m, keep), NO_KEEPDIM)
               for keep in (True, False)],
+            # by hand from the masked scores: their row maximum, their row sum, or both, taken without keepdim
+            *[(lambda keep_max=keep_max, keep_sum=keep_sum: _by_hand(np.where(m, -np.inf, s), keep_max, keep_sum),
+               NO_KEEPDIM) for keep_max, keep_sum in ((False, True), (True, False), (False, False))],
             (lambda: _softmax(np.where(~m, -np.inf, s)), "the mask is inverted: True means BLOCKED "
              "(the convention of masked_fill and nn.MultiheadAttention)"),
             # the masked softmax normalised over dim=-2, in one go or by renormalising after the mask
@@ -147,6 +151,19 @@ def stored_symptoms(record, k):
               for top in (s.max(), np.where(m, -np.inf, s).max())],
             (lambda: _softmax(np.where(np.triu(np.ones(s.shape[-2:], dtype=bool), 1), -np.inf, s)), OWN_CAUSAL_MASK),
             *_mask_axis_added(s, record["mask"]), *_mask_axis_at_1(s, record["mask"])]
+
+
+AFTER_THE_SOFTMAX = ("the mask is applied after the softmax without renormalising, so rows no longer sum to 1: fill "
+                     "blocked scores with -inf before the softmax")
+# exp(masked scores) / exp(scores).sum(-1): the same weights, each row divided by the sum of all its exponentials
+SUMMED_UNMASKED = ("the exponentials of the masked scores are divided by the sum of the unmasked scores' "
+                   "exponentials, blocked ones included, so rows no longer sum to 1: both come from the masked scores")
+
+# masked_fill(mask, 0) before the softmax, masked_fill(mask, 0) again after it: the open weights keep the share
+# the blocked keys' exp(0) took from them
+ZERO_FILL_THEN_ZEROED = ("blocked scores are filled with 0 before the softmax (a score of 0 still gets weight) and "
+                         "their weights zeroed after it, without renormalising: the open keys keep only what the "
+                         "blocked ones left them, so rows sum to less than 1; -inf before the softmax does both")
 
 
 MASK_AXIS_ADDED = ("the weights have an axis more than the scores: the mask got an extra leading axis (mask[None], "
@@ -211,6 +228,11 @@ def _over_queries(weights):
 
 def _normalised(e, keepdims):
     return e / e.sum(axis=-1, keepdims=keepdims)
+
+
+def _by_hand(masked, keep_max, keep_sum):
+    """exp(masked - row max) / row sum, each taken with or without keepdims."""
+    return _normalised(_exp(masked - masked.max(axis=-1, keepdims=keep_max)), keep_sum)
 SCALED_INSIDE = ("the scores are scaled again inside masked_softmax: it takes scores already scaled, and only "
                  "masks and normalises them")
 
@@ -367,7 +389,7 @@ def test_gradients_reach_scores(impl):
     r = rng(1405)
     scores = torch.tensor(r.normal(size=(2, 5, 5)), dtype=torch.float32)
     mask = torch.tensor(_causal(5))
-    weights = impl.masked_softmax(scores.clone(), mask)
+    weights = _weights(impl, scores.clone(), mask, "(2, 5, 5) scores with one (5, 5) causal mask")
     if not torch.is_tensor(weights):
         raise CaseFailure(f"masked_softmax returned a {type(weights).__name__}, which carries no gradient; "
                           "return a torch tensor")
@@ -387,5 +409,18 @@ def test_gradients_reach_scores(impl):
         raise CaseFailure(f"backpropagating through masked_softmax failed ({first}), and {checks.UNNAMED}")
     leaf = scores.clone().requires_grad_()
     (torch.softmax(leaf.masked_fill(mask, float("-inf")), dim=-1) * torch.from_numpy(cotangent)).sum().backward()
-    checks.expect_close(report["grads"]["0"], leaf.grad, "the gradient of masked_softmax's weights with respect "
-                        "to (2, 5, 5) scores")
+    what = "the gradient of masked_softmax's weights with respect to (2, 5, 5) scores"
+    try:
+        checks.expect_close(report["grads"]["0"], leaf.grad, what)
+    except CaseFailure as failure:
+        if checks.UNNAMED not in str(failure):
+            raise
+        # a wrong gradient of wrong weights: what is wrong with the weights is the cause
+        actual = checks.to_array(weights, "masked_softmax")
+        right = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1).double().numpy()
+        symptom = None if actual.shape != right.shape or np.allclose(actual, right, atol=1e-5) else (
+            checks.named_mistake(actual, stored_symptoms(dict(scores=scores.numpy(), mask=mask.numpy()), 0))
+            or differences.pattern_of(actual, right, 1e-5, 1e-4))
+        if symptom is None:
+            raise
+        raise CaseFailure(f"{what} is wrong, as the weights themselves are: {symptom}") from None

@@ -21,6 +21,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
+from autograder.suites.toolkit.position_speeds import codes_table, phases, steady_speeds
 
 STEP = "sinusoidal_positions"
 NAME = "sinusoidal_positions"
@@ -81,151 +82,67 @@ OWN_COLUMN = ("the cosine in column 2i+1 uses the exponent (2i+1) / d_model; bot
               "share one angle, p / 10000**(2i / d_model)")
 
 
+def _left_at_zero(num_tokens, d_model):
+    """(candidate, symptom) of the right codes with one part never written into the table of zeros: the last
+    pair's columns or the last position's row (a loop that stops one short), the cosines' or the sines' columns."""
+    def zeroed(where):
+        codes = _model(num_tokens, d_model)
+        codes[where] = 0.0
+        return codes
+
+    return [(lambda: zeroed((slice(None), slice(-2, None))), LAST_PAIR_ZERO),
+            *[(lambda: zeroed(-1), LAST_ROW_ZERO)] * (num_tokens > 1),
+            (lambda: zeroed((slice(None), slice(1, None, 2))), COSINES_ZERO),
+            (lambda: zeroed((slice(None), slice(0, None, 2))), SINES_ZERO)]
+
+
+LAST_PAIR_ZERO = ("the last pair's two columns are all 0, as in the table before it was filled: a loop over the pairs "
+                  "stops one short; pair i runs from 0 up to d_model / 2 - 1 itself")
+LAST_ROW_ZERO = ("the last position's row is all 0, as in the table before it was filled: a loop over the positions "
+                 "stops one short; p runs from 0 up to num_tokens - 1 itself")
+COSINES_ZERO = "the odd columns are all 0: the cosines are never written into the table, only the sines"
+SINES_ZERO = "the even columns are all 0: the sines are never written into the table, only the cosines"
+# for i in range(d_model) with i taken for the pair's index: column j's angle is p / 10000**(2j / d_model)
+COLUMN_AS_PAIR = ("every column j takes the exponent 2j / d_model, its own column index used as the pair's (a loop "
+                  "over all d_model columns?): the two columns of pair i share one angle, p / 10000**(2i / d_model)")
+
+
+def _column_as_pair(num_tokens, d_model):
+    p = np.arange(num_tokens, dtype=np.float64)[:, None]
+    j = np.arange(d_model, dtype=np.float64)[None, :]
+    angles = p / 10000.0 ** (2 * j / d_model)
+    return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
+
+
 def _symptoms(num_tokens, d_model, out=None):
     """The known mistakes; with the student's `out`, also a measured one: every pair turns at a
     steady speed, but not the right one (a wrong base, or d_model replaced in the exponent)."""
     found = [((lambda kw=kw: _model(num_tokens, d_model, **kw)), message) for kw, message in MISTAKES]
-    return found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN)] + _steady_speeds(out) + _phases(out)
+    return (found + [((lambda: _own_column(num_tokens, d_model)), OWN_COLUMN),
+                     ((lambda: _column_as_pair(num_tokens, d_model)), COLUMN_AS_PAIR)]
+            + _left_at_zero(num_tokens, d_model) + steady_speeds(out) + phases(out))
 
 
-def _table(out, min_rows):
-    """`out` as finite float64 codes (positions, an even number of columns) of at least `min_rows`
-    positions, or None (not numbers, or another shape: the cases say so)."""
+def _explained(out, what, check):
+    """check(), a property of `out`, with a failure's message followed by the known mistake `out` shows, if any."""
     try:
-        out = np.asarray(out, dtype=np.float64)
-    except (TypeError, ValueError, RuntimeError):
+        check()
+    except CaseFailure as failure:
+        raise _failure(out, what, str(failure)) from None
+
+
+def _failure(out, what, message):
+    """A property's failure of `out`, `message`, followed by the known mistake `out` shows, if any."""
+    symptom = _named_in(out)
+    return CaseFailure(message + (f"; {what} shows why: {symptom}" if symptom else ""))
+
+
+def _named_in(out):
+    """The known mistake the codes `out` show, or None."""
+    table = codes_table(out, 1)
+    if table is None:
         return None
-    if out.ndim != 2 or out.shape[0] < min_rows or out.shape[1] % 2 or not np.isfinite(out).all():
-        return None
-    return out
-
-
-def _steady_speeds(out):
-    """[(the codes of pairs turning at the speeds `out` shows from row 0 to row 1, the diagnosis)]."""
-    out = _table(out, 2)
-    if out is None:
-        return []
-    speeds = np.arctan2(out[1, 0::2], out[1, 1::2])  # radians per position, if each pair turns steadily
-    p = np.arange(out.shape[0], dtype=np.float64)[:, None]
-    steady = np.empty(out.shape)
-    steady[:, 0::2], steady[:, 1::2] = np.sin(p * speeds), np.cos(p * speeds)
-    right = 10000.0 ** -(np.arange(len(speeds)) * 2 / out.shape[1])
-    worst = int(np.argmax(abs(speeds - right)))
-    # Every speed one same fraction of the right one, 1 / num_tokens (or 1 / (num_tokens - 1)): the base and
-    # exponent are right, and the positions were scaled into [0, 1] before the division.
-    scaled = next((f"every speed is the right one divided by {n}: the positions p are divided by {n} (scaled into "
-                   "[0, 1]), while the angle takes p itself" for n in (out.shape[0], out.shape[0] - 1)
-                   if n > 1 and np.allclose(speeds * n, right, rtol=1e-4, atol=1e-9)), None) or \
-        _spread(speeds, right, out.shape[0]) or _speeds_named(speeds, out.shape[1], out.shape[0])
-    # Read from one step, a speed is known only up to whole turns: say so, or a pair turning by 5 radians
-    # reads as turning backwards, by -1.283.
-    return [(lambda: steady, f"every pair turns at a steady speed, but pair {worst} turns by "
-                             f"{float(speeds[worst]):.4g} radians per position (give or take whole turns of 2π); "
-                             "pair i must turn by "
-                             f"1 / 10000**(2i / d_model) ({scaled})")]
-
-
-def _spread(speeds, right, n):
-    """Every speed the right one times n / (n - 1): n positions spread from 0 to n, np.linspace's end point kept."""
-    if n > 1 and np.allclose(speeds * (n - 1) / n, right, rtol=1e-4, atol=1e-9):
-        return (f"every speed is the right one times {n}/{n - 1}: " + "the positions are T/(T-1) apart, as "
-                "np.linspace(0, num_tokens, num_tokens) spaces them; they are 0, 1, 2, ... (np.arange)")
-    return None
-
-
-DOUBLED_TWO_I = ("the exponent is 2 * 2i / d_model: 2i is doubled (two_i = np.arange(0, d_model, 2) already holds "
-                 "2i, 0, 2, 4, ...); it is 2i / d_model")
-EXPONENTS_TO_ONE = ("the exponents run evenly from 0 up to 1 itself (as np.linspace(0, 1, d_model // 2) spaces them, "
-                    "its end point kept), so the last pair turns by 1 / 10000 per position: pair i's exponent is "
-                    "2i / d_model, which stops short of 1")
-
-
-def _speeds_named(speeds, d_model, num_tokens):
-    """What a wrong exponent or base that steady `speeds` fit says, else where to look: the exponent 2i doubled
-    (2 * two_i, two_i already being 2i) or spread evenly from 0 to 1 (np.linspace), divided by num_tokens for d_model, or odd ((2i+1) / d_model, the columns
-    counted from 1), or another power of ten than 10000 as the base (10e4 is 100000), fitted from pair 1's speed."""
-    two_i = np.arange(len(speeds)) * 2.0
-    fits = lambda want: np.allclose(speeds, want, rtol=1e-4, atol=1e-9)  # noqa: E731
-    # with two pairs, exponents 0 and 1 are both of these: the message names both
-    named = [why for want, why in ((10000.0 ** -(2 * two_i / d_model), DOUBLED_TWO_I),
-                                   (10000.0 ** -np.linspace(0, 1, len(speeds)), EXPONENTS_TO_ONE)) if fits(want)]
-    if named:
-        return checks.one_or_all(named)
-    if num_tokens != d_model and fits(10000.0 ** -(two_i / num_tokens)):
-        return "the exponent is 2i / num_tokens, the number of positions: it is 2i / d_model, the code's width"
-    if fits(10000.0 ** -((two_i + 1) / d_model)):
-        return ("the exponent is (2i+1) / d_model, the odd numbers (np.arange(1, d_model, 2)): 2i counts 0, 2, 4, "
-                "..., so pair 0 turns by exactly 1 radian per position")
-    named = _exponent_off_by_one(speeds, two_i, d_model)
-    if named is not None:
-        return named
-    if np.allclose(np.angle(np.exp(1j * (speeds - 2 * np.pi * 10000.0 ** -(two_i / d_model)))), 0.0, atol=1e-6):
-        return ("every pair turns 2π times too fast (pair 0 a whole turn per position): p / 10000**(2i / d_model) "
-                "is in radians already, not turns; leave out 2π")
-    # Only a power of ten is named a base: another width in the exponent fits some base too, seldom a round one.
-    digits = -math.log10(speeds[1]) * d_model / 2 if len(speeds) > 1 and 0 < speeds[1] < 1 else 4.0
-    if round(digits) != 4 and abs(digits - round(digits)) < 1e-4 and fits(10.0 ** -(round(digits) * two_i / d_model)):
-        return (f"every pair turns as with the base 1e{round(digits)} = {10 ** round(digits)} in place of 10000 "
-                "(1e4; 10e4 is 100000): the base is 10000")
-    return "check the base, 10000, and the exponent, 2i / d_model"
-
-
-# The exponential form exp(-2i * ln(10000) / d_model) with log10 for ln: log10(10000) = 4, so every pair turns as
-# with the base e**4 (about 54.6).
-LOG10_FOR_LN = ("every pair turns as with the base e**4 (about 54.6), which exp(-2i * log(10000) / d_model) gives "
-                "with np.log10(10000) = 4 in place of the natural log, np.log(10000) = 9.21: the exponential form "
-                "takes np.log (or math.log)")
-
-
-def _exponent_off_by_one(speeds, two_i, d_model):
-    """What steady `speeds` show, where they fit a speed off by one in the exponent (2i / d_model - 1, (2i - 1) /
-    d_model, 2i / (d_model - 1)) or log10 for the natural log; None otherwise. Such speeds can exceed pi, so they
-    are compared as turns: read from one position to the next, a speed is known only up to whole turns."""
-    def fits(want):
-        with np.errstate(over="ignore"):
-            turn = np.angle(np.exp(1j * (speeds - want)))
-        return bool(np.all(np.isfinite(want))) and np.allclose(turn, 0.0, atol=1e-6)
-
-    if fits(np.exp(-two_i * 4.0 / d_model)):
-        return LOG10_FOR_LN
-    off = {"the exponent is 2i / d_model - 1, so pair 0 turns by 10000 radians per position, not 1":
-           10000.0 ** -(two_i / d_model - 1),
-           "the exponent is (2i - 1) / d_model, so pair 0 turns faster than 1 radian per position":
-           10000.0 ** -((two_i - 1) / d_model),
-           "the exponent is 2i / (d_model - 1), the width less one":
-           10000.0 ** -(two_i / max(d_model - 1, 1))}
-    return next((f"{what}: an off-by-one; the exponent is 2i / d_model, 0 for pair 0, which turns by exactly 1 "
-                 "radian per position" for what, want in off.items() if len(speeds) > 1 and fits(want)), None)
-
-
-def _phases(out):
-    """[(codes whose columns turn at the right speeds from the start angles `out` shows, the diagnosis)],
-    when some columns start at one same angle other than a multiple of a right angle (those are the
-    swaps and signs named elsewhere): each column fitted as a sin(p w) + b cos(p w), w its pair's speed."""
-    out = _table(out, 3)
-    if out is None:
-        return []
-    p = np.arange(out.shape[0], dtype=np.float64)[:, None]
-    angles = p * np.repeat(10000.0 ** -(np.arange(0, out.shape[1], 2) / out.shape[1]), 2)
-    fitted, starts = np.empty(out.shape), np.empty(out.shape[1])
-    for j in range(out.shape[1]):
-        basis = np.stack([np.sin(angles[:, j]), np.cos(angles[:, j])], axis=1)
-        (a, b), *_ = np.linalg.lstsq(basis, out[:, j], rcond=None)
-        fitted[:, j] = basis @ (a, b)
-        # sin(x + c) = cos c sin x + sin c cos x; cos(x + c) = -sin c sin x + cos c cos x
-        starts[j] = np.arctan2(b, a) if j % 2 == 0 else np.arctan2(-a, b)
-    quarter = np.pi / 2
-    off = np.abs(starts / quarter - np.round(starts / quarter)) > 1e-3
-    # One constant added to some columns' angles shifts each of them alike; positions numbered
-    # otherwise (from 1, from the end) shift each pair by its own speed, and are named elsewhere.
-    gaps = np.angle(np.exp(1j * (starts[off] - starts[off][:1])))
-    if not off.any() or not np.allclose(gaps, 0.0, atol=1e-3):
-        return []
-    j = int(np.argmax(off))
-    kind = "cosine" if j % 2 else "sine"
-    return [(lambda: fitted, f"every column turns at the right speed, but the {kind} in column {j} is shifted by a "
-                             f"constant {float(starts[j]):.3g} radians: both columns of pair i take the angle "
-                             "p / 10000**(2i / d_model) itself, with nothing added to it")]
+    return checks.named_mistake(table, _symptoms(*table.shape, table))
 
 
 # NumPy's words for an assignment codes[...] = angles whose shapes do not fit, in two mistakes.
@@ -358,6 +275,10 @@ def test_unit_circle_pairs(impl):
     out, what = _call(impl, n, d)
     checks.expect_shape(out, (n, d), what)
     checks.expect_finite(out, what)
+    _explained(out, what, lambda: _on_the_unit_circle(out, what, n, d))
+
+
+def _on_the_unit_circle(out, what, n, d):
     if not np.allclose(out[0], np.tile([0.0, 1.0], d // 2), atol=1e-6):
         raise CaseFailure(f"row 0 of {what} should be [0, 1, 0, 1, ...] (sin 0 = 0 in the even columns, "
                           "cos 0 = 1 in the odd ones)")
@@ -385,9 +306,9 @@ def test_shift_is_a_rotation(impl):
     want_sin = sin_p * cos_k + cos_p * sin_k  # sin((p + k) w) = sin(pw) cos(kw) + cos(pw) sin(kw)
     want_cos = cos_p * cos_k - sin_p * sin_k
     if not (np.allclose(out[k:, 0::2], want_sin, atol=1e-4) and np.allclose(out[k:, 1::2], want_cos, atol=1e-4)):
-        raise CaseFailure(f"{what}: the code of position p + {k} is not the code of position p with each "
-                          "(column 2i, column 2i+1) pair turned by a fixed angle; sin belongs in the even "
-                          "column and cos in the odd column of each pair, both with the angle p * w_i")
+        raise _failure(out, what, f"{what}: the code of position p + {k} is not the code of position p with each "
+                       "(column 2i, column 2i+1) pair turned by a fixed angle; sin belongs in the even "
+                       "column and cos in the odd column of each pair, both with the angle p * w_i")
 
 
 @case(STEP, "property")
@@ -414,9 +335,16 @@ def test_positions_are_distinguishable(impl):
                           "could not tell them apart")
 
 
+# SPEC's 05 is NumPy first: the codes are a NumPy array, as the docstring and the notebook say; torch comes after.
+TORCH_TENSOR = ("returns a torch tensor: the codes are a NumPy array (the docstring's (num_tokens, d_model) array), "
+                "built with NumPy's functions; torch's own come in the steps after this one")
+
+
 @case(STEP, "property", weight=0.5)
 def test_many_sizes(impl):
-    """works for any even d_model and any number of tokens, returning floats"""
+    """works for any even d_model and any number of tokens, returning a NumPy array of floats"""
+    if torch.is_tensor(_positions(impl, 3, 4)):
+        raise CaseFailure(f"{NAME}(3, 4) {TORCH_TENSOR}")
     r = rng(1501)
     for _ in range(4):
         n, d = int(r.integers(1, 40)), 2 * int(r.integers(1, 20))

@@ -5,9 +5,10 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import batches, checks
+from autograder.suites.toolkit import batches, cases, checks
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng, rounded
 from autograder.suites.toolkit.model import (
+    BASE_TWO,
     hand_written_softmax_mistakes,
     truncation_mistakes,
     without_keepdims_mistakes,
@@ -17,7 +18,15 @@ STEP = "softmax"
 # The notes' examples are single rows, where no axis can be wrong: they weigh little, and the
 # stored outputs (matrices, batches, every axis) carry the step.
 test_notes = notes_cases(STEP, weight=0.5, replayed=lambda record, k: stored_symptoms(record, k),
-                         probe=lambda impl: _probe(impl))
+                         probe=lambda impl: _probe(impl), confirmed=lambda impl, ladder: _confirmed(impl, ladder))
+
+
+def _confirmed(impl, ladder):
+    """`ladder` with base 2 and a scale by sqrt(n) confirmed on five entries: on the notes' rows of two, 2 ** x
+    is a softmax of 0.693 x and x / sqrt(2) one of 0.707 x, which their rounding cannot tell apart."""
+    x = np.array([0.5, -1.0, 2.0, 1.5, 0.0])
+    return cases.confirmed(ladder, lambda: impl.softmax(x.copy()), lambda: stored_symptoms(dict(x=x, axis=-1), 0),
+                           only=lambda symptom: symptom in (BASE_TWO, SCALED_BY_COUNT))
 
 
 def _probe(impl):
@@ -144,6 +153,28 @@ def _shifted_sum_only(x, axis):
     return np.exp(x) / np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis, keepdims=True)
 
 
+# softmax(x / sqrt(n)), n the count along the axis: the scale of scaled attention, which divides the scores, not
+# the softmax's inputs by their count (and by sqrt(d_k), the keys' width, in a later step).
+SCALED_BY_COUNT = ("divides the inputs by the square root of their count along the axis before exponentiating, a "
+                   "scale like scaled attention's: the softmax itself takes x as it is, and a scale belongs to the "
+                   "scores, by the keys' width, in a later step")
+# A loop over x's first axis (for i in range(len(x))) normalising each item as a whole: right on a matrix's rows,
+# but on a vector each entry is divided by itself, and on a batch each matrix by its whole sum.
+ITEMS_NORMALISED = ("normalises each item along the first axis as a whole (a loop over x's rows, written for a "
+                    "matrix), not the slices along `axis`: on a vector every entry is divided by itself and comes "
+                    "out 1, and on a batch each matrix is divided by its whole sum")
+
+
+def _centred(x, axis):
+    x = np.asarray(x, dtype=float)
+    return x - x.max(axis=axis, keepdims=True)
+
+
+def _items_normalised(x, axis):
+    e = np.exp(_centred(x, axis))
+    return e / e.sum(axis=tuple(range(1, e.ndim)), keepdims=True)
+
+
 ARGMAX_SHIFT = ("it subtracts the position of the maximum (np.argmax) instead of its value (np.max): that keeps the "
                 "ratios, so small inputs come out right, but exp still overflows where the largest entry is far above "
                 "its index")
@@ -199,6 +230,8 @@ def _mistakes(x, axis):
             (lambda: np.exp(x) / np.exp(x).sum(), "divides by the sum over the whole array, not along the axis"),
             (lambda: _exp_minus_max(x, axis), EXP_MINUS_MAX),
             (lambda: _shifted_sum_only(x, axis), SHIFTED_SUM_ONLY),
+            (lambda: _exp_normalise(_centred(x, axis) / np.sqrt(np.shape(x)[axis]), axis), SCALED_BY_COUNT),
+            *[(lambda: _items_normalised(x, axis), ITEMS_NORMALISED)] * (np.ndim(x) != 2),
             # axis=1 (or -2) fixed where `axis` is meant: a vector raises (_explain_fixed_axis), a matrix is right
             # along the last axis
             *[(lambda: _exp_normalise(x, 1), FIXED_AXIS)] * (np.ndim(x) > 2 and axis % np.ndim(x) != 1),

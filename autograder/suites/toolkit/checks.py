@@ -76,10 +76,22 @@ def expect_shape(actual, shape, what):
                           + (f": {relation}" if relation else ""))
 
 
+# The right value of one entry in the wrong container: a one-entry result made a bare number, or a number
+# made a one-entry array.
+SQUEEZED_TO_NUMBER = ("a bare number where an array of one entry belongs: its axes of length 1 were squeezed "
+                      "away (np.squeeze, .item() or float() of the result?), which an input of one entry shows")
+NUMBER_IN_AN_ARRAY = ("one number wrapped in an array of one entry (np.array([...]), [x], or keepdims=True "
+                      "around it?) where the docstring returns the number itself")
+
+
 def shape_relation(got, want):
     """What a wrong shape has in common with the right one, as the shape-level rung of every ladder
     (`differences` is the value-level one): an axis missing or added, axes in another order, or the
     right number of entries laid out otherwise; None where none of these holds."""
+    if got == () and want and all(n == 1 for n in want):
+        return SQUEEZED_TO_NUMBER
+    if want == () and got and all(n == 1 for n in got):
+        return NUMBER_IN_AN_ARRAY
     if not got or not want:
         return None
     if got == want[1:]:

@@ -1,5 +1,5 @@
-# description: everything in torch (float32 positions, log-sum-exp running state, empty-tensor
-#   cache, F.scaled_dot_product_attention with a True-means-attend mask)
+# description: everything in torch (float32 positions, returned as the NumPy array SPEC names, log-sum-exp
+#   running state, empty-tensor cache, F.scaled_dot_product_attention with a True-means-attend mask)
 # source: written for this catalogue
 
 # %% replaces: sinusoidal_positions
@@ -12,7 +12,7 @@ def sinusoidal_positions(num_tokens, d_model):
     pe = torch.zeros(num_tokens, d_model)
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term)
-    return pe
+    return pe.numpy()
 
 
 # %% replaces: online_softmax_attention
