@@ -10,7 +10,7 @@ from torch import nn
 
 
 def sinusoidal_positions(num_tokens, d_model):
-    """(num_tokens, d_model) array of position codes, d_model even.
+    """(num_tokens, d_model) NumPy array of position codes, d_model even.
 
     Entry [p, 2i] is sin(p / 10000**(2i / d_model)) and entry [p, 2i+1] is
     cos(p / 10000**(2i / d_model)): pair i turns with angular speed 1 / 10000**(2i / d_model).
