@@ -21,6 +21,11 @@ MEMORY_LIMIT = 6 * 1024**3  # address space of any one process of the submission
 # single huge allocation fails at once with MemoryError, before the envelope's budget is reached
 MAX_PROCESSES = 128  # processes and threads the sandbox may hold at once
 CPU_SECONDS = 600  # CPU time of the kernel, all cells together
+MAX_OPEN_FILES = 256  # descriptors one process of the submission may hold (a graded kernel holds about 60).
+# A pipe keeps room a later write takes without a page more charged (`procfs.PIPE_ROOM`): the judge counts
+# the pipes its processes hold open, but not those sent over a socket and held only in its queue, which
+# Linux bounds by the sender's limit of open files, for all of its user's sockets together (3 MiB here; the
+# 20,000 this machine allows held a whole score matrix, red-team round r54)
 MAX_REPLY_BYTES = 64 * 1024**2  # the largest answer the judge reads from a kernel
 MAX_NOTEBOOK_OUTPUT_BYTES = 16 * 1024**2  # what the notebook's cells print and display, together:
 # more is dropped (it would sit in the grading process's memory, the autograded notebook and the feedback)
