@@ -21,6 +21,7 @@ memory a held process alone maps now counts, page by page (`procfs.own_pages`). 
 handed in beside the notebook is the hostile catalogue's `online-handed-in-buffer` (`kernel/handed_in.py`).
 """
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,19 @@ def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_pa
     if holders:  # every pipe made (the kernel alone is refused the descriptors, and grades what it can)
         assert "PIPED 26214400" in printed(judged, 1), printed(judged, 1)
         assert all(r.passed for r in results if "memory" not in r.case.name)
+
+
+# Red-team round r54 (left by r51): calls that make memory no v1 memory group counts (huge pages asked for by
+# name), share pages between kernels (KSM), or that no kernel needs (userfaultfd, bpf). Refused by the filter;
+# this host has no huge pages and KSM off, so the attacks themselves cannot be shown here.
+REFUSED = ("mmap_hugetlb", "memfd_hugetlb", "shmget_hugetlb", "madvise_mergeable", "prctl_memory_merge", "userfaultfd",
+           "bpf")
+ALLOWED = ("mmap", "memfd", "shmget", "madvise", "prctl")  # the same calls, asking for ordinary memory
+
+
+@needs_sandbox
+def test_calls_that_make_memory_no_group_counts_are_refused_in_a_kernel(tmp_path):
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("memory_nobody_counts")]))
+    answers = dict(line.split() for line in printed(judged, 0).splitlines())
+    assert {what: int(answers[what]) for what in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), answers
+    assert {what: int(answers[what]) for what in ALLOWED} == dict.fromkeys(ALLOWED, 0), answers
