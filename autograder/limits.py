@@ -51,7 +51,8 @@ TMP_BYTES = 512 * 1024**2  # its private /tmp
 # the kernel, whose code can make it anything: it is left out up to this much only. The reference's kernel
 # costs 3.5-3.75 MiB to fork, one holding 1.5 GiB of arrays 7 MiB (its page tables: about 2 MiB a GiB, so
 # one holding the whole SUBMISSION_MEMORY about 12); a fork padded with 80 MiB passed both memory cases with
-# a whole score matrix (red-team round r46). Under 05's limit (half the matrix), so a whole one never fits
+# a whole score matrix (red-team round r46). Under 05's limit (half the float32 matrix), so a whole float32
+# one never fits; a whole float16 one, exactly the limit, does (r54: `tests/float16_matrix_padded_fork.py`)
 FORK_COST_ALLOWANCE = 12 * 1024**2
 SHM_BYTES = 256 * 1024**2  # its private /dev/shm
 SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder

@@ -1,6 +1,6 @@
 # Red-team round r54: online_softmax_attention holds its whole (n_q, n_k) matrix of scores at once, as
 # float16 (18 MiB at 3072 tokens: exactly 05's limit, half the float32 matrix), in fresh memory. Its values
-# pass every check. Alone it fails both memory cases (by 1 to 4 MiB); with `padded_fork` after it (what
+# pass every check. Alone it fails both memory cases (just over the limit); with `padded_fork` after it (what
 # forking costs doing nothing is padded, and left out up to FORK_COST_ALLOWANCE, 12 MiB) it passes both.
 import numpy as np
 
