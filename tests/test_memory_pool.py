@@ -137,18 +137,20 @@ def test_a_score_matrix_kept_in_memory_the_kernel_maps_for_itself_still_counts(t
 
 
 # Red-team round r54: who holds the pipes (HOLDERS): the kernel, or forked processes, a share each.
-PIPE_HOLDERS = {"the kernel": 0, "forked holders": 20}
+PIPE_HOLDERS = {"the kernel": (0, ""), "forked holders": (20, "process"),
+                "threads with descriptors of their own": (20, "thread")}
 
 
 @needs_sandbox
 @needs_groups
-@pytest.mark.parametrize("holders", list(PIPE_HOLDERS.values()), ids=list(PIPE_HOLDERS))
-def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_path, holders):
+@pytest.mark.parametrize(("holders", "holder"), list(PIPE_HOLDERS.values()), ids=list(PIPE_HOLDERS))
+def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_path, holders, holder):
     """A pipe keeps the pages its last emptying freed for its next write: a whole float16 score matrix, a row
     in each of 3,200 pipes an earlier cell wrote through, passed both memory cases (1.0 of 1). The pipes the
     submission holds count as room a call may write (`procfs.PIPE_ROOM`), and a process may hold no more than
-    `limits.MAX_OPEN_FILES` descriptors (which also bounds the pipes held only in a socket's queue)."""
-    cells = [f"PIPES = 3200\nHOLDERS = {holders}", program("rows_in_pipes"), ("grade", "online_softmax_attention")]
+    `limits.MAX_OPEN_FILES` descriptors (which also bounds the pipes held only in a socket's queue). Every
+    thread's descriptors are read: one started without CLONE_FILES holds a table /proc/PID/fd does not show."""
+    cells = [f"PIPES = 3200\nHOLDERS = {holders}\nHOLDER = {holder!r}", program("rows_in_pipes"), ("grade", "online_softmax_attention")]
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
     results = judged.steps["online_softmax_attention"].results
     memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}

@@ -138,20 +138,26 @@ def written_bytes(watched):
 def pipes(pids):
     """The distinct pipes (anonymous or named) that processes `pids` hold open, as (device, inode) pairs;
     a process gone holds none. Any process that can reach one (through /proc/PID/fd, or a name) can
-    write into the room it keeps (PIPE_ROOM)."""
+    write into the room it keeps (PIPE_ROOM). Each thread's descriptors are read: a thread started
+    without CLONE_FILES has a table of its own, which /proc/PID/fd does not show."""
     found = set()
     for pid in pids:
         try:
-            fds = os.listdir(f"/proc/{pid}/fd")
+            tables = [f"/proc/{pid}/task/{task}/fd" for task in os.listdir(f"/proc/{pid}/task")]
         except OSError:
             continue
-        for fd in fds:
+        for table in tables:
             try:
-                info = os.stat(f"/proc/{pid}/fd/{fd}")  # what the descriptor is; no pipe is opened
+                fds = os.listdir(table)
             except OSError:
                 continue
-            if stat.S_ISFIFO(info.st_mode):
-                found.add((info.st_dev, info.st_ino))
+            for fd in fds:
+                try:
+                    info = os.stat(f"{table}/{fd}")  # what the descriptor is; no pipe is opened
+                except OSError:
+                    continue
+                if stat.S_ISFIFO(info.st_mode):
+                    found.add((info.st_dev, info.st_ino))
     return found
 
 

@@ -3,12 +3,35 @@
 # for its next write (two of them), charged to whoever first wrote them: the cell writes 8 KiB through
 # each of PIPES pipes and reads them back, and the call's child then stores the matrix's rows there,
 # a row a pipe, without a page more, and reads them back one at a time. HOLDERS, a cell before, says who
-# holds the pipes: the kernel itself (0), or that many forked processes, a share each, which the call
-# reaches through /proc/<holder>/fd (a process's limit of open files then bounds no more than its share).
+# holds the pipes: the kernel itself (0), or that many holders, a share each, which the call reaches
+# through /proc (a process's limit of open files then bounds no more than its share). HOLDER, a cell
+# before too, says what a holder is: "process" (forked), or "thread" (a thread of the kernel started
+# without CLONE_FILES, with a table of descriptors of its own, which /proc/PID/fd does not show).
+import ctypes
 import os
 import signal
 
 import numpy as np
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_STACKS = []
+CLONE_VM, CLONE_SIGHAND, CLONE_THREAD = 0x100, 0x800, 0x10000
+
+
+def _holding_thread():
+    """A thread of this process that copies its descriptors and waits, its signals blocked, forever."""
+    stack = ctypes.create_string_buffer(64 * 1024)
+    _STACKS.append(stack)
+    every = set(range(1, signal.NSIG)) - {signal.SIGKILL, signal.SIGSTOP}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, every)
+    try:
+        tid = _libc.clone(ctypes.cast(_libc.pause, ctypes.c_void_p), ctypes.c_void_p(ctypes.addressof(stack) + len(stack)),
+                          CLONE_VM | CLONE_SIGHAND | CLONE_THREAD, None)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    if tid < 0:
+        raise OSError(ctypes.get_errno(), "clone")
+    return f"{os.getpid()}/task/{tid}"
 
 PAGE_PAIR = 8192
 _PIPES = []  # (holder's pid or None, its descriptor)
@@ -26,10 +49,13 @@ try:
         if not HOLDERS:  # noqa: F821
             _PIPES += [(None, r, w) for r, w in batch]
             continue
-        holder = os.fork()
-        if holder == 0:
-            while True:
-                signal.pause()
+        if HOLDER == "thread":  # noqa: F821 - a cell before
+            holder = _holding_thread()
+        else:
+            holder = os.fork()
+            if holder == 0:
+                while True:
+                    signal.pause()
         _PIPES += [(holder, r, None) for r, _ in batch]
         for r, _ in batch:
             os.close(r)
