@@ -104,8 +104,11 @@ def stated(archive, size_left, members_left):
         if directory > size_left:
             raise Unbounded(f"its list of files alone holds more than {MAX_UNPACKED_BYTES / 1024**2:g} MiB")
         with zipfile.ZipFile(archive) as opened:
+            # setuptools' unpack_zipfile reads each member by its name, which zipfile answers with the
+            # last member of that name: each of a name's members is a copy of that one (r54: empty members
+            # named as a large one behind them wrote it once each)
             infos = opened.infolist()
-            return sum(info.file_size for info in infos), len(infos)
+            return sum(opened.getinfo(info.filename).file_size for info in infos), len(infos)
     size = members = 0
     links = []
     headers = {"bytes": size_left, "chain": 0}
