@@ -19,19 +19,28 @@ autograde reports as not graded. An archive neither reader recognises is left to
 unpacker, which reports it as before.
 """
 
+import lzma
 import math
 import os
 import posixpath
+import shutil
 import stat
 import struct
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path
 
 from nbgrader.utils import unzip
+from setuptools.archive_util import UnrecognizedFormat
 
 from autograder.limits import MAX_EXTENDED_HEADERS, MAX_UNPACKED_BYTES, MAX_UNPACKED_MEMBERS
 from coursekit import intake
+
+# What nbgrader's unzip raises on an archive whose members cannot all be read, or that is none (its reader's
+# errors: zipfile's, a decompressor's, tarfile's, setuptools' for neither)
+UNREADABLE = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, RuntimeError, NotImplementedError,
+              ValueError, tarfile.TarError, UnrecognizedFormat)
 
 
 class Budget:
@@ -197,8 +206,18 @@ def unpack(archive, dest, zip_ext, log, budget=None):
             log.warning("zip_collect: left out %s: %s", path, reason)
             continue
         where = dest if path == Path(archive) else path.parent
-        unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
         folder = _own_folder(path, where)
+        new = not os.path.lexists(folder)
+        try:
+            unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
+        except UNREADABLE as error:
+            # A member its list shows but no reader can read (a failed CRC, a password, a compression
+            # zipfile lacks), or no archive at all: nbgrader's unzip raised, and zip_collect stopped there,
+            # no classmate's upload collected (r54). Left out whole, as one past the budget.
+            log.warning("zip_collect: left out %s: it could not be unpacked (%s)", path, type(error).__name__)
+            if new:
+                shutil.rmtree(folder, ignore_errors=True)
+            continue
         intake.disarm(folder)  # it writes each member's mode as the archive states
         unpacked.append((folder, path))
         if not pending:  # the next round of nbgrader's walk: every archive under `top` not yet unpacked
