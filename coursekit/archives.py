@@ -37,10 +37,11 @@ from setuptools.archive_util import UnrecognizedFormat
 from autograder.limits import MAX_EXTENDED_HEADERS, MAX_UNPACKED_BYTES, MAX_UNPACKED_MEMBERS
 from coursekit import intake
 
-# What nbgrader's unzip raises on an archive whose members cannot all be read, or that is none (its reader's
-# errors: zipfile's, a decompressor's, tarfile's, setuptools' for neither)
+# What nbgrader's unzip raises on an archive whose members cannot all be read or written, or that is none (its
+# reader's errors: zipfile's, a decompressor's, tarfile's, setuptools' for neither; the file system's, for
+# members that cannot all be, as a file and a folder of one name)
 UNREADABLE = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, RuntimeError, NotImplementedError,
-              ValueError, tarfile.TarError, UnrecognizedFormat)
+              ValueError, tarfile.TarError, UnrecognizedFormat, OSError)
 
 
 class Budget:
@@ -212,8 +213,9 @@ def unpack(archive, dest, zip_ext, log, budget=None):
             unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
         except UNREADABLE as error:
             # A member its list shows but no reader can read (a failed CRC, a password, a compression
-            # zipfile lacks), or no archive at all: nbgrader's unzip raised, and zip_collect stopped there,
-            # no classmate's upload collected (r54). Left out whole, as one past the budget.
+            # zipfile lacks) or that cannot be written, or no archive at all: nbgrader's unzip raised, and
+            # zip_collect stopped there, no classmate's upload collected (r54). Left out whole, as one past
+            # the budget.
             log.warning("zip_collect: left out %s: it could not be unpacked (%s)", path, type(error).__name__)
             if new:
                 shutil.rmtree(folder, ignore_errors=True)
