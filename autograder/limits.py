@@ -21,6 +21,11 @@ MEMORY_LIMIT = 6 * 1024**3  # address space of any one process of the submission
 # single huge allocation fails at once with MemoryError, before the envelope's budget is reached
 MAX_PROCESSES = 128  # processes and threads the sandbox may hold at once
 CPU_SECONDS = 600  # CPU time of the kernel, all cells together
+MAX_OPEN_FILES = 256  # descriptors one process of the submission may hold (a graded kernel holds about 60).
+# A pipe keeps room a later write takes without a page more charged (`procfs.PIPE_ROOM`): the judge counts
+# the pipes its processes hold open, but not those sent over a socket and held only in its queue, which
+# Linux bounds by the sender's limit of open files, for all of its user's sockets together (3 MiB here; the
+# 20,000 this machine allows held a whole score matrix, red-team round r54)
 MAX_REPLY_BYTES = 64 * 1024**2  # the largest answer the judge reads from a kernel
 MAX_NOTEBOOK_OUTPUT_BYTES = 16 * 1024**2  # what the notebook's cells print and display, together:
 # more is dropped (it would sit in the grading process's memory, the autograded notebook and the feedback)
@@ -46,7 +51,8 @@ TMP_BYTES = 512 * 1024**2  # its private /tmp
 # the kernel, whose code can make it anything: it is left out up to this much only. The reference's kernel
 # costs 3.5-3.75 MiB to fork, one holding 1.5 GiB of arrays 7 MiB (its page tables: about 2 MiB a GiB, so
 # one holding the whole SUBMISSION_MEMORY about 12); a fork padded with 80 MiB passed both memory cases with
-# a whole score matrix (red-team round r46). Under 05's limit (half the matrix), so a whole one never fits
+# a whole score matrix (red-team round r46). Under 05's limit (half the float32 matrix), so a whole float32
+# one never fits; a whole float16 one, exactly the limit, does (r54: `tests/float16_matrix_padded_fork.py`)
 FORK_COST_ALLOWANCE = 12 * 1024**2
 SHM_BYTES = 256 * 1024**2  # its private /dev/shm
 SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder

@@ -19,19 +19,29 @@ autograde reports as not graded. An archive neither reader recognises is left to
 unpacker, which reports it as before.
 """
 
+import lzma
 import math
 import os
 import posixpath
+import shutil
 import stat
 import struct
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path
 
 from nbgrader.utils import unzip
+from setuptools.archive_util import UnrecognizedFormat
 
 from autograder.limits import MAX_EXTENDED_HEADERS, MAX_UNPACKED_BYTES, MAX_UNPACKED_MEMBERS
 from coursekit import intake
+
+# What nbgrader's unzip raises on an archive whose members cannot all be read or written, or that is none (its
+# reader's errors: zipfile's, a decompressor's, tarfile's, setuptools' for neither; the file system's, for
+# members that cannot all be, as a file and a folder of one name)
+UNREADABLE = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, RuntimeError, NotImplementedError,
+              ValueError, tarfile.TarError, UnrecognizedFormat, OSError)
 
 
 class Budget:
@@ -104,8 +114,11 @@ def stated(archive, size_left, members_left):
         if directory > size_left:
             raise Unbounded(f"its list of files alone holds more than {MAX_UNPACKED_BYTES / 1024**2:g} MiB")
         with zipfile.ZipFile(archive) as opened:
+            # setuptools' unpack_zipfile reads each member by its name, which zipfile answers with the
+            # last member of that name: each of a name's members is a copy of that one (r54: empty members
+            # named as a large one behind them wrote it once each)
             infos = opened.infolist()
-            return sum(info.file_size for info in infos), len(infos)
+            return sum(opened.getinfo(info.filename).file_size for info in infos), len(infos)
     size = members = 0
     links = []
     headers = {"bytes": size_left, "chain": 0}
@@ -194,8 +207,19 @@ def unpack(archive, dest, zip_ext, log, budget=None):
             log.warning("zip_collect: left out %s: %s", path, reason)
             continue
         where = dest if path == Path(archive) else path.parent
-        unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
         folder = _own_folder(path, where)
+        new = not os.path.lexists(folder)
+        try:
+            unzip(str(path), str(where), zip_ext=zip_ext, create_own_folder=True, tree=False)
+        except UNREADABLE as error:
+            # A member its list shows but no reader can read (a failed CRC, a password, a compression
+            # zipfile lacks) or that cannot be written, or no archive at all: nbgrader's unzip raised, and
+            # zip_collect stopped there, no classmate's upload collected (r54). Left out whole, as one past
+            # the budget.
+            log.warning("zip_collect: left out %s: it could not be unpacked (%s)", path, type(error).__name__)
+            if new:
+                shutil.rmtree(folder, ignore_errors=True)
+            continue
         intake.disarm(folder)  # it writes each member's mode as the archive states
         unpacked.append((folder, path))
         if not pending:  # the next round of nbgrader's walk: every archive under `top` not yet unpacked

@@ -204,3 +204,21 @@ def test_a_zips_list_of_files_is_counted_before_it_is_read(tmp_path, small_budge
     assert archives.Budget().take(long_names) == ""
     monkeypatch.setattr(archives, "MAX_UNPACKED_BYTES", 2 * MB)
     assert archives.Budget().take(long_names) != "" and archives.Budget().take(tmp_path / "few.zip") == ""
+
+
+def test_a_zips_members_of_one_name_are_counted_as_the_copies_nbgraders_unzip_writes(tmp_path, small_budget, caplog):
+    """Red-teamed in round r54: setuptools' unpack_zipfile (nbgrader's unzip) reads each member by its name,
+    which zipfile answers with the last member of that name: 40 empty members named as a 3 MB one before them
+    wrote (and read whole into memory) 3 MB 41 times, where the zip states 3 MB. At the real budget, one
+    500 MiB member behind 9,999 empty ones of its name, an upload of 1.5 MB, is 5 TB written, each copy read
+    whole into memory (5 copies of 200 MiB: 5.1 s, 687 MiB resident), about 7 hours of zip_collect."""
+    archive = tmp_path / "eve.zip"
+    with zipfile.ZipFile(archive, "w") as out, pytest.warns(UserWarning, match="Duplicate name"):
+        for _ in range(40):
+            out.writestr("eve/big.bin", b"")
+        _zeros(out, "eve/big.bin", 3 * MB)
+    assert archives.stated(archive, 1000 * MB, 50) == (41 * 3 * MB, 41)
+    unpacked = tmp_path / "out"
+    unpacked.mkdir()
+    archives.unpack(archive, unpacked, [".zip"], logging.getLogger("test"))
+    assert list(unpacked.rglob("*.bin")) == [] and "left out" in caplog.text

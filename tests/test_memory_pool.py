@@ -21,6 +21,7 @@ memory a held process alone maps now counts, page by page (`procfs.own_pages`). 
 handed in beside the notebook is the hostile catalogue's `online-handed-in-buffer` (`kernel/handed_in.py`).
 """
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,43 @@ def test_a_score_matrix_kept_in_memory_the_kernel_maps_for_itself_still_counts(t
     assert len(memory) == 2 and not any(memory.values()), memory
     assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
     assert "HIDDEN 0" in printed(judged, 1), printed(judged, 1)
+
+
+# Red-team round r54: who holds the pipes (HOLDERS): the kernel, or forked processes, a share each.
+PIPE_HOLDERS = {"the kernel": (0, ""), "forked holders": (20, "process"),
+                "threads with descriptors of their own": (20, "thread")}
+
+
+@needs_sandbox
+@needs_groups
+@pytest.mark.parametrize(("holders", "holder"), list(PIPE_HOLDERS.values()), ids=list(PIPE_HOLDERS))
+def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_path, holders, holder):
+    """A pipe keeps the pages its last emptying freed for its next write: a whole float16 score matrix, a row
+    in each of 3,200 pipes an earlier cell wrote through, passed both memory cases (1.0 of 1). The pipes the
+    submission holds count as room a call may write (`procfs.PIPE_ROOM`), and a process may hold no more than
+    `limits.MAX_OPEN_FILES` descriptors (which also bounds the pipes held only in a socket's queue). Every
+    thread's descriptors are read: one started without CLONE_FILES holds a table /proc/PID/fd does not show."""
+    cells = [f"PIPES = 3200\nHOLDERS = {holders}\nHOLDER = {holder!r}", program("rows_in_pipes"), ("grade", "online_softmax_attention")]
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
+    results = judged.steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    if holders:  # every pipe made (the kernel alone is refused the descriptors, and grades what it can)
+        assert "PIPED 26214400" in printed(judged, 1), printed(judged, 1)
+        assert all(r.passed for r in results if "memory" not in r.case.name)
+
+
+# Red-team round r54 (left by r51): calls that make memory no v1 memory group counts (huge pages asked for by
+# name), share pages between kernels (KSM), or that no kernel needs (userfaultfd, bpf). Refused by the filter;
+# this host has no huge pages and KSM off, so the attacks themselves cannot be shown here.
+REFUSED = ("mmap_hugetlb", "memfd_hugetlb", "shmget_hugetlb", "madvise_mergeable", "prctl_memory_merge", "userfaultfd",
+           "bpf")
+ALLOWED = ("mmap", "memfd", "shmget", "madvise", "prctl")  # the same calls, asking for ordinary memory
+
+
+@needs_sandbox
+def test_calls_that_make_memory_no_group_counts_are_refused_in_a_kernel(tmp_path):
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("memory_nobody_counts")]))
+    answers = dict(line.split() for line in printed(judged, 0).splitlines())
+    assert {what: int(answers[what]) for what in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), answers
+    assert {what: int(answers[what]) for what in ALLOWED} == dict.fromkeys(ALLOWED, 0), answers

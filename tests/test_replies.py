@@ -263,3 +263,20 @@ def test_a_kernels_message_is_unpacked_only_within_bounds():
         bounded_unpack(b"[" * 5000 + b"]" * 5000)
     assert bounded_unpack(b'{"name": "stdout", "text": "[{}]"}') == {"name": "stdout", "text": "[{}]"}
     assert _text_size({"text": [[]] * 3_000_000}) > MAX_NOTEBOOK_OUTPUT_BYTES
+
+
+def test_a_request_the_kernel_never_reads_runs_into_its_deadline(tmp_path):
+    """Red-teamed in round r54: the judge sent each request on a socket without a time limit (until a reply
+    had set one, the rest of its own deadline): a kernel whose agent stopped reading held the judge in
+    `sendall` for as long as it liked, once a request was larger than the socket's buffer (05's memory
+    cases send 1.5 MB of inputs)."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    channel = KernelChannel(None, inbox, interrupt=lambda: None)
+    ours, theirs = socket.socketpair()
+    channel.connection = ours
+    started = time.monotonic()
+    reply = channel.request({"op": "hold", "values": "x" * 8 * 1024**2}, 1.0)  # never read
+    assert time.monotonic() - started < 3.0
+    assert reply["error"]["type"] == "NoAnswer"
+    theirs.close()

@@ -125,3 +125,26 @@ def test_an_upload_named_as_a_classmates_folder_is_not_collected_as_theirs(tmp_p
     assert collected == {"42": ("alice's", None), "7": (None, None)}
     assert (tmp_path / "course" / "submitted" / "7" / A / "work" / f"{A}.ipynb").read_text() == "bob's"
     assert "Mallory Smith_66_assignsubmission_file_/Alice Jones_42" in said and "not collected" in said
+
+
+def _corrupt(data):
+    """`data` (a zip whose members are stored) with one byte of its first member changed: its CRC fails."""
+    at = data.index(b"xxxx")
+    return data[:at] + b"y" + data[at + 1:]
+
+
+def test_an_upload_that_cannot_be_unpacked_leaves_the_classmates_collected(tmp_path):
+    """Red-teamed in round r54: nbgrader's unzip raises on a member it cannot read (a failed CRC here; a
+    password or a compression method zipfile lacks do too), which zipfile's list of members does not show,
+    and zip_collect stopped there: no classmate's upload was collected. So did an upload that is no archive, and one whose
+    members are a file and a folder of one name."""
+    collected, said = zip_collect(tmp_path, None, UPLOADS, loose={
+        "ps1_alice_attempt_2026-11-20 09:00:00_work.zip": zipped({f"{A}.ipynb": "alice's"}),
+        "ps1_bob_attempt_2026-11-20 08:00:00_work.zip": zipped({f"{A}.ipynb": "bob's"}),
+        "ps1_mallory_attempt_2026-11-20 10:00:00_work.zip": _corrupt(zipped({f"{A}.ipynb": "x" * 100})),
+        "ps1_trudy_attempt_2026-11-20 11:00:00_work.zip": b"no archive at all",
+        "ps1_oscar_attempt_2026-11-20 12:00:00_work.zip": zipped({"a": "a file", "a/b": "in a folder of that name"})})
+    assert collected == {"alice": ("alice's", "2026-11-20 09:00:00"), "bob": ("bob's", "2026-11-20 08:00:00")}
+    for who in ("mallory_attempt_2026-11-20 10:00:00", "trudy_attempt_2026-11-20 11:00:00",
+                "oscar_attempt_2026-11-20 12:00:00"):
+        assert f"{who}_work.zip: it could not be unpacked" in said, said

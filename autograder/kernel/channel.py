@@ -158,7 +158,8 @@ class KernelChannel(PeakMemory):
     read only up to MAX_REPLY_BYTES. A request that runs over its time is interrupted from the
     kernel's main thread; a kernel that does not answer even then is stuck (`KernelStuck`).
 
-    Every reply is hostile input: the whole of it must arrive before the request's deadline
+    A request is sent within its time too (a kernel may stop reading). Every reply is hostile
+    input: the whole of it must arrive before the request's deadline
     (not each read), it may hold at most MAX_REPLY_BYTES, MAX_REPLY_CONTAINERS lists and objects
     nested MAX_REPLY_DEPTH deep, and it must have the shape of a reply (`checked_reply`). What
     fails any of that costs the case it answers, as the submission's failure.
@@ -373,10 +374,14 @@ class KernelChannel(PeakMemory):
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         if self.connection is None:
             return no_answer("the grader's agent is not connected (was it removed?)")
+        deadline = time.monotonic() + timeout
         try:
+            # The whole request within its time, sent and answered: a kernel that stopped reading held the judge
+            # in sendall for as long as it liked, once a request passed the socket's buffer (r54).
+            self.connection.settimeout(max(timeout, 1e-3))
             agent.send(self.connection, payload)
             try:
-                reply = self._answer(timeout)
+                reply = self._answer(deadline - time.monotonic())
             except TimeoutError:
                 if self._apart is not None:  # the kernel is stopped: `apart` ends the child instead
                     self._apart["late"] = True

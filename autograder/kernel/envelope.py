@@ -319,9 +319,12 @@ class Envelope:
     def shared(self):
         """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
         what a call can write into without being charged a page more (the copies of the submission folder
-        its kernels work in included: `handed_in.py`)."""
+        its kernels work in included: `handed_in.py`). Each pipe it holds open counts the room it keeps
+        (`procfs.PIPE_ROOM`): 3,200 pipes, written through once by an earlier cell, held a whole score
+        matrix that passed both of 05's memory cases (red-team round r54)."""
         stat = _read_counts(self._memory_file("memory.stat", "memory.stat"))
-        return stat.get("total_shmem" if self.version == 1 else "shmem", 0)
+        in_pipes = len(procfs.pipes(self.processes())) * procfs.PIPE_ROOM
+        return stat.get("total_shmem" if self.version == 1 else "shmem", 0) + in_pipes
 
     def processes(self):
         """The ids of every process in the submission's memory group (and, on v1, the call group inside it)."""

@@ -38,7 +38,14 @@ from pathlib import Path
 from autograder.kernel import procfs, runtime_image
 from autograder.kernel.envelope import Envelope, remove_abandoned
 from autograder.kernel.runtime_image import ETC_FILES
-from autograder.limits import CPU_SECONDS, MAX_PROCESSES, MEMORY_LIMIT, SANDBOX_CHECK, TMP_BYTES
+from autograder.limits import (
+    CPU_SECONDS,
+    MAX_OPEN_FILES,
+    MAX_PROCESSES,
+    MEMORY_LIMIT,
+    SANDBOX_CHECK,
+    TMP_BYTES,
+)
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
 # judge's process id: kernels graded in parallel cannot signal, trace or starve each other.
@@ -111,7 +118,7 @@ def warn_once(say=True):
 def _apply_limits():
     # (jupyter_client already puts the kernel in a session of its own)
     for limit, value in ((resource.RLIMIT_AS, MEMORY_LIMIT), (resource.RLIMIT_CPU, CPU_SECONDS),
-                         (resource.RLIMIT_CORE, 0)):
+                         (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, MAX_OPEN_FILES)):
         resource.setrlimit(limit, (value, value))
 
 

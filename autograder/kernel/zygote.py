@@ -89,27 +89,43 @@ def _drop_capabilities():
 # - memory the kernel makes for a process to map shared that is neither a file in RAM nor a process's own
 #   (io_uring's rings, a secret memory file): charged when made, before a memory case, and written in place
 #   by the call's child, it is counted nowhere. r51's full score matrix, 8 MiB of it there, passed both of
-#   05's memory cases (`tests/test_memory_pool.py`). No notebook needs either.
+#   05's memory cases (`tests/test_memory_pool.py`). No notebook needs either. Nor huge pages a kernel
+#   asks for by name (mmap's MAP_HUGETLB, memfd_create's MFD_HUGETLB, shmget's SHM_HUGETLB: charged to no
+#   memory group under cgroup v1), pages merged with other processes' (KSM: madvise's MADV_MERGEABLE,
+#   PR_SET_MEMORY_MERGE), userfaultfd (a fault in its memory waits for its own handler, stopped or not,
+#   the judge's reads of it included) or bpf (maps the kernel makes): DENIED_ARGUMENTS, and red-team
+#   round r54. (Transparent huge pages, which the kernel gives where it can, are charged as any others.)
 # By architecture (`platform.machine()`): its audit number and the calls' numbers.
 DENIED_CALLS = {
-    "x86_64": {"arch": 0xC000003E, "fcntl": 72, "clone": 56, "clone3": 435,
+    "x86_64": {"arch": 0xC000003E, "clone": 56, "clone3": 435,
                "denied": {"inotify_init": 253, "inotify_init1": 294, "fanotify_init": 300, "perf_event_open": 298,
                           "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249, "keyctl": 250,
-                          "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "memfd_secret": 447}},
-    "aarch64": {"arch": 0xC00000B7, "fcntl": 25, "clone": 220, "clone3": 435,
+                          "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "memfd_secret": 447,
+                          "userfaultfd": 323, "bpf": 321},
+               "checked": {"fcntl": 72, "mmap": 9, "memfd_create": 319, "shmget": 29, "madvise": 28, "prctl": 157}},
+    "aarch64": {"arch": 0xC00000B7, "clone": 220, "clone3": 435,
                 "denied": {"inotify_init1": 26, "fanotify_init": 262, "perf_event_open": 241, "unshare": 97,
                            "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219,
-                           "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "memfd_secret": 447}},
+                           "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "memfd_secret": 447,
+                           "userfaultfd": 282, "bpf": 280},
+                "checked": {"fcntl": 25, "mmap": 222, "memfd_create": 279, "shmget": 194, "madvise": 233,
+                            "prctl": 167}},
 }
-DENIED_FCNTL = (1026, 1024)  # F_NOTIFY (dnotify), F_SETLEASE: told when another opens a file
+# (call, which argument, how it is tested, value): a call of DENIED_CALLS' "checked" whose argument (its low
+# 32 bits) equals the value ("equal"), or has any of its bits ("any_of"), fails with EPERM.
+DENIED_ARGUMENTS = (
+    ("fcntl", 1, "equal", 1026), ("fcntl", 1, "equal", 1024),  # F_NOTIFY (dnotify), F_SETLEASE: told when another opens a file
+    ("mmap", 3, "any_of", 0x40000), ("memfd_create", 1, "any_of", 4), ("shmget", 2, "any_of", 0o4000),  # *_HUGETLB
+    ("madvise", 2, "equal", 12), ("prctl", 0, "equal", 67),  # MADV_MERGEABLE, PR_SET_MEMORY_MERGE
+)
 NEW_NAMESPACES = 0x7E020000  # clone's CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 X32_CALLS = 0x40000000  # x86_64's other ABI: the same calls under other numbers
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
 def _deny_calls():
-    """A seccomp filter over this process and all it starts: DENIED_CALLS, the fcntl commands of
-    DENIED_FCNTL, and a clone into NEW_NAMESPACES fail with EPERM, as does any call of another
+    """A seccomp filter over this process and all it starts: DENIED_CALLS, the arguments of
+    DENIED_ARGUMENTS, and a clone into NEW_NAMESPACES fail with EPERM, as does any call of another
     architecture's ABI (32-bit calls on a 64-bit machine number them apart); clone3, whose flags a
     filter cannot read, fails with ENOSYS, so that the C library clones the older way. Nothing where
     the machine is neither (README: what depends on the host)."""
@@ -124,11 +140,17 @@ def _deny_calls():
     steps = [(None, "load", 4, None, None), (None, "equal", calls["arch"], None, "deny"),
              (None, "load", 0, None, None), (None, "at_least", X32_CALLS, "deny", None)]
     steps += [(None, "equal", number, "deny", None) for number in calls["denied"].values()]
-    steps += [(None, "equal", calls["clone3"], "enosys", None), (None, "equal", calls["clone"], "clone", None),
-              (None, "equal", calls["fcntl"], None, "allow"), (None, "load", 24, None, None)]  # fcntl's command
-    steps += [(None, "equal", command, "deny", None) for command in DENIED_FCNTL]
-    steps += [(None, "equal", 0, "allow", "allow"),  # (a jump to the allow below)
-              ("clone", "load", 16, None, None), (None, "any_of", NEW_NAMESPACES, "deny", "allow"),  # clone's flags
+    steps += [(None, "equal", calls["clone3"], "enosys", None), (None, "equal", calls["clone"], "clone", None)]
+    steps += [(None, "equal", calls["checked"][name], name, None) for name in calls["checked"]]
+    steps += [(None, "equal", 0, "allow", "allow")]  # (a jump to the allow below)
+    for name in calls["checked"]:
+        checks = [check for check in DENIED_ARGUMENTS if check[0] == name]
+        for at, (_, argument, test, value) in enumerate(checks):
+            if at == 0 or argument != checks[at - 1][1]:
+                steps.append((name if at == 0 else None, "load", 16 + 8 * argument, None, None))
+            steps.append((None, test, value, "deny", None))
+        steps.append((None, "equal", 0, "allow", "allow"))
+    steps += [("clone", "load", 16, None, None), (None, "any_of", NEW_NAMESPACES, "deny", "allow"),  # clone's flags
               ("allow", "return", 0x7FFF0000, None, None), ("deny", "return", 0x00050000 | 1, None, None),
               ("enosys", "return", 0x00050000 | 38, None, None)]
     codes = {"load": 0x20, "equal": 0x15, "at_least": 0x35, "any_of": 0x45, "return": 0x06}  # LD|W|ABS, JEQ, JGE, JSET
