@@ -246,6 +246,10 @@ class SelfView:
         self.module.eval()
         return self
 
+    def describe(self, path=""):
+        """The layer's own description: check_dropout asks it whether forward left the layer in eval mode."""
+        return self.module.describe(path)
+
 
 def multiplies_an_input(error, x, context):
     """`error` is torch's matrix product of mismatched shapes, whose left factor's rows are as wide as x or as the
