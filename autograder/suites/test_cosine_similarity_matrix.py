@@ -178,6 +178,8 @@ def _mistakes(X):
                                         "positive: rows that point apart have cosines below 0, down to -1 for "
                                         "opposite rows, and the sign is what tells them from rows that point alike"),
         (lambda: 1 - unit @ unit.T, "returns 1 - cosine, the cosine distance; the step returns the cosine itself"),
+        (lambda: (X @ X.T) / X.shape[-1], PRODUCTS_AVERAGED),
+        (lambda: _row_softmax(unit @ unit.T), COSINES_SOFTMAXED),
         (lambda: _unit_rows(X - X.mean(axis=-1, keepdims=True)) @ _unit_rows(X - X.mean(axis=-1, keepdims=True)).T,
          PEARSON),
         *[(lambda: np.corrcoef(X), PEARSON_ONE_ROW)] * (n == 1),
@@ -243,6 +245,8 @@ def _wrong_lengths(X):
             (X.sum(axis=-1, keepdims=True), "each row's plain sum of entries (a length sums the squared entries, then "
                                             "takes the square root)"),
             (np.abs(X).max(axis=-1, keepdims=True), "each row's largest absolute entry"),
+            (X.mean(axis=-1, keepdims=True), "each row's mean entry (a length is the square root of the sum of the "
+                                             "squared entries, not their average)"),
             (unsquared, UNSQUARED_LENGTH)]
 
 
@@ -250,6 +254,20 @@ def _wrong_lengths(X):
 UNSQUARED_LENGTH = ("the square root of each row's plain sum of entries, the squares left out (a length is the "
                     "square root of the sum of the SQUARED entries, np.sqrt(np.sum(X ** 2, axis=-1, keepdims=True)); "
                     "a row whose entries sum below 0 gets a nan length)")
+
+
+# X @ X.T / d: the dot products averaged over the features, as if the scale of scaled attention made them cosines
+PRODUCTS_AVERAGED = ("divides the dot products by d, the number of features: that averages them, and an average "
+                     "still grows with the rows' lengths; the cosine divides the product of rows i and j by their "
+                     "lengths, |x_i|·|x_j|, so that only the rows' directions count")
+# softmax(unit @ unit.T): the attention weights' next step taken here, so each row sums to 1
+COSINES_SOFTMAXED = ("takes the softmax of the cosines, so each row sums to 1: that makes attention weights, a later "
+                     "step; the table holds the cosines themselves, 1 on the diagonal and -1 for opposite rows")
+
+
+def _row_softmax(table):
+    exps = np.exp(table - table.max(axis=-1, keepdims=True))
+    return exps / exps.sum(axis=-1, keepdims=True)
 
 
 def _unit_rows(X):

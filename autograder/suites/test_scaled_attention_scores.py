@@ -173,9 +173,20 @@ def mistakes(Q, K):
                                                           "the scores are Q Kᵀ, one row per query"),
         *[(lambda: raw / np.sqrt(d_k) - (raw / np.sqrt(d_k)).max(axis=-1, keepdims=True), ROW_MAX_SUBTRACTED)
           ] * (K.shape[-2] > 1),  # over one key, every row shifted is 0: no evidence
+        (lambda: raw / _lengths(Q) / np.swapaxes(_lengths(K), -1, -2), COSINES),
         (lambda: _softmax(raw / np.sqrt(d_k)), "applies the softmax: this step returns the scaled scores, and "
                                                "the softmax comes after it, in scaled_dot_product_attention"),
     ]
+
+
+def _lengths(a):
+    return np.linalg.norm(a, axis=-1, keepdims=True)
+
+
+# Q Kᵀ / (|q_i| |k_j|): the cosine similarities of 01, each pair divided by its own two lengths.
+COSINES = ("divides each query's product with each key by their two lengths, |q_i|·|k_j|: those are cosine "
+           "similarities, which keep only the directions; the scaled score divides every product by one number, "
+           "sqrt(d_k), so that a longer query or key still scores higher")
 
 
 # The softmax's stabilising shift taken here: the weights (a softmax cancels a shift per row) stay right.

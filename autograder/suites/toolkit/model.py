@@ -146,7 +146,7 @@ HEADS_FACTORS = {None: lambda heads: 1.0, "times": lambda heads: heads, "over": 
 def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=False, scale="head",
               axis=-1, transpose_weights=False, roles="qkv", untransposed=False, split="ok", merge="ok",
               out_proj=True, split_into=None, keys_axes=None, values_axes=None, heads_factor=None, biases=True,
-              residual=False, softmax_twice=None):
+              residual=False, softmax_twice=None, normaliser="softmax"):
     """(Multi-head, causal) self-attention of x (..., T, d_in) in float64.
 
     `linears`: {"W_query", "W_key", "W_value" and optionally "out_proj": (weight (out, in), bias
@@ -165,7 +165,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     values' in the product with the weights, where the shapes fit; `heads_factor` "times" | "over": the
     heads' outputs (their weights, or values) multiplied or divided by num_heads before the merge;
     `biases` False: the projections' biases left out (x @ W.weight.T); `residual`: x added to the output;
-    `softmax_twice` "before" | "after": a second softmax over the scores before the masked one, or over its weights.
+    `softmax_twice` "before" | "after": a second softmax over the scores before the masked one, or over its weights;
+    `normaliser` "log_softmax" | "sigmoid": the masked scores made weights by another function than the softmax.
     """
     x = np.asarray(x, dtype=np.float64)
     lead, num_tokens, d_in = x.shape[:-2], x.shape[-2], x.shape[-1]
@@ -201,13 +202,16 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
-               "inverted": np.tril(ones, 0), "none": 0 * ones, "heads": np.triu(ones, 1)[:, None]}[mask].astype(bool)
+               "inverted": np.tril(ones, 0), "none": 0 * ones, "heads": np.triu(ones, 1)[:, None],
+               "next_open": np.triu(ones, 2)}[mask].astype(bool)
     if softmax_twice == "before":
         scores = softmax(scores, axis)
     if after:
         weights = softmax(scores, axis) * ~blocked
-    else:
+    elif normaliser == "softmax":
         weights = softmax(np.where(blocked, fill, scores), axis)
+    else:
+        weights = NORMALISERS[normaliser](np.where(blocked, fill, scores), axis)
     if softmax_twice == "after":
         weights = softmax(weights, axis)
     if transpose_weights:
@@ -224,6 +228,12 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
         weight, bias = linears["out_proj"]
         context = context @ np.asarray(weight, dtype=np.float64).T + np.asarray(bias, dtype=np.float64)
     return context + x if residual else context
+
+
+# Other functions than the softmax that turn the masked scores into weights: the log of the softmax (a blocked key's
+# weight is log 0 = -inf), and the sigmoid of each score on its own (a blocked key's is sigmoid(-inf) = 0).
+NORMALISERS = {"log_softmax": lambda s, axis: np.log(softmax(s, axis)),
+               "sigmoid": lambda s, axis: 1 / (1 + np.exp(-s))}
 
 
 def heads_side_by_side(x, heads, **switches):
@@ -277,6 +287,11 @@ MASK_MISTAKES = [
                      "(exp(0) = 1)"),
     (dict(after=True), "the mask is applied after the softmax without renormalising, so rows no longer "
                        "sum to 1: fill the blocked scores with -inf before the softmax"),
+    (dict(mask="next_open"), "the mask leaves the next token open (triu with diagonal=2, one too many): each token "
+                             "also sees the token right after it; every key j > i is blocked"),
+    (dict(normaliser="log_softmax"), "the weights are log-probabilities (log_softmax): a blocked key's weight is "
+                                     "log 0 = -inf, and the values are mixed by the probabilities themselves"),
+    (dict(normaliser="sigmoid"), "the weights are the sigmoid of each masked score on its own: " + NOT_A_SOFTMAX),
 ]
 
 

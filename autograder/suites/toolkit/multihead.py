@@ -17,6 +17,8 @@ from autograder.suites.toolkit.model import (
     BIASES_LEFT_OUT_MISTAKE,
     HEADS_FACTORS,
     MULTIPLIED_BY_SQRT,
+    NORMALISERS,
+    NOT_A_SOFTMAX,
     RESIDUAL_ADDED,
     SCALED_BY_TOKENS,
     SOFTMAX_AXIS_MISTAKES,
@@ -68,9 +70,10 @@ def or_tokens(switches, why, compute):
     return why + OR_TOKENS if same else why
 
 
-LOG_SOFTMAX = (dict(log_weights=True), "the attention weights are log-probabilities (log_softmax): the values are "
+LOG_SOFTMAX = (dict(normaliser="log_softmax"), "the attention weights are log-probabilities (log_softmax): the values are "
                                       "weighted by the probabilities themselves (softmax); where a key is blocked, "
                                       "log(0) = -inf gives nan")
+SIGMOID = (dict(normaliser="sigmoid"), "the attention weights are the sigmoid of each score on its own: " + NOT_A_SOFTMAX)
 NO_OUT_PROJ = (dict(out_proj=False), "out_proj is not applied: the merged heads go through out_proj "
                                      "(an nn.Linear(d_out, d_out)) at the end")
 
@@ -130,7 +133,7 @@ CROSS_MISTAKES = [
     MULTIPLIED_BY_SQRT, SCALED_BY_KEYS_COUNT,
     SOFTMAX_OVER_HEADS,
     HEADS_TIMES,
-    HEADS_AVERAGED, LOG_SOFTMAX, BIASES_LEFT_OUT_MISTAKE,
+    HEADS_AVERAGED, LOG_SOFTMAX, SIGMOID, BIASES_LEFT_OUT_MISTAKE,
     # heads cut straight to (batch, num_heads, T, head_dim) from each sequence's own projections
     (dict(split="no_transpose"), "the heads are split with view/reshape straight to (batch, num_heads, T, head_dim), "
                                  "with no transpose, so each head holds pieces of several tokens, of x's and of the "
@@ -246,6 +249,10 @@ class SelfView:
         self.module.eval()
         return self
 
+    def describe(self, path=""):
+        """The layer's own description: check_dropout asks it whether forward left the layer in eval mode."""
+        return self.module.describe(path)
+
 
 def multiplies_an_input(error, x, context):
     """`error` is torch's matrix product of mismatched shapes, whose left factor's rows are as wide as x or as the
@@ -257,7 +264,7 @@ def multiplies_an_input(error, x, context):
 
 def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, mask="keys", scale="head",
                     causal=False, out_proj=True, split="ok", merge="ok", axis=-1, values="W_value", after=False,
-                    heads_factor=None, split_into=None, keys_axes=None, log_weights=False, biases=True,
+                    heads_factor=None, split_into=None, keys_axes=None, normaliser="softmax", biases=True,
                     residual=False):
     """Multi-head cross-attention in float64: queries from x (..., T_q, d_q), keys and values from
     context (..., T_k, d_kv); key_padding_mask (batch, T_k) or None, True = blocked.
@@ -276,7 +283,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     the softmax `axis`;
     `values` from another layer; `after` (the mask applied to the weights after the softmax, without
     renormalising); `heads_factor`, `biases` and `residual` (x added to the output) as for `model.attention`;
-    `log_weights` (log_softmax for softmax)."""
+    `normaliser` "log_softmax" | "sigmoid" for the softmax, as for `model.attention`."""
     x, context = np.asarray(x, dtype=np.float64), np.asarray(context, dtype=np.float64)
 
     def project(name, source):
@@ -319,10 +326,8 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
         with np.errstate(invalid="ignore"):  # 0 * -inf
             weights = softmax(scores + (blocked * -np.inf if mask == "times_minus_inf" else blocked), axis)
     else:
-        weights = softmax(np.where(blocked, {"zero": 0.0, "plus_inf": np.inf}.get(mask, -np.inf), scores), axis)
-    if log_weights:
-        with np.errstate(divide="ignore"):  # a blocked key's log-weight is -inf, as torch's log_softmax gives it
-            weights = np.log(weights)
+        filled = np.where(blocked, {"zero": 0.0, "plus_inf": np.inf}.get(mask, -np.inf), scores)
+        weights = softmax(filled, axis) if normaliser == "softmax" else NORMALISERS[normaliser](filled, axis)
     heads = weights @ v * HEADS_FACTORS[heads_factor](num_heads)
     if merge == "reversed":
         heads = heads[..., ::-1, :, :]

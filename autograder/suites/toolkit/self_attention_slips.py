@@ -27,6 +27,10 @@ from autograder.suites.toolkit.properties import close
 SUMS_WITHOUT_KEEPDIM = ("the softmax's sums are taken without keepdim (e / e.sum(dim=-1)): the sums, one per row, "
                         "broadcast along the last axis, so entry (i, j) is divided by row j's sum, not row i's, and "
                         "on a batch the shapes do not fit; keep the summed axis: e.sum(dim=-1, keepdim=True)")
+# e / e.sum(): one sum over every entry, every query's row and every batch item's, for each row's own sum
+SUMMED_OVER_EVERYTHING = ("the softmax divides each exponential by the sum of every entry (.sum() with no dim: every "
+                          "query's row, and every item of a batch), so no row of weights sums to 1; each row is "
+                          "divided by its own sum, over the keys")
 # scores / keys.shape[0] ** 0.5: the batch size on a batch, the number of tokens on one sequence. A batch as large as
 # d_k gets its right output, and only its items run alone show the tokens' divisor.
 KEYS_FIRST_AXIS = ("the batch's output is right, but each item alone has its scores divided by sqrt(T), the number "
@@ -53,7 +57,8 @@ def softmax_slips(scores, d_k):
     with np.errstate(over="ignore", invalid="ignore"):
         exponentials = np.exp(scores)
     found = [(lambda: softmax(scores * np.sqrt(d_k) / (2 * d_k)), POWER_BEFORE_DIVISION),
-             (lambda: softmax(scores * d_k), NEGATIVE_POWER)]
+             (lambda: softmax(scores * d_k), NEGATIVE_POWER),
+             (lambda: exponentials / exponentials.sum(), SUMMED_OVER_EVERYTHING)]
     try:
         np.broadcast_shapes(exponentials.shape, exponentials.shape[:-1])
     except ValueError:

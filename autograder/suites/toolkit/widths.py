@@ -19,10 +19,16 @@ def wrong_widths(Q, K, V=None):
             (K.shape[-2], f"divides by the square root of the number of keys{why}"),
             (Q.shape[-2], f"divides by the square root of the number of queries{why}"),
             *([] if V is None else [(V.shape[-1], f"divides by the square root of the values' width, V.shape[-1]{why}")]),
-            *[(np.size(K), ENTRIES_OF_K)] * (np.size(K) != K.shape[-1])]
+            *[(np.size(K), ENTRIES_OF_K)] * (np.size(K) != K.shape[-1]),
+            *[(np.size(Q), ENTRIES_OF_Q)] * (np.size(Q) != K.shape[-1])]
 
 
 # K.size in NumPy is the count of the entries (torch's K.size(-1) is a width): n_k * d_k, times any batch axes.
 ENTRIES_OF_K = ("divides by the square root of K.size, the count of all of K's entries (every key times its width, "
+                "and every batch item), not of one key's width: NumPy's .size is no axis's length; d_k is "
+                "K.shape[-1]")
+# Q.size likewise, the queries' entries counted: n_q * d_k, times any batch axes (where Q and K hold as many entries,
+# the two readings give one divisor, and both are named).
+ENTRIES_OF_Q = ("divides by the square root of Q.size, the count of all of Q's entries (every query times its width, "
                 "and every batch item), not of one key's width: NumPy's .size is no axis's length; d_k is "
                 "K.shape[-1]")
