@@ -190,6 +190,7 @@ def _explain_raised(impl, error, what, Q, K, V, block_size, causal):
         raise CaseFailure(f"{what} raised {error.type_name}: a boolean mask of the block's (n_q, b) scores indexes the "
                           "scores' FIRST axes: with a batch (..., n_q, b) those are batch axes; the mask belongs on "
                           "the last two axes (queries and keys), whatever comes before them") from None
+    blockwise.name_einsum_for_one_matrix(impl, error, what, Q, K, V, block_size, causal)
     if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
         blockwise.explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal, _model)
 

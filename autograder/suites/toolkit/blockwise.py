@@ -1,7 +1,8 @@
 """A NumPy model of `online_softmax_attention` with one switch per known mistake (`model`), and why a call
 whose shapes do not fit failed: it is run again on simpler inputs,
 each of which a known shape mistake fits (`simpler_inputs`), and the first where the answer comes out right
-names the mistake (`explain_shapes`). Also, where the suite is full: what a call that held too much memory held
+names the mistake (`explain_shapes`); an einsum written for one matrix is named by its first item
+(`name_einsum_for_one_matrix`). Also, where the suite is full: what a call that held too much memory held
 (`held_too_much`), and the scale by sqrt(block_size) beside the mistakes it coincides with (`with_block_scale`)."""
 
 import numpy as np
@@ -328,3 +329,22 @@ def with_block_scale(mistakes, block_size, d_k):
 FIXED_WIDTH = ("each block's slice is 64 keys long whatever block_size is (the default written out as a number): "
                "the loop steps by block_size, so smaller blocks overlap and count keys more than once; a block holds "
                "block_size keys")
+
+
+# An einsum whose subscripts letter only the two axes of one matrix ("qk,kd->qd"): NumPy refuses a batch.
+EINSUM_ONE_MATRIX = ("an einsum's subscripts give letters to the two axes of one matrix only, so a batch's leading "
+                     "axes have none: the blocks' products must work on the last two axes, whatever comes before them")
+
+
+def name_einsum_for_one_matrix(impl, error, what, Q, K, V, block_size, causal):
+    """`error`, an einsum's complaint on a batch, named where the same code runs on the batch's first item: its
+    subscripts were written for one (n, d) matrix. Quiet on one matrix, or where that item fails too."""
+    if "einstein sum" not in str(error) or np.ndim(Q) < 3:
+        return
+    first = (0,) * (np.ndim(Q) - 2)
+    try:
+        impl.online_softmax_attention(Q[first], K[first], V[first], block_size=block_size, causal=causal)
+    except Exception:  # noqa: BLE001 - only asks whether one item goes through
+        return
+    raise CaseFailure(f"{what} raised {error.type_name}, but runs on one item of the batch: {EINSUM_ONE_MATRIX}"
+                      ) from None
