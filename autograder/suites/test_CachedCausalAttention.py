@@ -25,7 +25,7 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import cached, checks
+from autograder.suites.toolkit import cached, checks, self_attention_slips
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CachedCausalAttention"
@@ -86,7 +86,7 @@ def _generate(impl, module, x, sizes, what):
 
 
 FULL_MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
-                 + toolkit.ROLE_MISTAKES)
+                 + [(dict(axis=0), self_attention_slips.SOFTMAX_OVER_BATCH)] + toolkit.ROLE_MISTAKES)
 
 
 def _cache_symptoms(x, linears, sizes, masked_without_cache=False, context_length=None):

@@ -32,12 +32,16 @@ def close(a, b, atol=1e-5, rtol=1e-4):
 
 def check_finite_and_causal(name, module, d_in, num_tokens, seed, mistakes=None):
     """Outputs finite; replacing the tokens from position t on never changes outputs before t. A layer that is not
-    causal is named by a known mistake, `mistakes(x)` [(candidate, symptom)] on the input, where its output fits one
-    (a leak of later tokens need not be a missing mask)."""
+    causal, or not finite, is named by a known mistake, `mistakes(x)` [(candidate, symptom)] on the input, where its
+    output fits one (a leak of later tokens need not be a missing mask, nor nan a row with every key blocked)."""
     r = rng(seed)
     x = tensor(r.normal(size=(2, num_tokens, d_in)))
     out = checks.to_array(module(x), f"{name}(x)")
     checks.expect_shape(out, (2, num_tokens, out.shape[-1]), f"{name}(x)")
+    if mistakes is not None and not np.isfinite(out).all():  # NAN_HINT's guesses would blame a cause of their own
+        symptom = checks.named_mistake(out, mistakes(x.numpy()))
+        if symptom is not None:
+            raise CaseFailure(f"{name}(x) is not finite, as a known mistake makes it: {symptom}")
     checks.expect_finite(out, f"{name}(x)", NAN_HINT)
     for t in sorted({1, num_tokens // 2, num_tokens - 1}):
         changed = x.clone()
