@@ -25,7 +25,7 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import cached, checks
+from autograder.suites.toolkit import cached, checks, self_attention_slips
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CachedCausalAttention"
@@ -86,7 +86,7 @@ def _generate(impl, module, x, sizes, what):
 
 
 FULL_MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
-                 + toolkit.ROLE_MISTAKES)
+                 + [(dict(axis=0), self_attention_slips.SOFTMAX_OVER_BATCH)] + toolkit.ROLE_MISTAKES)
 
 
 def _cache_symptoms(x, linears, sizes, masked_without_cache=False, context_length=None):
@@ -312,13 +312,13 @@ def test_last_token_through_cache_is_self_attention(impl):
     checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
     if not toolkit.close(last, unmasked):
-        message = ("the last token, fed alone after 5 cached tokens, does not get plain (unmasked) self-attention "
-                   "over all 6 tokens: it sees every token including itself, so nothing of its row may be blocked")
+        wrong = "the last token, fed alone after 5 cached tokens, does not get plain (unmasked) self-attention over all 6 tokens"
         fits = list(dict.fromkeys(symptom for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1])
                                   if toolkit.close(last, candidate[:, -1:])))  # the last row alone may fit several
-        if fits:
-            message += f" ({checks.one_or_all(fits)})"
-        raise CaseFailure(message)
+        if fits:  # the cause is named, which need not be the mask (a scale, a projection): no rule of the mask's
+            raise CaseFailure(f"{wrong}, as named by its row: {checks.one_or_all(fits)}")
+        raise CaseFailure(f"{wrong} (it sees every token including itself, so none of its keys is blocked), and "
+                          f"{checks.UNNAMED}")
 
 
 def _expect_value_error(call, what, same_total=None):

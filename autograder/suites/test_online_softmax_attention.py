@@ -127,6 +127,7 @@ CAUSAL_MISTAKES = [
                         "b) takes a where the condition holds), so a query may be left with no key at all (nan)"),
     (dict(max_before_mask=True), blockwise.MAX_BEFORE_MASK),
     (dict(mask="additive"), blockwise.ADDITIVE_MASK),
+    (dict(mask="open_first"), blockwise.FIRST_BLOCK_OPEN),
     (dict(mask="reversed"), "the causal block mask is reversed: it blocks the keys before each query and keeps "
                             "the later ones; query i attends to keys 0..i"),
 ]
@@ -190,6 +191,7 @@ def _explain_raised(impl, error, what, Q, K, V, block_size, causal):
         raise CaseFailure(f"{what} raised {error.type_name}: a boolean mask of the block's (n_q, b) scores indexes the "
                           "scores' FIRST axes: with a batch (..., n_q, b) those are batch axes; the mask belongs on "
                           "the last two axes (queries and keys), whatever comes before them") from None
+    blockwise.name_einsum_for_one_matrix(impl, error, what, Q, K, V, block_size, causal)
     if any(phrase in str(error) for phrase in SHAPE_MISMATCH):
         blockwise.explain_shapes(impl, what, f"raised {error.type_name}", Q, K, V, block_size, causal, _model)
 
@@ -310,7 +312,11 @@ def test_same_answer_for_every_block_size(impl):
             out = _call(impl, Q, K, V, block_size, causal, what)
             if out.shape != one_block.shape or not np.allclose(out, one_block, atol=1e-5, rtol=1e-4,
                                                                equal_nan=True):
-                _name_known(out, what, Q, K, V, block_size, causal)
+                # where this block size is right, the one-block answer is the wrong one, and what names the mistake
+                right = out.shape == one_block.shape and np.allclose(out, _model(Q, K, V, block_size, causal),
+                                                                     atol=1e-5, rtol=1e-4)
+                _name_known(*((one_block, _label(Q.shape, K.shape, 11, causal), Q, K, V, 11) if right
+                              else (out, what, Q, K, V, block_size)), causal)
                 raise CaseFailure(f"{what} differs from the same call with block_size=11 (all keys in one "
                                   "block): the blocks must combine to exactly the one-block answer (rescale "
                                   "the running sum and output by exp(old_max - new_max) whenever the "

@@ -1,7 +1,8 @@
 """A NumPy model of `online_softmax_attention` with one switch per known mistake (`model`), and why a call
 whose shapes do not fit failed: it is run again on simpler inputs,
 each of which a known shape mistake fits (`simpler_inputs`), and the first where the answer comes out right
-names the mistake (`explain_shapes`). Also, where the suite is full: what a call that held too much memory held
+names the mistake (`explain_shapes`); an einsum written for one matrix is named by its first item
+(`name_einsum_for_one_matrix`). Also, where the suite is full: what a call that held too much memory held
 (`held_too_much`), and the scale by sqrt(block_size) beside the mistakes it coincides with (`with_block_scale`)."""
 
 import numpy as np
@@ -20,7 +21,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     the block's weights) | "ratio" (by exp(old_max) / exp(new_max), which
     overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
     "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
-    later keys kept, the rest blocked); scale "sqrt" | "none" |
+    later keys kept, the rest blocked) | "open_first" (every block masked but the first); scale "sqrt" | "none" |
     "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "block_len" (sqrt of the keys the block holds) | "times_sqrt" | "n_k" (sqrt of the
     number of keys) | "floor" (// sqrt(d_k), each score rounded down) | "twice_linear" (2 d_k: d_k ** 1 / 2); normalise False: no final division,
     "loop": the running output divided by the running sum after each block, "loop-block": each block's values
@@ -72,7 +73,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                 rows = (np.arange(n_q) if positions is None else np.asarray(positions))[:, None]
                 blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
                            "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows, "kept": keys <= rows,
-                           "additive": keys > rows}[mask]
+                           "additive": keys > rows, "open_first": (keys > rows) & (start > 0)}[mask]
                 scores = scores + blocked * -np.inf if mask == "additive" else \
                     np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
             new_max = (unmasked if max_before_mask else scores).max(axis=max_axis, keepdims=True)
@@ -328,3 +329,26 @@ def with_block_scale(mistakes, block_size, d_k):
 FIXED_WIDTH = ("each block's slice is 64 keys long whatever block_size is (the default written out as a number): "
                "the loop steps by block_size, so smaller blocks overlap and count keys more than once; a block holds "
                "block_size keys")
+
+
+FIRST_BLOCK_OPEN = ("the causal mask is applied to every block but the first, so the early queries see the later keys "
+                    "of the first block: a key after its query is as much in the future in the first block as in any "
+                    "other, so the same rule holds in every block")
+
+# An einsum whose subscripts letter only the two axes of one matrix ("qk,kd->qd"): NumPy refuses a batch.
+EINSUM_ONE_MATRIX = ("an einsum's subscripts give letters to the two axes of one matrix only, so a batch's leading "
+                     "axes have none: the blocks' products must work on the last two axes, whatever comes before them")
+
+
+def name_einsum_for_one_matrix(impl, error, what, Q, K, V, block_size, causal):
+    """`error`, an einsum's complaint on a batch, named where the same code runs on the batch's first item: its
+    subscripts were written for one (n, d) matrix. Quiet on one matrix, or where that item fails too."""
+    if "einstein sum" not in str(error) or np.ndim(Q) < 3:
+        return
+    first = (0,) * (np.ndim(Q) - 2)
+    try:
+        impl.online_softmax_attention(Q[first], K[first], V[first], block_size=block_size, causal=causal)
+    except Exception:  # noqa: BLE001 - only asks whether one item goes through
+        return
+    raise CaseFailure(f"{what} raised {error.type_name}, but runs on one item of the batch: {EINSUM_ONE_MATRIX}"
+                      ) from None

@@ -22,24 +22,27 @@ RETURNS_WEIGHTS = ("it returns the attention weights (batch, T, T), not the cont
 # --- properties ---------------------------------------------------------------------------
 
 def close(a, b, atol=1e-5, rtol=1e-4):
-    """a ≈ b elementwise; nan matches nan only (so a nan mistake costs in the cases that name it), and an infinity
-    the same infinity (whose difference, inf - inf, is nan)."""
+    """a ≈ b elementwise; nan matches nan only (so a nan mistake costs in the cases that name it), inf the same inf."""
     a, b = checks.to_array(a, "output"), checks.to_array(b, "output")
     if a.shape != b.shape:
         return False
     both_nan = np.isnan(a) & np.isnan(b)
-    with np.errstate(invalid="ignore"):
-        return bool(((a == b) | (abs(a - b) <= atol + rtol * abs(b)) | both_nan).all())
+    with np.errstate(invalid="ignore"):  # inf - inf is nan: equal infinities are equal all the same
+        return bool(((abs(a - b) <= atol + rtol * abs(b)) | both_nan | (a == b)).all())
 
 
 def check_finite_and_causal(name, module, d_in, num_tokens, seed, mistakes=None):
     """Outputs finite; replacing the tokens from position t on never changes outputs before t. A layer that is not
-    causal is named by a known mistake, `mistakes(x)` [(candidate, symptom)] on the input, where its output fits one
-    (a leak of later tokens need not be a missing mask)."""
+    causal, or not finite, is named by a known mistake, `mistakes(x)` [(candidate, symptom)] on the input, where its
+    output fits one (a leak of later tokens need not be a missing mask, nor nan a row with every key blocked)."""
     r = rng(seed)
     x = tensor(r.normal(size=(2, num_tokens, d_in)))
     out = checks.to_array(module(x), f"{name}(x)")
     checks.expect_shape(out, (2, num_tokens, out.shape[-1]), f"{name}(x)")
+    if mistakes is not None and not np.isfinite(out).all():  # NAN_HINT's guesses would blame a cause of their own
+        symptom = checks.named_mistake(out, mistakes(x.numpy()))
+        if symptom is not None:
+            raise CaseFailure(f"{name}(x) is not finite, as a known mistake makes it: {symptom}")
     checks.expect_finite(out, f"{name}(x)", NAN_HINT)
     for t in sorted({1, num_tokens // 2, num_tokens - 1}):
         changed = x.clone()
