@@ -135,18 +135,28 @@ UNSTEADY = ("in eval mode gives another output on each call with the same input:
 _LAST_FORWARD = []
 
 
+def _last_forward_to_run_again():
+    """(layer, args, kwargs) of the forward this case ran last, where it may be run again: this case's own, on
+    tensors only, in eval mode; else None."""
+    if not _LAST_FORWARD:
+        return None
+    layer, args, kwargs, deadline = _LAST_FORWARD[0]
+    if deadline is None or layer._impl.deadline != deadline or set(kwargs) - {"_seed"}:
+        return None
+    if not all(torch.is_tensor(arg) for arg in args) or layer.describe().get("training", True):
+        return None
+    return layer, args, kwargs
+
+
 def explain_unsteady_forward():
     """The layer this case called last, run twice more on the same inputs in eval mode: outputs that differ come
     from a forward that draws something new (a layer built there), which no output case can credit, and that,
     not the output's numbers, is what the case says. Inputs other than tensors (a cache) are not run again:
     a second call would change them."""
-    if not _LAST_FORWARD:
+    last = _last_forward_to_run_again()
+    if last is None:
         return
-    layer, args, kwargs, deadline = _LAST_FORWARD[0]
-    if deadline is None or layer._impl.deadline != deadline or set(kwargs) - {"_seed"}:
-        return
-    if not all(torch.is_tensor(arg) for arg in args) or layer.describe().get("training", True):
-        return
+    layer, args, kwargs = last
     try:
         first, second = (Handle.__call__(layer, *args, **kwargs) for _ in range(2))
     except RemoteError:
@@ -189,13 +199,10 @@ def explain_unloaded_layer():
     """The layer this case called last, where it holds an nn.Linear the task does not name (an output projection
     MultiHeadAttentionWrapper has no use for, say): run again on the same inputs with that layer's weights zeroed,
     an output that changes passes through it, and no output of it can be right, since its weights are nobody's."""
-    if not _LAST_FORWARD:
+    last = _last_forward_to_run_again()
+    if last is None:
         return
-    layer, args, kwargs, deadline = _LAST_FORWARD[0]
-    if deadline is None or layer._impl.deadline != deadline or set(kwargs) - {"_seed"}:
-        return
-    if not all(torch.is_tensor(arg) for arg in args) or layer.describe().get("training", True):
-        return
+    layer, args, kwargs = last
     for path in unloaded_layers(layer):
         out_features, in_features = layer.describe(path)["weight_shape"]
         try:  # a copy, so the layer the case holds keeps its weights; one that cannot be copied tells nothing
