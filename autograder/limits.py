@@ -47,14 +47,6 @@ SUBMISSION_CPUS = 1  # cores its processes may use together, at most
 # a lending step is judged in the notebook's own kernel, which is then replaced).
 LENDING_ROOM = SUBMISSION_MEMORY // 4
 TMP_BYTES = 512 * 1024**2  # its private /tmp
-# What forking a kernel costs doing nothing, left out of 05's peaks (`seam.measure_peak`), is measured in
-# the kernel, whose code can make it anything: it is left out up to this much only. The reference's kernel
-# costs 3.5-3.75 MiB to fork, one holding 1.5 GiB of arrays 7 MiB (its page tables: about 2 MiB a GiB, so
-# one holding the whole SUBMISSION_MEMORY about 12). With torch imported, as 05's notebook does, the reference's
-# costs 7.7-8.1 MiB and one holding 1.5 GiB more 10.8 (nineteenth session). A fork padded with 80 MiB passed both memory cases with
-# a whole score matrix (red-team round r46). Under 05's limit (half the float32 matrix), so a whole float32
-# one never fits; a whole float16 one, exactly the limit, does (r54: `tests/float16_matrix_padded_fork.py`)
-FORK_COST_ALLOWANCE = 12 * 1024**2
 SHM_BYTES = 256 * 1024**2  # its private /dev/shm
 SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder
 OUTBOX_BYTES = 16 * 1024**2  # the folder of its ZeroMQ sockets and its own log

@@ -19,10 +19,10 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from autograder.errors import CaseFailure, CaseTimeout, KernelStuck, RemoteError
-from autograder.limits import CASE_TIMEOUT, FORK_COST_ALLOWANCE
+from autograder.limits import CASE_TIMEOUT
 
 if TYPE_CHECKING:
-    from autograder.kernel.channel import SharedMemory, Written
+    from autograder.kernel.channel import ApartCall
 
 
 def _undefined(name: str) -> CaseFailure:
@@ -39,11 +39,9 @@ class Channel(Protocol):
 
     def peak(self) -> int: ...
 
-    def shared(self) -> SharedMemory: ...
+    def apart(self) -> AbstractContextManager[ApartCall]: ...
 
-    def apart(self, watch: SharedMemory | None = None) -> AbstractContextManager[Written]: ...
-
-    def hold_others(self) -> int: ...
+    def hold_others(self) -> None: ...
 
     @property
     def counts_children(self) -> bool: ...
@@ -107,46 +105,46 @@ class Implementation:
     def measure_peak(self, name: str, *args: Any) -> tuple[Any, int]:
         """(name(*args), the most memory it held at once, in bytes above what was held before).
 
-        Measured from outside the process that runs it: its peak resident set size, reset
-        just before the call. Decoding the inputs does not count (sent first, or, in a child, left out
-        with what forking costs, measured with blank inputs of the same sizes). Where
-        the peak counts children (a kernel's envelope), the call runs in a forked child of the
-        kernel, alone: every other process of the submission, the kernel with its threads, is stopped
-        from before the child is sent the inputs until it ends (`KernelChannel.apart`). Memory held before
-        (a buffer an earlier cell made, which a full score matrix was written into) is then counted too,
-        page by page, as the call writes it, and what the child alone maps as it begins (memory another
-        process gave up to it) counts whole. A child shares the kernel's files in RAM and shared mappings,
-        and writes them without a copy: what the submission holds there is counted as the call's too (a
-        shared buffer, or a file given back to make room, red-team round r46). What forking costs doing
-        nothing is left out, up to FORK_COST_ALLOWANCE (it is measured in the kernel, whose code could make
-        it anything). What the call wrote into memory a stopped process alone maps (process_vm_writev, or
-        /proc/PID/mem: no copy, no page charged) counts page by page too (red-team round r48)."""
+        Measured from outside the process that runs it. Where the peak is per process, it is the peak
+        resident set size, reset just after the inputs were sent. Where it counts children (a kernel's
+        envelope), the call runs alone in a process of its own, forked from a fork of the kernel, every
+        other process of the submission stopped until it ends (`KernelChannel.apart`). Its window opens
+        as it starts, before its inputs reach it: they are written into its memory from outside, so no
+        code has them before the window, and nothing measured in the kernel is ever left out. In the
+        window, every page it writes of those it shares is a copy of its own, charged; the memory it alone
+        mapped as it began, and the files in RAM and shared mappings of the submission, count whole; what
+        it writes in place into a held process's own memory counts page by page (`ApartCall`)."""
         if not self._channel.counts_children:
             held = self.hold(*args)
             before = self._channel.reset()
             result = self._call_held(name, held)
             return result, max(0, self._channel.peak() - before)
-        start = self._channel.reset()
-        with self._channel.apart():  # as the call's below, with inputs of the same sizes: none it could keep
-            self._alone_holding([_blank(a) for a in args])
-        overhead = min(max(0, self._channel.peak() - start), FORK_COST_ALLOWANCE)
-        before = self._channel.reset()
-        shared = self._channel.shared()
-        with self._channel.apart(watch=shared) as written:
-            alone, held = self._alone_holding(args)
-            result = self._call_held(name, held)
-        return result, max(0, self._channel.peak() - before - overhead) + shared.size + alone + written.size
+        import numpy as np
 
-    def _alone_holding(self, values: Sequence[Any]) -> tuple[int, list[Handle]]:
-        """In the channel's `apart`: the kernel's child answers from here on, every other process of the
-        submission stopped, and holds `values`. (What the child alone maps, bytes; the handles.)"""
-        self._request({"op": "apart"})
-        alone = self._channel.hold_others()
-        return alone, self.hold(*values)
+        placed = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and not a.dtype.hasobject]
+        with self._channel.apart() as call:
+            self._request({"op": "apart"})  # the kernel forks: its child answers from here on
+            self._channel.hold_others()
+            rooms = self._request({"op": "room", "shapes": [args[i].shape for i in placed],
+                                   "dtypes": [args[i].dtype.str for i in placed]})
+            try:
+                handles = [room["handle"] for room in rooms]
+                call.inputs = [(int(room["address"]), np.ascontiguousarray(args[i]).tobytes())
+                               for room, i in zip(rooms, placed, strict=True)]
+            except (TypeError, KeyError, ValueError, IndexError) as error:
+                raise RemoteError.from_reply({"type": "InvalidAnswer",
+                                              "message": f"no room for the call's inputs ({error})"[:300]}) from None
+            sent = dict(zip(placed, handles, strict=True))
+            result = self._call_held(name, [sent.get(i, a) for i, a in enumerate(args)], apart=True)
+        return result, max(0, self._channel.peak() - call.before) + call.uncharged
 
-    def _call_held(self, name: str, held: Sequence[Handle]) -> Any:
-        return self._request({"op": "call", "target": name, "method": None,
-                              "args": [{"$h": h.id} for h in held], "kwargs": {"$dict": {}}})
+    def _call_held(self, name: str, args: Sequence[Any], apart: bool = False) -> Any:
+        """name(*args), where an argument may be a Handle to a value already held; `apart`: in a process of its own
+        (`KernelChannel.apart`)."""
+        from autograder.kernel import agent
+
+        return self._request({"op": "call", "target": name, "method": None, "apart": apart,
+                              "args": agent.encode(list(args), _handle_data), "kwargs": {"$dict": {}}})
 
     # a step's frame
     def begin(self, reference_source: str = "", reference_names: Sequence[str] = ()) -> None:
@@ -155,13 +153,6 @@ class Implementation:
 
     def end(self) -> None:
         self._request({"op": "end"})
-
-
-def _blank(value: Any) -> Any:
-    """An input of `value`'s size and kind that tells nothing of it (zeros, for an array)."""
-    import numpy as np
-
-    return np.zeros_like(value) if isinstance(value, np.ndarray) else value
 
 
 def _handle_data(value: Any) -> dict[str, int]:

@@ -1,12 +1,11 @@
 """The grader's agent: the only grading code that runs where the submission runs.
 
-The judge (`autograder.judge`) holds the hidden cases, the stored expected outputs and the
-reference; the kernel holds none of them. The two talk through this agent in plain data only:
-JSON whose arrays are `.npy` bytes read with `allow_pickle=False`, no pickle, no object reference
-the other side could walk. An object that is not data (a student's `nn.Module`) stays here and
-crosses as a numbered handle. A submission may rewrite the agent or forge its replies; that
-changes only what its own code is reported to return. Self-contained (standard library, NumPy,
-torch when present): the judge ships this source into the kernel, and imports it for the codec.
+The judge (`autograder.judge`) holds the hidden cases, the stored expected outputs and the reference; the kernel
+holds none of them. The two talk through this agent in plain data only: JSON whose arrays are `.npy` bytes read with
+`allow_pickle=False`, no pickle, no object reference the other side could walk. An object that is not data (a
+student's `nn.Module`) stays here and crosses as a numbered handle. A submission may rewrite the agent or forge its
+replies; that changes only what its own code is reported to return. Self-contained (standard library, NumPy, torch
+when present): the judge ships this source into the kernel, and imports it for the codec.
 """
 
 import base64
@@ -16,6 +15,7 @@ import dis
 import io
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -59,8 +59,7 @@ class Encoded:
 
 
 def encode(value, register=None):
-    """`value` as JSON-able data. Objects that are not data become handles via `register`
-    (None: they are refused)."""
+    """`value` as JSON-able data. Objects that are not data become handles via `register` (None: they are refused)."""
     torch = _torch()
     if isinstance(value, Encoded):
         return value.data
@@ -135,8 +134,7 @@ def send(sock, message):
 
 
 def _exactly(sock, size, deadline=None):
-    """`size` bytes from `sock`; TimeoutError once `deadline` (time.monotonic) has passed, however
-    the bytes trickle in."""
+    """`size` bytes from `sock`; TimeoutError once `deadline` (time.monotonic) has passed, however they trickle in."""
     chunks, left = [], size
     while left:
         if deadline is not None:
@@ -152,8 +150,8 @@ def _exactly(sock, size, deadline=None):
 
 
 def receive_bytes(sock, limit=None, deadline=None):
-    """The next message's bytes; EOFError when the other side is gone; TooLarge past `limit`
-    bytes; TimeoutError when the whole of it has not arrived by `deadline`."""
+    """The next message's bytes; EOFError when the other side is gone; TooLarge past `limit` bytes; TimeoutError when
+    the whole of it has not arrived by `deadline`."""
     (size,) = _LENGTH.unpack(_exactly(sock, _LENGTH.size, deadline))
     if limit is not None and size > limit:
         raise TooLarge(size)
@@ -236,6 +234,13 @@ class Agent:
     def op_hold(self, request):
         """Values kept here, as handles for a later call: decoding is not what that call is measured for."""
         return [Encoded(self._register(value)) for value in decode(request["values"], self._resolve)]
+
+    def op_room(self, request):
+        """Empty arrays of the `shapes` and `dtypes` asked, as handles, each with where its data lies in this
+        process's memory: the judge writes their values there itself (`apart`)."""
+        arrays = [np.empty(tuple(int(n) for n in shape), dtype=np.dtype(str(dtype)))
+                  for shape, dtype in zip(request["shapes"], request["dtypes"], strict=True)]
+        return [{"handle": Encoded(self._register(a)), "address": a.ctypes.data} for a in arrays]
 
     def op_len(self, request):
         return len(self._target(request))
@@ -321,8 +326,8 @@ class Agent:
         return {"differentiable": True, "grads": grads, "called": sorted(called)}
 
     def op_begin(self, request):
-        """Start grading a step: remember the random state, and put the reference of the step's
-        dependencies (shipped as source, only once their own grading is over) in place."""
+        """Start grading a step: remember the random state, and put the reference of the step's dependencies (shipped
+        as source, only once their own grading is over) in place."""
         torch = _torch()
         self.objects.clear()
         saved = {"numpy_rng": np.random.get_state(), "names": {}}
@@ -380,8 +385,8 @@ class Agent:
                     continue  # an interrupt that arrived just after its request was answered
                 except (EOFError, OSError, ValueError):
                     return
-                if request.get("op") == "apart":
-                    apart(self, sock)
+                if request.get("op") == "apart" or request.get("apart"):
+                    apart(self, sock, request)
                     continue
                 try:
                     send(sock, self.answer(request))
@@ -391,8 +396,8 @@ class Agent:
                     return
 
     def interrupt(self):
-        """Raise KeyboardInterrupt in the thread that serves the judge (the judge asks for this
-        from the kernel's main thread when a request runs over its time)."""
+        """Raise KeyboardInterrupt in the thread that serves the judge (asked from the kernel's main thread when a
+        request runs over its time)."""
         if self.thread is not None and self.thread.is_alive():
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread.ident),
                                                        ctypes.py_object(KeyboardInterrupt))
@@ -401,20 +406,24 @@ class Agent:
 _MISSING = object()
 
 
-def apart(agent, sock):
-    """A forked child answers the judge on `sock` from here on, in the kernel's place, until the judge ends it:
-    meanwhile the judge holds every other process of the submission still (`seam.measure_peak`), so every page
-    a call writes is new, or the child's copy of a page it shares with a stopped process, and counted."""
+def apart(agent, sock, request):
+    """Fork; the child answers. To {"op": "apart"}: the judge on `sock`, in the kernel's place, until the judge ends it. To a
+    call marked "apart" (in that child): that call, once let go; it stops itself at once, and the judge opens the call's
+    window, writes its inputs into the arrays `op_room` made (empty until then), and lets it go (`KernelChannel`)."""
     try:
         child = os.fork()
     except BaseException as error:  # noqa: BLE001 - the fork failed: the judge is answered, held by nobody
         return send(sock, {"error": describe_error(error)})
     if child == 0:
-        __import__("gc").disable()  # a collection writes to every object: a copy of the whole heap
-        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the kernel's streams are its threads'
         try:
-            send(sock, {"ok": None})
-            agent.serve(sock)  # the kernel's loop, in the child: until the judge ends it
+            if request.get("op") == "apart":
+                __import__("gc").disable()  # a collection writes to every object: a copy of the whole heap
+                sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the kernel's streams are its threads'
+                send(sock, {"ok": None})
+                agent.serve(sock)  # the kernel's loop, in the child: until the judge ends it
+            else:
+                os.kill(os.getpid(), signal.SIGSTOP)
+                send(sock, agent.answer(request))  # (one json cannot write ends the process: no answer, the call failed)
         finally:
             os._exit(0)
     while True:

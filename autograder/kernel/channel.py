@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager, nullcontext, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from autograder.errors import KernelStuck
@@ -44,22 +44,17 @@ def _interrupt_after(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
-@dataclass(frozen=True)
-class SharedMemory:
-    """What `shared` found before a measured call: `size`, the bytes the submission holds where a call may write
-    without holding more (files in RAM, shared mappings), and `kept`, the pages of the kernels' copies of the
-    submission folder that still hold what was handed in, left out of `size` (`handed_in.kept_pages`). Handed
-    to a watched `apart`, which counts any of them the call writes as its own."""
-    size: int = 0
-    kept: frozenset = frozenset()
-
-
 @dataclass
-class Written:
-    """What a watched `apart` found as it ended: `size`, the bytes the call wrote into memory the processes
-    it held alone map (`procfs.written_bytes`) and into the kept pages of the handed-in copies (0 until
-    the block ends, and where it was not watched)."""
-    size: int = 0
+class ApartCall:
+    """A call measured apart (`KernelChannel.apart`). The seam sets `inputs`, the (address, bytes) to write into the
+    arrays the kernel made for them (`agent.op_room`); the channel fills in, as the call's window opens, `before`,
+    the memory charged then, from which the call's peak counts, and `uncharged`, what the call could use that no
+    charge in its window shows (bytes, complete once the block ends): the files in RAM and shared mappings the
+    submission held as the window opened and the memory the call's process alone mapped then, whole, and every
+    page the call wrote that a held process alone maps, or of the kernels' copies of what was handed in."""
+    inputs: list[tuple[int, bytes]] = field(default_factory=list)
+    before: int = 0
+    uncharged: int = 0
 
 
 class PeakMemory:
@@ -87,16 +82,11 @@ class PeakMemory:
     def peak(self) -> int:
         return sum(procfs.status_bytes(pid, "VmHWM") for pid in self.pids())
 
-    def shared(self) -> SharedMemory:
-        """Memory held where a call may write without holding more (files in RAM, shared mappings): none
-        where it is not known (per-process peaks, which miss a buffer held before the call anyway)."""
-        return SharedMemory()
+    def apart(self):  # where the peak counts children only: `KernelChannel.apart`
+        return nullcontext(ApartCall())
 
-    def apart(self, watch: SharedMemory | None = None):  # where the peak counts children only: `KernelChannel.apart`
-        return nullcontext(Written())
-
-    def hold_others(self) -> int:
-        return 0
+    def hold_others(self) -> None:
+        pass
 
 
 def boot_code(agent_path: str, socket_path: str) -> str:
@@ -116,6 +106,16 @@ def boot_code(agent_path: str, socket_path: str) -> str:
 def interrupt_code() -> str:
     """The code the judge runs in the kernel's main thread to interrupt the agent's request."""
     return f"__import__('sys').modules[{agent.MODULE_NAME!r}].agent.interrupt()"
+
+
+def _end(pids):
+    """Kill `pids` and wait for them to be gone, for at most `still.STOP_WAIT`."""
+    deadline = time.monotonic() + still.STOP_WAIT
+    while (left := [pid for pid in pids if not still.ended(pid)]) and time.monotonic() < deadline:
+        for pid in left:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.001)
 
 
 def _trim_heap():
@@ -178,7 +178,6 @@ class KernelChannel(PeakMemory):
         self.connection = None
         self._ready, self._info_id = False, None  # `ready()`
         self._apart = None  # in `apart`: the processes before it, and those held
-        self._reset_usage = 0  # what `reset` returned last
 
     def pids(self):
         """The kernel's processes, as this process sees them: everything under the one that was
@@ -195,8 +194,7 @@ class KernelChannel(PeakMemory):
 
     def reset(self):
         if self.counts_children:
-            self._reset_usage = self.envelope.reset_peak()
-            return self._reset_usage
+            return self.envelope.reset_peak()
         return super().reset()
 
     def peak(self):
@@ -204,39 +202,26 @@ class KernelChannel(PeakMemory):
             return self.envelope.peak()
         return super().peak()
 
-    def shared(self):
-        """As PeakMemory's, less the pages of the kernels' copies of the submission folder that still hold what was
-        handed in (`handed_in.py`), which it names as `kept`."""
-        if self.counts_children:
-            kept = frozenset(handed_in.kept_pages(self.envelope.processes(), self.envelope.handed_in))
-            return SharedMemory(max(0, self.envelope.shared() - len(kept) * procfs.PAGE), kept)
-        return super().shared()
-
     @contextmanager
-    def apart(self, watch: SharedMemory | None = None):
-        """For the block, what the kernel starts once asked ("apart": `agent.apart`) runs alone (`hold_others`
-        stops the rest, which go on after it; r48's helper process and kernel thread computed a call's score
-        matrix on memory held before), and ends with it. It yields a `Written`, filled as it ends where it
-        `watch`es (what `shared` found just before): what was written into the memory the held processes alone
-        map (r48 kept a score matrix there, with process_vm_writev) or into the handed-in copies' kept pages."""
-        written = Written()
-        self._apart = {"before": set(self.pids()), "held": [], "watch": watch is not None}
+    def apart(self):
+        """For the block, what the kernel starts once asked ("apart": `agent.apart`) runs alone, and ends with it. It
+        yields the block's `ApartCall`: a call request marked "apart" is made in a process the kernel's child forks for
+        it (`agent.apart`), which stops itself at once, and the call's window opens then (`_open_window`)."""
+        call = ApartCall()
+        self._apart = {"before": set(self.pids()), "held": [], "call": call}
         try:
-            yield written
+            yield call
         finally:
             try:
                 with suppress(OSError):  # the kernel is gone
-                    deadline = time.monotonic() + still.STOP_WAIT
-                    while (started := self._started()) and time.monotonic() < deadline:
-                        for pid in started:  # started for the block: they end with it
-                            with suppress(ProcessLookupError):
-                                os.kill(pid, signal.SIGKILL)
-                        time.sleep(0.001)
+                    _end(self._started())  # the call's process first: the held ones are read as it left them
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
-                if watch is not None:  # the processes are still held
-                    written.size = (procfs.written_bytes(self._apart.get("pages", {}))
-                                    + handed_in.changed_bytes(self._apart["held"], watch.kept))
+                if "pages" in self._apart:  # the window was opened
+                    call.uncharged += (procfs.written_bytes(self._apart["pages"])
+                                       + handed_in.changed_bytes(self._apart["held"], self._apart["kept"]))
+                with suppress(OSError):
+                    _end([pid for pid in self.pids() if pid not in self._apart["before"]])  # started for the block
             finally:
                 still.release(self._apart["held"])
                 self._apart = None
@@ -244,14 +229,40 @@ class KernelChannel(PeakMemory):
     def _started(self):  # in `apart`: the processes that run (started for it, not ended)
         return [pid for pid in self.pids() if pid not in self._apart["held"] and not still.ended(pid)]
 
-    def hold_others(self) -> int:
-        """In `apart`, once the kernel answered: stop every process but those it started since; what those alone
-        map then, not charged since `reset` (bytes: given up to them, as by a kernel that unmapped a buffer)."""
+    def hold_others(self) -> None:
+        """In `apart`, once the kernel's child answered: every process but those it started is stopped (`still.hold`),
+        until the block ends (r48's helper process and kernel thread computed a call's score matrix on memory held
+        before)."""
         self._apart["held"] = still.hold(self.launcher_pid, [p for p in self.pids() if p not in self._apart["before"]])
-        if self._apart["watch"]:  # before the call's inputs are sent: what they hold, page by page
-            self._apart["pages"] = procfs.own_pages_of(self._apart["held"])
-        alone = sum(procfs.private_bytes(pid) for pid in self._started())
-        return max(0, alone - (self.envelope.charged() - self._reset_usage))
+
+    def _call_process(self):
+        """In `apart`, once an "apart" call was asked for: the process forked for it (the one child of the kernel's
+        child) once it has stopped itself, or None."""
+        first = [pid for pid in self.pids() if pid not in self._apart["before"] and procfs.parent(pid) in self._apart["before"]]
+        calls = procfs.children(first[0]) if len(first) == 1 else []
+        return calls[0] if len(calls) == 1 and procfs.state(calls[0]) == "T" else None
+
+    def _open_window(self, pid):
+        """The call's window opens, its process `pid` stopped: every other process is held, the peak starts
+        (`Envelope.reset_peak`: on v1 every process moves into a fresh group, so memory given back from here on makes
+        no room), what the call could use without a charge in the window is noted (`ApartCall`), in this order, so
+        that nothing charged before it is missed, and its inputs are written into its memory from outside, so that
+        no code runs with them before the window (r54 padded a fork measured to be left out, and a whole float16
+        score matrix passed both memory cases). Then the call goes on. OSError where its inputs cannot be written."""
+        call = self._apart["call"]
+        self._apart["held"] += still.hold(self.launcher_pid, [pid])
+        call.before = self.envelope.reset_peak()
+        kept = frozenset(handed_in.kept_pages(self.envelope.processes(), self.envelope.handed_in))
+        alone = sum(procfs.private_bytes(p) for p in [pid, *procfs.descendants(pid)])
+        call.uncharged = max(0, self.envelope.shared() - len(kept) * procfs.PAGE) + alone
+        self._apart["kept"] = kept
+        self._apart["pages"] = procfs.own_pages_of(self._apart["held"])
+        with open(f"/proc/{pid}/mem", "r+b", buffering=0) as memory:
+            for address, data in call.inputs:
+                memory.seek(address)
+                if data and memory.write(data) != len(data):
+                    raise OSError("the call's inputs were not all written")
+        os.kill(pid, signal.SIGCONT)
 
     def _execute(self, code, timeout):
         """Run `code` silently; True once the kernel replied, False if it needed an interrupt."""
@@ -363,13 +374,28 @@ class KernelChannel(PeakMemory):
 
     def _answer(self, timeout):
         deadline = time.monotonic() + max(timeout, 1e-3)
-        while self._apart is not None and not select.select([self.connection], [], [], 0.05)[0]:
-            if not self._started():  # the call's process ended (over the memory budget, say): no answer comes
+        while self._apart is not None and not select.select([self.connection], [], [], self._poll())[0]:
+            if self._apart.get("opening") and (pid := self._call_process()) is not None:
+                self._apart["opening"] = False
+                try:
+                    self._open_window(pid)
+                except OSError as error:
+                    return {"error": {"type": "InvalidAnswer", "bases": ["Exception", "BaseException"],
+                                      "message": f"the call's inputs could not be placed ({error})"[:300]}}
+            elif not self._started():  # the call's process ended (over the memory budget, say): no answer comes
                 return self._lost(None, {"error": dict(agent.ENDED_ITS_PROCESS)})
             if time.monotonic() > deadline:
                 raise TimeoutError
-        data = agent.receive_bytes(self.connection, MAX_REPLY_BYTES, deadline)
-        return checked_reply(data)
+        reply = checked_reply(agent.receive_bytes(self.connection, MAX_REPLY_BYTES, deadline))
+        if self._apart is not None and self._apart.get("opening") and "error" not in reply:
+            return {"error": {"type": "InvalidAnswer", "bases": ["Exception", "BaseException"],
+                              "message": "the call was answered before it was let go"}}
+        return reply
+
+    def _poll(self):
+        """Seconds between looks at the kernel's processes while a reply is awaited in `apart`: a call's process that
+        stopped itself waits for its window to open."""
+        return 0.002 if self._apart.get("opening") else 0.05
 
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         if self.connection is None:
@@ -379,6 +405,8 @@ class KernelChannel(PeakMemory):
             # The whole request within its time, sent and answered: a kernel that stopped reading held the judge
             # in sendall for as long as it liked, once a request passed the socket's buffer (r54).
             self.connection.settimeout(max(timeout, 1e-3))
+            if self._apart is not None and payload.get("apart"):
+                self._apart["opening"] = True  # `_answer` opens the call's window
             agent.send(self.connection, payload)
             try:
                 reply = self._answer(deadline - time.monotonic())

@@ -31,6 +31,14 @@ def state(pid):
     return _stat_fields(pid)[0]
 
 
+def parent(pid):
+    """The id of the process's parent; None when it is gone."""
+    try:
+        return int(_stat_fields(pid)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def start_time(pid):
     """When the process started, in clock ticks since boot; None when it is gone. With the id,
     it names one process: ids are reused once a process is gone."""

@@ -1,7 +1,7 @@
 # After the hostile catalogue's online-pooled-full-matrix: memory the kernel held before the call (120 MiB of arrays) is freed by the
 # kernel itself just before it forks the child that makes the call, so the submission holds less than before it
-# while the child writes its whole score matrix. The judge forks twice a memory case (first what a fork
-# costs, then the call): the memory is taken again at the first.
+# while the child writes its whole score matrix. (Each memory case forks twice, the kernel's child and the call's
+# process, which was once a fork measured doing nothing and then the call: the memory is taken again at the first.)
 import os
 
 import numpy as np

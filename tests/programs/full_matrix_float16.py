@@ -1,7 +1,7 @@
 # Red-team round r54: online_softmax_attention holds its whole (n_q, n_k) matrix of scores at once, as
 # float16 (18 MiB at 3072 tokens: exactly 05's limit, half the float32 matrix), in fresh memory. Its values
-# pass every check. Alone it fails both memory cases (just over the limit); with `padded_fork` after it (what
-# forking costs doing nothing is padded, and left out up to FORK_COST_ALLOWANCE, 12 MiB) it passes both.
+# pass every check. Alone it failed both memory cases (just over the limit); with `padded_fork` after it (what
+# forking costs doing nothing was padded, and left out up to an allowance of 12 MiB) it passed both.
 import numpy as np
 
 

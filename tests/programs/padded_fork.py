@@ -1,6 +1,7 @@
-# A cell that makes the judge's measure of what forking the kernel costs doing nothing large: the judge
-# forks twice for each memory case, first to hold nothing (what a fork costs), then to make the call,
-# and every first child here touches 80 MiB, which was left out of the call's peak.
+# A cell that made the judge's measure of what forking the kernel costs doing nothing large: the judge forked
+# twice for each memory case, first to hold nothing (what a fork costs, left out of the call's peak up to an
+# allowance), then to make the call, and every first child here touches 80 MiB. Nothing is left out now: the
+# call's window opens after its process is forked (`KernelChannel.apart`).
 import os
 
 import numpy as np

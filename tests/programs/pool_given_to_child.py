@@ -1,7 +1,8 @@
-# After the hostile catalogue's online-pooled-full-matrix: its buffer, made again as a private mapping the kernel
-# gives up as it forks the child that makes the call (the judge forks twice a memory case: first what a fork
-# costs, then the call). The child then maps the buffer's pages alone, charged before the call, and writes them
-# with no copy of its own. A thread of the kernel touches the buffer again once the child is gone.
+# After the hostile catalogue's online-pooled-full-matrix: its buffer, made again as a private mapping given up
+# as the process that makes the call is forked (each memory case, the kernel forks a child, and that child forks
+# the call's process: the second fork gives it up). The call's process then maps the buffer's pages alone,
+# charged before the call, and writes them with no copy of its own. A thread of the kernel touches the buffer
+# again once the call is done.
 import mmap
 import os
 import threading
