@@ -4,21 +4,25 @@ The memory cases read the envelope's peak during the call, above what the submis
 before it. A full-matrix online_softmax_attention that wrote its (n, n) scores into a buffer made
 and touched by an earlier cell raised that peak by nothing, and passed both memory cases: it kept
 4.076 of 5 points, where the same computation into fresh arrays keeps 0.692. Such a call now runs
-in a forked child of the kernel (`agent.apart`, `seam.measure_peak`), whose every write to a
-page it shares with the kernel is a copy of its own, counted in the envelope; what the fork costs
-doing nothing is measured alone and left out, up to `FORK_COST_ALLOWANCE`. Files in RAM and shared
-mappings, which a child writes without a copy, count as the call's, and on cgroup v1 the peak is
-read in a group that holds the processes for the call only, so memory given back as the call begins
-makes no room (red-team round r46). Memory earlier cells freed, which glibc keeps resident for the
-next allocations, hid a matrix built of small rows the same way (checked in the seventeenth session:
-measured in the kernel, one of the two memory cases passed). Where the peak is per process (a grader
-that is not root, without control groups), calls are measured in the kernel, and this still gets
-through. Red-team round r48 computed the matrix outside the call's child, in a helper process or a thread
-of the kernel, on memory touched before the call: the child now runs alone (`KernelChannel.apart`). It
-also kept the matrix in a buffer of the stopped kernel the child does not map (MADV_DONTFORK), written in
-place with process_vm_writev or through /proc/<pid>/mem, which charges no page: what a call writes into
-memory a held process alone maps now counts, page by page (`procfs.own_pages`). A matrix kept in a file
-handed in beside the notebook is the hostile catalogue's `online-handed-in-buffer` (`kernel/handed_in.py`).
+in a process of its own, forked from a fork of the kernel (`agent.apart`,
+`seam.measure_peak`), whose every write to a page it shares is a copy of its own, counted in the
+envelope. Its window opens once it is forked, and its inputs are written into it from outside
+after that: nothing is left out as what forking costs (r46 padded a fork measured doing nothing,
+and r54 passed a whole float16 score matrix that way), and no code has the inputs before the
+window. What the call's process alone maps as its window opens, and the files in RAM and shared
+mappings of the submission, count whole, and on cgroup v1 the peak is read in a group that holds
+the processes for the call only, so memory given back as the call begins makes no room (red-team
+round r46). Memory earlier cells freed, which glibc keeps resident for the next allocations, hid a
+matrix built of small rows the same way (checked in the seventeenth session: measured in the
+kernel, one of the two memory cases passed). Where the peak is per process (a grader that is not
+root, without control groups), calls are measured in the kernel, and this still gets through.
+Red-team round r48 computed the matrix outside the call's process, in a helper process or a thread
+of the kernel, on memory touched before the call: the call now runs alone (`KernelChannel.apart`).
+It also kept the matrix in a buffer of the stopped kernel the call does not map (MADV_DONTFORK),
+written in place with process_vm_writev or through /proc/<pid>/mem, which charges no page: both are
+now refused in a kernel (`zygote.py`), and what a call writes into memory a held process alone maps
+still counts, page by page (`procfs.own_pages`). A matrix kept in a file handed in beside the
+notebook is the hostile catalogue's `online-handed-in-buffer` (`kernel/handed_in.py`).
 """
 
 import errno
@@ -44,7 +48,7 @@ ROOM_MADE = {
     # red-team round r46: each kept 0.815 of 1, both memory cases passed, as the same code without the
     # cell after it keeps 0.138
     "a shared buffer held before": ["shared_pool"],
-    "a fork measured padded": ["padded_fork"],
+    "a fork measured padded": ["padded_fork"],  # (a fork is no longer measured alone: this shows it stays so)
     # (one memory case passed: the file is given back once)
     "a file given back": ["file_given_back"],
     "memory freed at the fork": ["freed_at_fork"],  # (one passed, before the call group of Envelope.reset_peak)
@@ -174,3 +178,29 @@ def test_calls_that_make_memory_no_group_counts_are_refused_in_a_kernel(tmp_path
     answers = dict(line.split() for line in printed(judged, 0).splitlines())
     assert {what: int(answers[what]) for what in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), answers
     assert {what: int(answers[what]) for what in ALLOWED} == dict.fromkeys(ALLOWED, 0), answers
+
+
+@needs_sandbox
+def test_no_process_of_a_kernel_writes_another_s_memory(tmp_path):
+    """A call's process wrote a score matrix into the own pages of a stopped process (r48), where no page more is
+    charged; had it put back what was there before it ended (zeros, say), no comparison of those pages could
+    tell. Writing another process's memory is refused in a kernel: process_vm_writev and ptrace by the filter,
+    /proc/PID/mem by /proc being read-only (`zygote.py`). Reading stays allowed."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("write_another_process")]))
+    answers = {what: int(result) for what, result in (line.split() for line in printed(judged, 0).splitlines())}
+    assert answers == {"process_vm_writev": errno.EPERM, "process_vm_readv": 0, "ptrace": errno.EPERM,
+                       "proc_mem": errno.EROFS}, answers
+
+
+@needs_sandbox
+@needs_groups
+def test_a_whole_float16_score_matrix_fails_the_memory_cases_with_a_padded_fork(tmp_path):
+    """Red-team round r54 (until now `tests/float16_matrix_padded_fork.py`, run by hand, failing): 05's limit is half
+    the float32 matrix, exactly a whole float16 one, whose values pass every check. What forking cost doing nothing
+    was measured in the kernel and left out up to an allowance (12 MiB); with the first fork of each pair padded,
+    the whole float16 matrix passed both memory cases (where it failed both alone). Nothing is left out now."""
+    cells = [program("full_matrix_float16"), program("padded_fork"), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert all(r.passed for r in results if "memory" not in r.case.name)
+    assert len(memory) == 2 and not any(memory.values()), memory

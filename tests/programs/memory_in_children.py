@@ -1,6 +1,6 @@
 # Three children, each holding 1.6 GiB (each under any one process's limit, 4.8 GiB together,
 # over the submission's budget); each says so on a pipe once it holds it, then holds on until
-# the kernel lets go. The children offer themselves to the OOM killer first, so the kernel
+# the kernel lets go. The OOM killer takes the process that holds the most, a child, so the kernel
 # survives to report how many held their memory at once: those still alive when it lets go,
 # which then exit by themselves. A child killed after it said so does not count (the killer
 # may take an earlier one to make room for a later one). No fixed wait, which a loaded machine
@@ -15,8 +15,6 @@ children = []
 for _ in range(3):
     pid = os.fork()
     if pid == 0:
-        with open("/proc/self/oom_score_adj", "w") as handle:
-            handle.write("1000")
         os.close(release_pipe[1])
         held = np.ones(200 * 1024**2, dtype=np.float64)  # 1.6 GiB, every page touched
         os.write(held_pipe[1], b"x")

@@ -1,12 +1,12 @@
 # description: online_softmax_attention keeps the whole score matrix in a buffer of the kernel its cell
 #   made and touched before any case ran, which the call's forked child does not map (MADV_DONTFORK), and
 #   writes it there in place, with process_vm_writev (or through /proc/<pid>/mem), while the kernel is
-#   stopped: no page copied, none charged (what a call writes into memory a stopped process alone maps now
-#   counts, page by page)
+#   stopped: no page copied, none charged, and what it put back no comparison of pages could tell (a kernel may
+#   not write another process's memory now: process_vm_writev is refused, and /proc is read-only)
 # source: red-team round r48
 # replaces: online_softmax_attention
 # loses: online_softmax_attention
-# symptom: as much as a whole (n_q, n_k) array
+# symptom: raised PermissionError
 # baseline: online-full-matrix
 
 import ctypes
