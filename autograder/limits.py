@@ -48,7 +48,7 @@ SUBMISSION_CPUS = 1  # cores its processes may use together, at most
 LENDING_ROOM = SUBMISSION_MEMORY // 4
 TMP_BYTES = 512 * 1024**2  # its private /tmp
 SHM_BYTES = 256 * 1024**2  # its private /dev/shm
-SCRATCH_BYTES = 512 * 1024**2  # its working copy of the submission folder
+SCRATCH_BYTES = 512 * 1024**2  # what it changes of the submission folder (`zygote._working_copy`'s upper layer)
 OUTBOX_BYTES = 16 * 1024**2  # the folder of its ZeroMQ sockets and its own log
 TMPFS_INODES = 20_000  # files and folders in each of those mounts
 # Entries of a submission folder copied into its sandbox: files, folders and links, each a file of its

@@ -22,7 +22,7 @@ It also kept the matrix in a buffer of the stopped kernel the call does not map 
 written in place with process_vm_writev or through /proc/<pid>/mem, which charges no page: both are
 now refused in a kernel (`zygote.py`), and what a call writes into memory a held process alone maps
 still counts, page by page (`procfs.own_pages`). A matrix kept in a file handed in beside the
-notebook is the hostile catalogue's `online-handed-in-buffer` (`kernel/handed_in.py`).
+notebook is the hostile catalogue's `online-handed-in-buffer` (`zygote._working_copy`).
 """
 
 import errno
@@ -84,14 +84,35 @@ def test_a_score_matrix_written_into_memory_earlier_cells_freed_still_counts(tmp
 @needs_sandbox
 @needs_groups
 def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
-    """A kernel's copy of the submission folder is in RAM (a tmpfs) before any cell runs: counted as
-    memory a call may write into, a 54 MB file handed in beside the notebook failed both memory cases
-    with the reference's code (red-team round r46, as its fix first stood)."""
+    """What was handed in is read where the judge put it, below the kernel's overlay (`zygote._working_copy`):
+    when a kernel's copy of the submission folder was in RAM (a tmpfs) before any cell ran, counted as memory a
+    call may write into, a 54 MB file handed in beside the notebook failed both memory cases with the
+    reference's code (red-team round r46, as its fix first stood)."""
     (tmp_path / "data.bin").write_bytes(bytes(54 * 1024**2))
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [REFERENCE.read_text(), ("grade", "online_softmax_attention")]))
     memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
     assert len(memory) == 2 and all(memory.values()), memory
 
+
+
+HANDED_IN_BUFFER = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-handed-in-buffer.py")[1]
+
+
+@needs_sandbox
+@needs_groups
+def test_a_score_matrix_written_into_a_file_handed_in_and_put_back_still_counts(tmp_path):
+    """The catalogue's online-handed-in-buffer, with its file copied by the kernel before any case and put back as
+    it was handed in before each call ends: when the pages of the kernels' copies that still held what was handed in
+    were left out of what a call holds (and compared with the originals after it), this passed both memory cases.
+    A file the kernel changes is its own now, in RAM, and counts whole."""
+    with open(tmp_path / "scores.bin", "wb") as handle:
+        handle.truncate(3072 * 3072 * 4)  # as the catalogue entry's `hands_in` makes it: zeros, sparse
+    cells = [HANDED_IN_BUFFER.replace["online_softmax_attention"],
+             program("handed_in_put_back"), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    assert all(r.passed for r in results if "memory" not in r.case.name)
 
 # Red-team round r48: the call's forked child hands its inputs to code that runs outside it, on memory held
 # before the call, which writing charges nothing more.

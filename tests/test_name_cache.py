@@ -35,13 +35,16 @@ from autograder.reference import reference_source, with_dependencies
 def test_every_folder_a_kernel_can_look_names_up_in_remembers_nothing(tmp_path):
     """Every folder a kernel can reach is on a tmpfs (the kernel image, a mount of the kernel's own,
     or, as root, the warm parent's job folders: the kernel that replaces another after a restart has
-    the same job folder) or is its own /proc or terminals (/dev/pts), never on the machine's disk;
+    the same job folder), an overlay of two of those (its working folder), or is its own /proc or
+    terminals (/dev/pts), never on the machine's disk;
     and the image holds what a kernel imports, not the grading environment."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("list_mounts")]))
     found = json.loads(printed(judged, 0).split("MOUNTS", 1)[1])
     job = found["job"] if os.getuid() != 0 else None  # as any other user, on the disk
     reached = {point: kind for point, kind in found["mounts"] if job is None or (point != job and not point.startswith(job + "/"))}
-    assert set(reached.values()) <= {"tmpfs", "proc", "devpts"}, reached
+    assert set(reached.values()) <= {"tmpfs", "proc", "devpts", "overlay"}, reached
+    # the one overlay is the kernel's working folder, whose layers are the job's folder and a tmpfs of its own
+    assert all(point.endswith("/work") for point, kind in reached.items() if kind == "overlay"), reached
     assert reached["/usr"] == "tmpfs" and reached["/proc"] == "proc" and reached["/dev/pts"] == "devpts", reached
     assert found["nbgrader"] == found["dask"] == "ModuleNotFoundError", found
     assert processes_left() == []

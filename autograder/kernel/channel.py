@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autograder.errors import KernelStuck
-from autograder.kernel import agent, handed_in, procfs, still
+from autograder.kernel import agent, procfs, still
 from autograder.kernel.replies import HostileReply, Reply, checked_reply, no_answer
 from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES
 
@@ -51,7 +51,7 @@ class ApartCall:
     the memory charged then, from which the call's peak counts, and `uncharged`, what the call could use that no
     charge in its window shows (bytes, complete once the block ends): the files in RAM and shared mappings the
     submission held as the window opened and the memory the call's process alone mapped then, whole, and every
-    page the call wrote that a held process alone maps, or of the kernels' copies of what was handed in."""
+    page the call wrote that a held process alone maps."""
     inputs: list[tuple[int, bytes]] = field(default_factory=list)
     before: int = 0
     uncharged: int = 0
@@ -218,8 +218,7 @@ class KernelChannel(PeakMemory):
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
                 if "pages" in self._apart:  # the window was opened
-                    call.uncharged += (procfs.written_bytes(self._apart["pages"])
-                                       + handed_in.changed_bytes(self._apart["held"], self._apart["kept"]))
+                    call.uncharged += procfs.written_bytes(self._apart["pages"])
                 with suppress(OSError):
                     _end([pid for pid in self.pids() if pid not in self._apart["before"]])  # started for the block
             finally:
@@ -252,10 +251,8 @@ class KernelChannel(PeakMemory):
         call = self._apart["call"]
         self._apart["held"] += still.hold(self.launcher_pid, [pid])
         call.before = self.envelope.reset_peak()
-        kept = frozenset(handed_in.kept_pages(self.envelope.processes(), self.envelope.handed_in))
         alone = sum(procfs.private_bytes(p) for p in [pid, *procfs.descendants(pid)])
-        call.uncharged = max(0, self.envelope.shared() - len(kept) * procfs.PAGE) + alone
-        self._apart["kept"] = kept
+        call.uncharged = self.envelope.shared() + alone
         self._apart["pages"] = procfs.own_pages_of(self._apart["held"])
         with open(f"/proc/{pid}/mem", "r+b", buffering=0) as memory:
             for address, data in call.inputs:

@@ -207,10 +207,6 @@ class Envelope:
     budgets: frozenset = frozenset()  # the controllers whose budgets hold: "memory", "pids", "cpu"
     _peak_fd: int | None = field(default=None, repr=False)  # v2: the descriptor a peak was reset through
     _oom_kills_in_calls: int = 0  # v1: those counted in call groups (`reset_peak`) already removed
-    # The job folders of the kernels that hold a copy of the submission folder on a tmpfs of their own
-    # (`manager.SandboxedKernel`): what of those copies still holds what was handed in is not the call's
-    # (`handed_in.kept_pages`)
-    handed_in: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.version == 1:
@@ -318,8 +314,8 @@ class Envelope:
 
     def shared(self):
         """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
-        what a call can write into without being charged a page more (the copies of the submission folder
-        its kernels work in included: `handed_in.py`). Each pipe it holds open counts the room it keeps
+        what a call can write into without being charged a page more (what its kernels changed of the submission
+        folder included: what was handed in and left as it was is the judge's, `zygote._working_copy`). Each pipe it holds open counts the room it keeps
         (`procfs.PIPE_ROOM`): 3,200 pipes, written through once by an earlier cell, held a whole score
         matrix that passed both of 05's memory cases (red-team round r54)."""
         stat = _read_counts(self._memory_file("memory.stat", "memory.stat"))

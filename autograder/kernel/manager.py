@@ -59,8 +59,6 @@ class SandboxedKernel:
         # this copy, on disk.
         copy = self.workdir if warm is None else self.root / "submission"
         copy_submission(self.submission_dir, copy)
-        if self.envelope is not None and warm is not None:
-            self.envelope.handed_in.append(str(self.root))  # its kernel copies `submission` into `work`
         self.workdir.mkdir(exist_ok=True)
         if os.getuid() == 0:
             for path in [self.outbox, self.workdir, copy, *copy.rglob("*")]:

@@ -13,7 +13,7 @@ and cpu control groups), then, before any student code exists:
 2. mounts a fresh /dev (the usual device nodes, terminals and a /dev/shm of its own) and a fresh /tmp over
    everything under /tmp, the other jobs included, and binds back only its own job folder, read-
    only, and Python, if it lives there; every writable place is a tmpfs of its own, sized by the
-   request: /tmp, /dev/shm, `work` (a copy of the job's `submission`) and `outbox` (its sockets,
+   request: /tmp, /dev/shm, `work` (the job's `submission` under an overlay: `_working_copy`) and `outbox` (its sockets,
    mounted `nosymfollow`: the judge reaches them from outside, and follows no link made there).
    Nothing the kernel writes outlives it or reaches a disk, and tmpfs pages count against the
    envelope's memory;
@@ -232,14 +232,36 @@ def _enter_namespaces(job, sizes):
         _mount(f"/proc/self/fd/{handle}", path, flags=MS_BIND | MS_REC)
         _mount(None, path, flags=MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(handle)
-    # The job's two writable folders, each a tmpfs of this kernel's own.
-    work, outbox = os.path.join(job, "work"), os.path.join(job, "outbox")
-    _tmpfs(work, sizes, "work", mode="755")
-    shutil.copytree(os.path.join(job, "submission"), work, symlinks=True, dirs_exist_ok=True)
+    # The job's two writable folders, each on a tmpfs of this kernel's own.
+    outbox = os.path.join(job, "outbox")
+    _working_copy(job, sizes)
     try:
         _tmpfs(outbox, sizes, "outbox", flags=MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOSYMFOLLOW, mode="755")
     except OSError:  # a kernel before Linux 5.10 has no nosymfollow
         _tmpfs(outbox, sizes, "outbox", flags=MS_NOSUID | MS_NODEV | MS_NOEXEC, mode="755")
+
+
+def _working_copy(job, sizes):
+    """`work`, the kernel's own copy of the job's `submission` (the judge's copy, which it sees read-only): an overlay
+    whose lower layer is `submission` and whose upper layer is a sized tmpfs of this kernel's, under it. What was
+    handed in is read where the judge put it, charged to no kernel; a file the kernel changes is copied up whole
+    first, into memory charged to whoever changes it. So no memory of the kernel's holds what was handed in, to
+    be written in place and put back unseen: a call wrote its score matrix into its kernel's copy of a file
+    handed in for it, and what it put back before it ended (the original was there to read) no comparison could
+    tell. Where overlayfs will not mount in a user namespace (Linux before 5.11; a tmpfs without user xattrs,
+    before 6.6), the kernel works on a plain copy in its tmpfs, which 05's memory cases count whole."""
+    work, submission = os.path.join(job, "work"), os.path.join(job, "submission")
+    _tmpfs(work, sizes, "work", mode="755")
+    layers = {name: os.path.join(work, name) for name in ("upper", "scratch")}
+    for path in layers.values():
+        os.mkdir(path)
+    try:
+        _mount("overlay", work, "overlay", MS_NOSUID | MS_NODEV,
+               f"lowerdir={submission},upperdir={layers['upper']},workdir={layers['scratch']},userxattr")
+    except OSError:
+        for path in layers.values():
+            os.rmdir(path)
+        shutil.copytree(submission, work, symlinks=True, dirs_exist_ok=True)
 
 
 def _become_kernel(job, argv, env):

@@ -1,7 +1,6 @@
 # description: online_softmax_attention keeps its whole (n, n) score matrix in a file handed in beside the
-#   notebook, mapped shared and written in place from the call's forked child: the kernel's copy of the
-#   submission folder is a tmpfs whose pages were charged before any case ran (only the pages of a copy that
-#   still hold what was handed in are left out of what a call holds)
+#   notebook, mapped shared and written in place from the call's forked child: what was handed in is read
+#   below an overlay, and a file written is copied up first, into memory charged to the call
 # source: red-team round r46, as a test until the catalogue could hand in files
 # replaces: online_softmax_attention
 # hands_in: scores.bin bytes 37748736
