@@ -158,9 +158,35 @@ def _same(out, want):
     return out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4)
 
 
+# acc / row_sum.squeeze(-1): the (..., n_q) sums line up with the output's last axis, the values' features, which
+# fits only where d_v == n_q (or one query, where it is right).
+SUMS_ALONG_FEATURES = ("the final division lines the running sums up with the output's last axis, the values' "
+                       "features: a sum that lost its axis (squeeze, [..., 0]) divides feature j of every query by "
+                       "query j's sum; each query's output is divided by its own sum, one per query, (..., n_q, 1)")
+
+
+def _explain_sums_along_features(impl, what, went_wrong, Q, K, V, block_size, causal, model):
+    """A call that raised, run again on one sequence (its first 6 queries and 12 keys, few enough to be quick) whose
+    values are as wide as there are queries: its answer is the running output divided by the sums laid along the
+    features, where that fits."""
+    q, k, _ = _one_sequence(Q, K, V)
+    q, k = q[:6], k[:12]
+    if q.shape[0] < 2:
+        return
+    v = rng(1520).normal(size=(k.shape[0], q.shape[0]))
+    out = _answer(impl, what, q, k, v, block_size, causal)
+    if out is None:
+        return
+    sums = model(q, k, np.ones((k.shape[0], 1)), block_size, causal, normalise=False)  # (n_q, 1), as acc's shift
+    if _same(out, model(q, k, v, block_size, causal, normalise=False) / sums[:, 0]):
+        raise CaseFailure(f"{what} {went_wrong}; on values as wide as there are queries it runs and shows why: "
+                          f"{SUMS_ALONG_FEATURES}") from None
+
+
 def explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal, model):
     """A call that raised a shape mismatch or answered in the wrong shape (`went_wrong`) is run again on each
     simpler input; the first whose answer is model(...)'s (the right one) names the mistake. Otherwise return."""
+    _explain_sums_along_features(impl, what, went_wrong, Q, K, V, block_size, causal, model)
     for (q, k, v), size, masked, failure in simpler_inputs(Q, K, V, block_size, causal):
         out = _answer(impl, what, q, k, v, size, masked)
         if out is not None and _same(out, model(q, k, v, size, masked)):
