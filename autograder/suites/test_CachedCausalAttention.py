@@ -41,7 +41,15 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
     return layer
 
 
-toolkit.explains_one_head_forward(STEP, 1542)
+_explain_one_head_forward = toolkit.explains_one_head_forward(STEP, 1542)
+
+
+@toolkit.explains_forward(STEP)
+def _explain_forward(impl, what, error):
+    """A forward that raised: its position read from the batch axis, shown through a cache, before the one-head
+    layers' probes (which run without one)."""
+    cached.explain_position_from_batch(impl, what, error)
+    _explain_one_head_forward(impl, what, error)
 
 
 def _forward(module, x, cache, start, size, call):
