@@ -12,7 +12,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.checks import fmt_shape, to_array
-from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
+from autograder.suites.toolkit.model import NORMALISERS, NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
 from autograder.suites.toolkit.modules import Layer, first_line, loaded_module, random_projections, tensor
 from autograder.suites.toolkit.properties import close
 
@@ -299,7 +299,7 @@ class WholeInputs(Layer):
 # --- a NumPy model of cached attention, with known mistakes as switches -----------------------
 
 def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
-          axis=-1, roles="qkv", new_keys_only=False, shift=0, from_end=None):
+          axis=-1, roles="qkv", new_keys_only=False, shift=0, from_end=None, normaliser="softmax"):
     """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
     the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally);
     shift: their rows are taken `shift` rows on (mask[start + 1:...] for 1, one row back for -1), as if each
@@ -309,7 +309,8 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
     after a cache do not fit). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
     scale "tokens" (sqrt of the keys held) or "new_tokens" (sqrt of the call's new tokens), mask "inverted" (j <= i blocked: a keep-mask used as the
-    blocked one) or "columns" (mask[:t, start:start + t]: the top rows, the new tokens' columns), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
+    blocked one) or "columns" (mask[:t, start:start + t]: the top rows, the new tokens' columns), roles "qqv" or "qvv" (the queries or the values cached as keys);
+    `normaliser` "log_softmax" | "sigmoid": the masked scores made weights by another function (`model.NORMALISERS`)."""
     x = np.asarray(x, dtype=np.float64)
 
     def project(name):
@@ -336,7 +337,8 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
         blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
                    "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos,
                    "columns": _columns_mask(start, size)}[mask]
-        weights = softmax(scores, axis) * ~blocked if after else softmax(np.where(blocked, fill, scores), axis)
+        normalise = softmax if normaliser == "softmax" else NORMALISERS[normaliser]
+        weights = softmax(scores, axis) * ~blocked if after else normalise(np.where(blocked, fill, scores), axis)
         outs.append(weights @ vs)
         start += size
     return np.concatenate(outs, axis=1)

@@ -284,8 +284,10 @@ def check_dropout(name, make, num_tokens, num_heads, p=0.5, seed=0,
                           "which follows .train()/.eval(), not F.dropout(..., training=True))")
     clean, clean_doubled = blocks(first, f"{name}(x)")
     if not np.isfinite(clean).all():
-        raise CaseFailure(f"{name} gives nan even in eval mode (a row with every key blocked, or +inf "
-                          "for -inf?), so its dropout cannot be checked")
+        # what makes the nan (a row with every key blocked, +inf for -inf, log_softmax's -inf weights) is the
+        # other cases' to name: a guess here would blame a cause unchecked
+        raise CaseFailure(f"{name} gives nan even in eval mode, so its dropout cannot be checked (the other cases "
+                          "name what makes the nan)")
     right = expected is None or close(first, expected)  # the probe's correct eval output, when given
     if not (right and close(clean_doubled, 2 * clean) and close(clean.sum(axis=-1), np.ones(clean.shape[:-1]))):
         raise CaseFailure(f"{name} in eval mode does not compute attention correctly (see the other cases), "
