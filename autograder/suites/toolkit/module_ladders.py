@@ -191,7 +191,7 @@ def explain_cross_mask_on_queries(module, x, context, what, error):
 MASK_AS_BOOLEAN_INDEX = ("the key_padding_mask is used as a boolean index (scores[key_padding_mask]), which does not "
                          "broadcast: its two axes are laid on the scores' first two, (batch, num_heads), and must "
                          "match them exactly, so no (batch, T_k) mask can serve every head and query that way, "
-                         "however it is reshaped; the mask must broadcast over the heads and the queries")
+                         "however it is reshaped; only a mask that broadcasts can serve them all")
 
 
 def explain_cross_mask_error(module, x, context, what, error):

@@ -199,7 +199,7 @@ def name_error_by_other_inputs(attend, Q, K, V, mask, error, detail):
             context = None
         if context is not None and context.size == right.size and checks.named_mistake(
                 context.reshape(right.shape), [(right, "right")]) is not None:
-            raise CaseFailure(f"{detail}, and is right with the mask given a leading axis of 1, "
+            raise CaseFailure(f"{detail}, yet gives the right answer with the mask given a leading axis of 1, "
                               f"{checks.fmt_shape((1, *np.shape(mask)))}: {MASK_INDEXED_AS_BATCHED}") from None
     if error_cause(str(error)) is not None:
         return  # its own words already name it
