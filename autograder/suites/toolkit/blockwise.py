@@ -20,7 +20,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
     the block's weights) | "ratio" (by exp(old_max) / exp(new_max), which
     overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
-    "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
+    "reversed" (j < i) | "shifted_on" (j > i + 2 start: np.triu's offset k = start + 1, the block's start added to
+    its diagonal where it is taken away) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked) | "open_first" (every block masked but the first); scale "sqrt" | "none" |
     "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "block_len" (sqrt of the keys the block holds) | "times_sqrt" | "n_k" (sqrt of the
     number of keys) | "floor" (// sqrt(d_k), each score rounded down) | "twice_linear" (2 d_k: d_k ** 1 / 2); normalise False: no final division,
@@ -73,7 +74,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                 rows = (np.arange(n_q) if positions is None else np.asarray(positions))[:, None]
                 blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
                            "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows, "kept": keys <= rows,
-                           "additive": keys > rows, "open_first": (keys > rows) & (start > 0)}[mask]
+                           "additive": keys > rows, "open_first": (keys > rows) & (start > 0),
+                           "shifted_on": keys > rows + 2 * start}[mask]
                 scores = scores + blocked * -np.inf if mask == "additive" else \
                     np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
             new_max = (unmasked if max_before_mask else scores).max(axis=max_axis, keepdims=True)
