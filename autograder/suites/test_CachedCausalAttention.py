@@ -316,7 +316,7 @@ def test_last_token_through_cache_is_self_attention(impl):
     cached.expect_grown(cache, 0, 5, "forward(x[:, :5], cache=KVCache())", module.width)
     last = checks.to_array(_forward(module, x, cache, 5, 1, "forward(x[:, 5:], cache=cache)"),
                            "forward(x[:, 5:], cache=cache)")
-    cached.expect_rows(last, 1, "forward(x[:, 5:], cache=cache)")
+    cached.expect_rows(last, 1, "forward(x[:, 5:], cache=cache)", 5, module.fits)
     checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
     if not toolkit.close(last, unmasked):

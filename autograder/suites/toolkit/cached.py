@@ -162,19 +162,37 @@ def _mask_not_wide_enough(error, start, size, call, dimension):
     if dimension == "2":
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
                           f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
-                          "the new tokens' rows of the mask span all the keys so far") from None
+                          "the new tokens' rows of the mask span all the keys so far (or is the slice transposed, "
+                          "a row per key?)") from None
     raise CaseFailure(f"{call} raised {error.type_name}: the mask slice has a row for every token so far ({start} + "
                       f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
 
 
 def expect_rows(out, size, call, start=0, context_length=None):
     """The output of `size` new tokens after `start` cached ones has a row each; none at all is named (an empty
-    slice of the mask), and one per position up to context_length (a slice of the mask's rows to its end)."""
-    if context_length is not None and np.ndim(out) == 3 and np.shape(out)[1] == context_length - start != size:
+    slice of the mask), one per position up to context_length (a slice of the mask's rows to its end), and, for one
+    new token, one per key held, all alike (the slice transposed; the two coincide where the counts do)."""
+    rows = np.shape(out)[1] if np.ndim(out) == 3 else None
+    to_end = context_length is not None and rows == context_length - start != size
+    transposed = start and size == 1 and rows == start + 1 and np.allclose(out, out[:, :1], equal_nan=True)
+    if to_end and transposed:
+        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, a row for every position from {start} to "
+                          f"context_length={context_length}, which is also one per key held: {MASK_ROWS_TO_END}; or "
+                          f"{MASK_TRANSPOSED}")
+    if to_end:
         raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, a row for every position from {start} to "
                           f"context_length={context_length}: {MASK_ROWS_TO_END}")
+    if transposed:
+        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}: the new token's output, once for every key "
+                          f"held ({start} + 1), all alike: {MASK_TRANSPOSED}")
     if np.ndim(out) == 3 and np.shape(out)[1] == 0 < size:  # scores (batch, t, keys) broadcast with a mask of no rows
         raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, no row at all: {EMPTY_MASK_ROWS}")
+
+
+# scores.masked_fill(blocked.T, ...): the new token's (1, keys) slice made (keys, 1), against which its (1, keys)
+# scores broadcast into a row per key, each blocking nothing; without a cache it blocks the earlier keys.
+MASK_TRANSPOSED = ("the mask slice is transposed, (keys, t) for (t, keys), so the one new token's scores broadcast "
+                   "against it into a row per key held: a row of the mask belongs to a query, a column to a key")
 
 
 def expect_grown(cache, start, size, call, width=None):
