@@ -176,8 +176,8 @@ def expect_rows(out, size, call, start=0, context_length=None):
     to_end = context_length is not None and rows == context_length - start != size
     transposed = start and size == 1 and rows == start + 1 and np.allclose(out, out[:, :1], equal_nan=True)
     if to_end and transposed:
-        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, a row for every position from {start} to "
-                          f"context_length={context_length}, which is also one per key held: {MASK_ROWS_TO_END}; or "
+        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, as many rows as there are keys held and as "
+                          f"positions from {start} to context_length={context_length}: {MASK_ROWS_TO_END}; or "
                           f"{MASK_TRANSPOSED}")
     if to_end:
         raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, a row for every position from {start} to "
