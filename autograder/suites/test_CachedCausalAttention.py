@@ -25,7 +25,7 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import cached, checks, self_attention_slips
+from autograder.suites.toolkit import cached, cached_positions, checks, self_attention_slips
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CachedCausalAttention"
@@ -48,7 +48,7 @@ _explain_one_head_forward = toolkit.explains_one_head_forward(STEP, 1542)
 def _explain_forward(impl, what, error):
     """A forward that raised: its position read from the batch axis, shown through a cache, before the one-head
     layers' probes (which run without one)."""
-    cached.explain_position_from_batch(impl, what, error)
+    cached_positions.explain_position_from_batch(impl, what, error)
     _explain_one_head_forward(impl, what, error)
 
 
