@@ -201,6 +201,9 @@ def name_error_by_other_inputs(attend, Q, K, V, mask, error, detail):
                 context.reshape(right.shape), [(right, "right")]) is not None:
             raise CaseFailure(f"{detail}, yet gives the right answer with the mask given a leading axis of 1, "
                               f"{checks.fmt_shape((1, *np.shape(mask)))}: {MASK_INDEXED_AS_BATCHED}") from None
+    if mask is not None and np.ndim(Q) > 2 and _mask_sliced_for_one_matrix(attend, Q, K, V, mask):
+        raise CaseFailure(f"{detail} only with its mask, and runs with it on one item of the batch: "
+                          f"{MASK_SLICED_FOR_ONE_MATRIX}") from None
     if error_cause(str(error)) is not None:
         return  # its own words already name it
     r = np.random.default_rng(1319)
@@ -211,3 +214,25 @@ def name_error_by_other_inputs(attend, Q, K, V, mask, error, detail):
         if cause is not None:
             raise CaseFailure(f"{detail}; on 6 tokens without a mask it raises {type(plain).__name__}, whose words "
                               f"show why: {cause}") from None
+
+
+# mask[:Q.shape[0], :K.shape[0]]: sizes read for one matrix, which on a batch are the batch's, so the slice cuts the
+# wrong axes of a mask of the scores' shape, and a 2-d mask to the batch's size.
+MASK_SLICED_FOR_ONE_MATRIX = ("the mask is sliced with sizes read for one matrix (Q.shape[0], K.shape[0], which on a "
+                              "batch are its leading axes'): a mask's axes, like the scores', are counted from the "
+                              "end, and one (n_q, n_k) mask serves every item")
+
+
+def _mask_sliced_for_one_matrix(attend, Q, K, V, mask):
+    """Whether a batch raises with its mask spelled out to the weights' full shape too (so no broadcast is why), but
+    not without a mask, and one item runs with the mask: the mask is cut by sizes of the wrong axes."""
+    first = (0,) * (np.ndim(Q) - 2)
+    full = np.broadcast_to(mask, (*np.shape(Q)[:-1], np.shape(K)[-2]))
+    runs = []
+    for args in ((Q, K, V, full), (Q, K, V, None), (Q[first], K[first], V[first], full[first])):
+        try:
+            attend(*(None if a is None else np.array(a) for a in args))
+            runs.append(True)
+        except Exception:  # noqa: BLE001 - only asks whether these inputs go through
+            runs.append(False)
+    return runs == [False, True, True]
