@@ -25,7 +25,7 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import cached, checks, self_attention_slips
+from autograder.suites.toolkit import cached, cached_positions, checks, self_attention_slips
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CachedCausalAttention"
@@ -41,7 +41,15 @@ def _module(impl, d_in, d_out, context_length, linears, dropout=0.0, bias=False)
     return layer
 
 
-toolkit.explains_one_head_forward(STEP, 1542)
+_explain_one_head_forward = toolkit.explains_one_head_forward(STEP, 1542)
+
+
+@toolkit.explains_forward(STEP)
+def _explain_forward(impl, what, error):
+    """A forward that raised: its position read from the batch axis, shown through a cache, before the one-head
+    layers' probes (which run without one)."""
+    cached_positions.explain_position_from_batch(impl, what, error)
+    _explain_one_head_forward(impl, what, error)
 
 
 def _forward(module, x, cache, start, size, call):
@@ -308,7 +316,7 @@ def test_last_token_through_cache_is_self_attention(impl):
     cached.expect_grown(cache, 0, 5, "forward(x[:, :5], cache=KVCache())", module.width)
     last = checks.to_array(_forward(module, x, cache, 5, 1, "forward(x[:, 5:], cache=cache)"),
                            "forward(x[:, 5:], cache=cache)")
-    cached.expect_rows(last, 1, "forward(x[:, 5:], cache=cache)")
+    cached.expect_rows(last, 1, "forward(x[:, 5:], cache=cache)", 5, module.fits)
     checks.expect_shape(last, (2, 1, 4), "forward(x[:, 5:], cache=cache)")
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
     if not toolkit.close(last, unmasked):

@@ -23,7 +23,7 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import checks, cross_scales, head_probes, multihead
 from autograder.suites.toolkit.cases import check_stored, rng
-from autograder.suites.toolkit.module_ladders import explain_cross_mask_on_queries
+from autograder.suites.toolkit.module_ladders import explain_cross_mask_error
 from autograder.suites.toolkit.multihead import LAYERS, cross_attention, lengths_mask, record_linears
 
 STEP = "CrossAttention"
@@ -112,7 +112,7 @@ def _run(module, x, context, key_padding_mask, what, **kwargs):
             module(x, context)
         except RemoteError:
             raise error from None  # it fails without the mask too: not the mask's fault
-        explain_cross_mask_on_queries(module, x, context, what, error)
+        explain_cross_mask_error(module, x, context, what, error)
         multihead.explain_mask_sized_by_x(module, x, context, key_padding_mask, what, error)
         raise CaseFailure(f"{what} fails only when given a key_padding_mask (batch, T_k) ({error.type_name}); "
                           "the scores are (batch, num_heads, T_q, T_k): reshape the mask to (batch, 1, 1, "

@@ -147,6 +147,7 @@ def _explain_forward(impl, what, error):
     then with one head, where the heads before and after the merge differ only by a size-1 axis. Both layers
     have a longer context_length than T, so a mask not sliced to T fails there too and is not misnamed."""
     head_probes.explain_values_not_split(impl, STEP, what, error)
+    head_probes.explain_heads_as_head_dim(impl, STEP, what, error)
     r = rng(1817)
     linears = _random_layers(r, 3, 4, False)
     x = r.normal(size=(2, 2, 3))

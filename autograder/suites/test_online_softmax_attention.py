@@ -130,6 +130,9 @@ CAUSAL_MISTAKES = [
     (dict(mask="open_first"), blockwise.FIRST_BLOCK_OPEN),
     (dict(mask="reversed"), "the causal block mask is reversed: it blocks the keys before each query and keeps "
                             "the later ones; query i attends to keys 0..i"),
+    (dict(mask="shifted_on"), "the causal mask of a block is shifted the wrong way by the block's start "
+                              "(np.triu(..., k=start + 1)?): a later block's keys sit further on in the sequence, so "
+                              "more of them, not fewer, lie after each query; here query i sees keys up to i + 2 start"),
 ]
 
 

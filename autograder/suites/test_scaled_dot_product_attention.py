@@ -89,6 +89,7 @@ def _call(impl, Q, K, V, mask, label):
         detail = f"scaled_dot_product_attention raised {type(error).__name__} on {label}"
         w_shape = (*Q.shape[:-1], K.shape[-2])
         full_mask = None if mask is None else np.broadcast_to(mask, w_shape)
+        sdpa_probes.name_error_by_other_inputs(impl.scaled_dot_product_attention, Q, K, V, mask, error, detail)
         if mask is not None and np.shape(mask) != w_shape and _works(impl, Q, K, V, full_mask):
             raise CaseFailure(f"{detail}, but not with the mask spelled out to the weights' full shape: the "
                               f"mask of shape {checks.fmt_shape(np.shape(mask))} must broadcast; {FILL_HINT}"

@@ -20,7 +20,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
     the block's weights) | "ratio" (by exp(old_max) / exp(new_max), which
     overflows or underflows to nan where the maximum is far from 0, and is nan in the first block); mask "ok" | "local" (block offset ignored) | "next" (j > i + 1) | "diagonal" (j >= i) |
-    "reversed" (j < i) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
+    "reversed" (j < i) | "shifted_on" (j > i + 2 start: np.triu's offset k = start + 1, the block's start added to
+    its diagonal where it is taken away) | "zero" (blocked scores 0, not -inf) | "additive" (scores + blocked * -inf: nan where open) | "kept" (np.where's two branches swapped: the
     later keys kept, the rest blocked) | "open_first" (every block masked but the first); scale "sqrt" | "none" |
     "linear" | "d_v" (sqrt of the values' width) | "block" (sqrt(block_size)) | "block_len" (sqrt of the keys the block holds) | "times_sqrt" | "n_k" (sqrt of the
     number of keys) | "floor" (// sqrt(d_k), each score rounded down) | "twice_linear" (2 d_k: d_k ** 1 / 2); normalise False: no final division,
@@ -73,7 +74,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                 rows = (np.arange(n_q) if positions is None else np.asarray(positions))[:, None]
                 blocked = {"ok": keys > rows, "local": keys > rows, "next": keys > rows + 1,
                            "diagonal": keys >= rows, "reversed": keys < rows, "zero": keys > rows, "kept": keys <= rows,
-                           "additive": keys > rows, "open_first": (keys > rows) & (start > 0)}[mask]
+                           "additive": keys > rows, "open_first": (keys > rows) & (start > 0),
+                           "shifted_on": keys > rows + 2 * start}[mask]
                 scores = scores + blocked * -np.inf if mask == "additive" else \
                     np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
             new_max = (unmasked if max_before_mask else scores).max(axis=max_axis, keepdims=True)
@@ -158,9 +160,35 @@ def _same(out, want):
     return out.shape == want.shape and np.allclose(out, want, atol=1e-5, rtol=1e-4)
 
 
+# acc / row_sum.squeeze(-1): the (..., n_q) sums line up with the output's last axis, the values' features, which
+# fits only where d_v == n_q (or one query, where it is right).
+SUMS_ALONG_FEATURES = ("the final division lines the running sums up with the output's last axis, the values' "
+                       "features: a sum that lost its axis (squeeze, [..., 0]) divides feature j of every query by "
+                       "query j's sum; each query's output is divided by its own sum, one per query, (..., n_q, 1)")
+
+
+def _explain_sums_along_features(impl, what, went_wrong, Q, K, V, block_size, causal, model):
+    """A call that raised, run again on one sequence (its first 6 queries and 12 keys, few enough to be quick) whose
+    values are as wide as there are queries: its answer is the running output divided by the sums laid along the
+    features, where that fits."""
+    q, k, _ = _one_sequence(Q, K, V)
+    q, k = q[:6], k[:12]
+    if q.shape[0] < 2:
+        return
+    v = rng(1520).normal(size=(k.shape[0], q.shape[0]))
+    out = _answer(impl, what, q, k, v, block_size, causal)
+    if out is None:
+        return
+    sums = model(q, k, np.ones((k.shape[0], 1)), block_size, causal, normalise=False)  # (n_q, 1), as acc's shift
+    if _same(out, model(q, k, v, block_size, causal, normalise=False) / sums[:, 0]):
+        raise CaseFailure(f"{what} {went_wrong}; on values as wide as there are queries it runs and shows why: "
+                          f"{SUMS_ALONG_FEATURES}") from None
+
+
 def explain_shapes(impl, what, went_wrong, Q, K, V, block_size, causal, model):
     """A call that raised a shape mismatch or answered in the wrong shape (`went_wrong`) is run again on each
     simpler input; the first whose answer is model(...)'s (the right one) names the mistake. Otherwise return."""
+    _explain_sums_along_features(impl, what, went_wrong, Q, K, V, block_size, causal, model)
     for (q, k, v), size, masked, failure in simpler_inputs(Q, K, V, block_size, causal):
         out = _answer(impl, what, q, k, v, size, masked)
         if out is not None and _same(out, model(q, k, v, size, masked)):

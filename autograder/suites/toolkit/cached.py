@@ -12,7 +12,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.checks import fmt_shape, to_array
-from autograder.suites.toolkit.model import NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
+from autograder.suites.toolkit.model import NORMALISERS, NOT_SCALED, SCALED_BY_D_IN, SCALED_BY_TOKENS, softmax
 from autograder.suites.toolkit.modules import Layer, first_line, loaded_module, random_projections, tensor
 from autograder.suites.toolkit.properties import close
 
@@ -162,19 +162,37 @@ def _mask_not_wide_enough(error, start, size, call, dimension):
     if dimension == "2":
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
                           f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
-                          "the new tokens' rows of the mask span all the keys so far") from None
+                          "the new tokens' rows of the mask span all the keys so far (or is the slice transposed, "
+                          "a row per key?)") from None
     raise CaseFailure(f"{call} raised {error.type_name}: the mask slice has a row for every token so far ({start} + "
                       f"{size}), but only the {size} new tokens have queries: take their rows alone") from None
 
 
 def expect_rows(out, size, call, start=0, context_length=None):
     """The output of `size` new tokens after `start` cached ones has a row each; none at all is named (an empty
-    slice of the mask), and one per position up to context_length (a slice of the mask's rows to its end)."""
-    if context_length is not None and np.ndim(out) == 3 and np.shape(out)[1] == context_length - start != size:
+    slice of the mask), one per position up to context_length (a slice of the mask's rows to its end), and, for one
+    new token, one per key held, all alike (the slice transposed; the two coincide where the counts do)."""
+    rows = np.shape(out)[1] if np.ndim(out) == 3 else None
+    to_end = context_length is not None and rows == context_length - start != size
+    transposed = start and size == 1 and rows == start + 1 and np.allclose(out, out[:, :1], equal_nan=True)
+    if to_end and transposed:
+        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, as many rows as there are keys held and as "
+                          f"positions from {start} to context_length={context_length}: {MASK_ROWS_TO_END}; or "
+                          f"{MASK_TRANSPOSED}")
+    if to_end:
         raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, a row for every position from {start} to "
                           f"context_length={context_length}: {MASK_ROWS_TO_END}")
+    if transposed:
+        raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}: the new token's output, once for every key "
+                          f"held ({start} + 1), all alike: {MASK_TRANSPOSED}")
     if np.ndim(out) == 3 and np.shape(out)[1] == 0 < size:  # scores (batch, t, keys) broadcast with a mask of no rows
         raise CaseFailure(f"{call} has shape {fmt_shape(np.shape(out))}, no row at all: {EMPTY_MASK_ROWS}")
+
+
+# scores.masked_fill(blocked.T, ...): the new token's (1, keys) slice made (keys, 1), against which its (1, keys)
+# scores broadcast into a row per key, each blocking nothing; without a cache it blocks the earlier keys.
+MASK_TRANSPOSED = ("the mask slice is transposed, (keys, t) for (t, keys), so the one new token's scores broadcast "
+                   "against it into a row per key held: a row of the mask belongs to a query, a column to a key")
 
 
 def expect_grown(cache, start, size, call, width=None):
@@ -272,7 +290,7 @@ class WholeInputs(Layer):
 # --- a NumPy model of cached attention, with known mistakes as switches -----------------------
 
 def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="causal", fill=-np.inf, after=False,
-          axis=-1, roles="qkv", new_keys_only=False, shift=0, from_end=None):
+          axis=-1, roles="qkv", new_keys_only=False, shift=0, from_end=None, normaliser="softmax"):
     """Outputs of feeding x in chunks through a cache, float64. offset False: the new tokens' mask is
     the top rows (mask[:t, :start + t]); read False: they attend only to themselves (causally);
     shift: their rows are taken `shift` rows on (mask[start + 1:...] for 1, one row back for -1), as if each
@@ -282,7 +300,8 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
     after a cache do not fit). The
     other switches are `toolkit.attention`'s, on each chunk's queries and every key so far; also
     scale "tokens" (sqrt of the keys held) or "new_tokens" (sqrt of the call's new tokens), mask "inverted" (j <= i blocked: a keep-mask used as the
-    blocked one) or "columns" (mask[:t, start:start + t]: the top rows, the new tokens' columns), roles "qqv" or "qvv" (the queries or the values cached as keys)."""
+    blocked one) or "columns" (mask[:t, start:start + t]: the top rows, the new tokens' columns), roles "qqv" or "qvv" (the queries or the values cached as keys);
+    `normaliser` "log_softmax" | "sigmoid": the masked scores made weights by another function (`model.NORMALISERS`)."""
     x = np.asarray(x, dtype=np.float64)
 
     def project(name):
@@ -309,7 +328,8 @@ def model(x, linears, sizes, *, offset=True, read=True, scale="head", mask="caus
         blocked = {"causal": key_pos > query_pos, "none": key_pos < -1, "lower": key_pos < query_pos,
                    "diagonal": key_pos >= query_pos, "inverted": key_pos <= query_pos,
                    "columns": _columns_mask(start, size)}[mask]
-        weights = softmax(scores, axis) * ~blocked if after else softmax(np.where(blocked, fill, scores), axis)
+        normalise = softmax if normaliser == "softmax" else NORMALISERS[normaliser]
+        weights = softmax(scores, axis) * ~blocked if after else normalise(np.where(blocked, fill, scores), axis)
         outs.append(weights @ vs)
         start += size
     return np.concatenate(outs, axis=1)

@@ -6,8 +6,11 @@ no room for: probes of a forward that raised, a rung of a wrong output, and a pr
 d_out wide, so the merged heads are num_heads * d_out wide where out_proj takes d_out. The queries used whole are
 right with one head too, and with several the scores' product meets queries d_out wide and keys head_dim wide.
 
-`explain_cross_forward`: CrossAttention's forward that raised: the values not split, then its scores as
-keys @ queriesᵀ, (T_k, T_q), which runs only where T_q == T_k.
+`explain_heads_as_head_dim`: a forward that raises where num_heads != head_dim and is right where they are equal:
+the two are mixed up somewhere (the context cut into head_dim heads, say).
+
+`explain_cross_forward`: CrossAttention's forward that raised: the values not split, the heads mixed up with
+head_dim, then its scores as keys @ queriesᵀ, (T_k, T_q), which runs only where T_q == T_k.
 
 `values_through_out_proj` (and `explain_out_proj_on_values`, MultiHeadAttention's property case): out_proj applied
 to the values before attention, not to the merged heads.
@@ -100,6 +103,29 @@ def explain_values_not_split(impl, class_name, what, error):
                               f"{QUERIES_NOT_SPLIT}") from None
 
 
+HEADS_AS_HEAD_DIM = ("head_dim is used where the number of heads belongs, or num_heads where head_dim belongs (a "
+                     "projection cut into head_dim heads, say): the two are equal only by chance")
+
+
+def explain_heads_as_head_dim(impl, class_name, what, error):
+    """A forward that raised, run again on a batch of 1: right with 2 heads of 2 and with 3 heads of 3, it raises
+    with 2 heads of 3. Where num_heads == head_dim a mix-up of the two cannot show, and only there is it right
+    (a head_dim written in as 2 is wrong with 3 heads of 3)."""
+    run, model = _probes(impl, class_name)
+    try:
+        if not all(close(run(n, n * n), model(n, n * n)) for n in (2, 3)):
+            return
+    except (RemoteError, CaseFailure):
+        return
+    try:
+        run(2, 6)
+    except CaseFailure:
+        return
+    except RemoteError:
+        raise CaseFailure(f"{what} raised {error.type_name}; it is right with 2 heads of 2 and with 3 heads of 3, "
+                          f"and raises with 2 heads of 3: {HEADS_AS_HEAD_DIM}") from None
+
+
 SCORES_TRANSPOSED = ("the scores are keys @ queriesᵀ, (T_k, T_q): they are queries @ keysᵀ, (batch, num_heads, T_q, "
                      "T_k), one row per query, so that the softmax over the last axis weighs each query's keys")
 
@@ -121,6 +147,7 @@ def explain_cross_forward(impl, what, error):
     """CrossAttention's forward that raised: the values not split, then the scores transposed, run where x and the
     context have 2 tokens each, 2 heads of 2."""
     explain_values_not_split(impl, "CrossAttention", what, error)
+    explain_heads_as_head_dim(impl, "CrossAttention", what, error)
     r = rng(3102)
     linears = _layers(r, 3, 5, 4)
     x, context = r.normal(size=(2, 2, 3)), r.normal(size=(2, 2, 5))

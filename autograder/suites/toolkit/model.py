@@ -365,6 +365,8 @@ ROLE_MISTAKES = [
     (dict(roles="qkx"), "the context weights the raw inputs: weight the values (W_value(x))"),
     (dict(roles="qqv"), "the keys come from W_query (the scores compare queries with queries): use W_key"),
     (dict(roles="kkv"), "the queries come from W_key (the scores compare keys with keys): use W_query"),
+    (dict(roles="qqq"), "the queries, keys and values all come from W_query (one line copied for all three roles?): "
+                        "the keys come from W_key, the values from W_value"),
     # the grader loads W_query, W_key, then W_value: into one shared layer, the last load is what all three hold
     (dict(roles="vvv"), "the queries, keys and values all come from one layer, W_value: each needs an nn.Linear of "
                         "its own (a chained assignment, W_query = W_key = W_value = nn.Linear(...), makes one "

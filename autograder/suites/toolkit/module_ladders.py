@@ -17,8 +17,9 @@ blocks a key nan; the nan hint would otherwise blame a mask that blocks a whole 
 `causal_weights`: the attention weights returned for the context (whose message, `RETURNS_WEIGHTS`, is in
 properties.py, where the dropout case names it too).
 
-`explain_cross_mask_on_queries`: CrossAttention's key_padding_mask lined up with the queries, which raises
-wherever x and the context differ in length.
+`explain_cross_mask_error`: CrossAttention's key_padding_mask used as a boolean index (scores[mask]), which does not
+broadcast, or lined up with the queries (`explain_cross_mask_on_queries`), which raises wherever x and the context
+differ in length.
 """
 
 import numpy as np
@@ -183,3 +184,20 @@ def explain_cross_mask_on_queries(module, x, context, what, error):
     if np.isnan(out[:, -1]).all() and np.isfinite(out[:, :-1]).all() and close(out[:, :-1], plain[:, :-1]):
         raise CaseFailure(f"{what} raised {error.type_name} only when given a key_padding_mask: {MASK_ON_QUERIES}") \
             from None
+
+
+# scores[key_padding_mask] = -inf: a boolean index lays the mask's axes on the scores' first ones, (batch, num_heads),
+# where they must match exactly; torch's words for that are its own.
+MASK_AS_BOOLEAN_INDEX = ("the key_padding_mask is used as a boolean index (scores[key_padding_mask]), which does not "
+                         "broadcast: its two axes are laid on the scores' first two, (batch, num_heads), and must "
+                         "match them exactly, so no (batch, T_k) mask can serve every head and query that way, "
+                         "however it is reshaped; only a mask that broadcasts can serve them all")
+
+
+def explain_cross_mask_error(module, x, context, what, error):
+    """A CrossAttention forward that raised only with a mask: a boolean index, by torch's words, or the mask lined
+    up with the queries."""
+    if "does not match the shape of the indexed tensor" in str(error):
+        raise CaseFailure(f"{what} raised {error.type_name} only when given a key_padding_mask: "
+                          f"{MASK_AS_BOOLEAN_INDEX}") from None
+    explain_cross_mask_on_queries(module, x, context, what, error)

@@ -3,11 +3,13 @@ full: blocked scores filled with +inf (np.inf for -np.inf), told from a mask mul
 row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; large
 scores' nan from a maximum taken without keepdims, which does shift, by another row's maximum; the right weights
 returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); a context of V @ weights or of
-weights.T @ V, which run only on square inputs or one matrix; and a row's maximum subtracted before its blocked
-keys are, which is exact until a blocked key scores far above the open ones."""
+weights.T @ V, which run only on square inputs or one matrix; a row's maximum subtracted before its blocked
+keys are, which is exact until a blocked key scores far above the open ones; and a call that raised, run where its
+mistake shows (`name_error_by_other_inputs`)."""
 
 import numpy as np
 
+from autograder.error_causes import error_cause
 from autograder.errors import CaseFailure
 from autograder.suites.toolkit import checks, model, shifts
 
@@ -176,3 +178,61 @@ def name_square_context(attend, detail):
                                                             (model.softmax(s).T @ V, WEIGHTS_T_CONTEXT)], k=0)
     if found:
         raise CaseFailure(f"{detail}, but runs where the queries, the keys and the values' width are as many: {found}")
+
+
+# mask[:, :n_q, :n_k]: three indices, as if every mask had a batch axis; a (n_q, n_k) mask, which broadcasts over a
+# batch, has two, and NumPy raises IndexError.
+MASK_INDEXED_AS_BATCHED = ("the mask is indexed as if it always had a batch axis (three indices), but a mask may have "
+                           "fewer axes than the scores and broadcasts over the rest: a (n_q, n_k) mask serves every "
+                           "item of a batch; count its axes from the end, or use it as it is given")
+
+
+def name_error_by_other_inputs(attend, Q, K, V, mask, error, detail):
+    """A call that raised, told by inputs where its mistake shows: run with its 2-d mask given a leading axis of 1, the
+    right answer is a mask indexed as if batched; run on 6 plain tokens without a mask (where a single key or one
+    query hid it), an error whose own words name their cause names it."""
+    if mask is not None and np.ndim(mask) == 2 and "too many indices" in str(error):
+        right = model.softmax(np.where(mask, -np.inf, Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1]))) @ V
+        try:
+            context = checks.to_array(attend(Q.copy(), K.copy(), V.copy(), np.asarray(mask)[None].copy())[0], "")
+        except Exception:  # noqa: BLE001 - only asks whether this mask goes through
+            context = None
+        if context is not None and context.size == right.size and checks.named_mistake(
+                context.reshape(right.shape), [(right, "right")]) is not None:
+            raise CaseFailure(f"{detail}, yet gives the right answer with the mask given a leading axis of 1, "
+                              f"{checks.fmt_shape((1, *np.shape(mask)))}: {MASK_INDEXED_AS_BATCHED}") from None
+    if mask is not None and np.ndim(Q) > 2 and _mask_sliced_for_one_matrix(attend, Q, K, V, mask):
+        raise CaseFailure(f"{detail} only with its mask, and runs with it on one item of the batch: "
+                          f"{MASK_SLICED_FOR_ONE_MATRIX}") from None
+    if error_cause(str(error)) is not None:
+        return  # its own words already name it
+    r = np.random.default_rng(1319)
+    try:
+        attend(r.normal(size=(6, 4)), r.normal(size=(6, 4)), r.normal(size=(6, 3)), None)
+    except Exception as plain:  # noqa: BLE001 - only its words are read
+        cause = error_cause(str(plain))
+        if cause is not None:
+            raise CaseFailure(f"{detail}; on 6 tokens without a mask it raises {type(plain).__name__}, whose words "
+                              f"show why: {cause}") from None
+
+
+# mask[:Q.shape[0], :K.shape[0]]: sizes read for one matrix, which on a batch are the batch's, so the slice cuts the
+# wrong axes of a mask of the scores' shape, and a 2-d mask to the batch's size.
+MASK_SLICED_FOR_ONE_MATRIX = ("the mask is sliced with sizes read for one matrix (Q.shape[0], K.shape[0], which on a "
+                              "batch are its leading axes'): a mask's axes, like the scores', are counted from the "
+                              "end, and one (n_q, n_k) mask serves every item")
+
+
+def _mask_sliced_for_one_matrix(attend, Q, K, V, mask):
+    """Whether a batch raises with its mask spelled out to the weights' full shape too (so no broadcast is why), but
+    not without a mask, and one item runs with the mask: the mask is cut by sizes of the wrong axes."""
+    first = (0,) * (np.ndim(Q) - 2)
+    full = np.broadcast_to(mask, (*np.shape(Q)[:-1], np.shape(K)[-2]))
+    runs = []
+    for args in ((Q, K, V, full), (Q, K, V, None), (Q[first], K[first], V[first], full[first])):
+        try:
+            attend(*(None if a is None else np.array(a) for a in args))
+            runs.append(True)
+        except Exception:  # noqa: BLE001 - only asks whether these inputs go through
+            runs.append(False)
+    return runs == [False, True, True]
