@@ -225,3 +225,18 @@ def test_a_whole_float16_score_matrix_fails_the_memory_cases_with_a_padded_fork(
     memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
     assert all(r.passed for r in results if "memory" not in r.case.name)
     assert len(memory) == 2 and not any(memory.values()), memory
+
+
+@needs_sandbox
+@needs_groups
+def test_a_call_answered_before_its_window_opens_is_refused(tmp_path):
+    """The call's process stops itself as it is forked, and its window opens only then: a kernel whose child makes the
+    call itself, without forking or stopping, answers before any window opened, unmeasured. Such an answer is refused,
+    and the case fails, whatever the call held."""
+    full_matrix = load_program(PROGRAMS / "05_efficient_attention" / "mistake" / "online-full-matrix.py")[1]
+    cells = ["import numpy as np", full_matrix.replace["online_softmax_attention"], program("call_made_unstopped"),
+             ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    memory = {r.case.name: r for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(r.passed for r in memory.values()), memory
+    assert all("answered before it was let go" in r.message for r in memory.values()), [r.message for r in memory.values()]
