@@ -188,6 +188,11 @@ def _deny_calls():
 # it ran again, 16 bits of the reference a lending step (red-team round r39, `still.py`).
 MACHINE_COUNTERS = ("vmstat", "schedstat", "softirqs", "interrupts", "diskstats", "zoneinfo", "buddyinfo",
                     "pagetypeinfo")
+# The terminals one kernel may hold at once (IPython's `!` line takes one, and gives it back). Every kernel's devpts
+# instance draws on one pool of the machine's (kernel.pty.max less what is kept for the machine's own instance,
+# 3,072 here): a kernel held them all (red-team round r58), and no other kernel on the machine, another student's
+# graded beside it, could run a `!` line meanwhile. Each also queues 12 KiB no memory group is charged for.
+TERMINALS = 16
 # The sized tmpfs mounts a request must give ({name: bytes}, and "inodes" for each).
 MOUNTS = ("tmp", "shm", "work", "outbox", "inodes")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -218,9 +223,10 @@ def _fresh_dev(sizes):
     os.mkdir("/dev/shm")
     _tmpfs("/dev/shm", sizes, "shm")
     # Terminals of its own (a devpts instance of this kernel's): IPython runs a notebook's `!` lines
-    # on a pseudo-terminal, and without one every such line raised, losing the rest of its cell.
+    # on a pseudo-terminal, and without one every such line raised, losing the rest of its cell. At most
+    # TERMINALS of them: they come from one pool of the machine's.
     os.mkdir("/dev/pts")
-    _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, f"newinstance,ptmxmode=0666,mode=0620,max={TERMINALS}")
     os.symlink("pts/ptmx", "/dev/ptmx")
 
 
