@@ -166,6 +166,31 @@ def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_pa
 
 @needs_sandbox
 @needs_groups
+def test_an_honest_float64_torch_style_passes_the_memory_cases(tmp_path):
+    """Red-team round r58: the judge wrote the call's float32 inputs into its process inside its window, 1.2 MiB charged
+    to the call, and an honest torch style in float64 peaked at 18.5 MiB, over the limit. They are written just
+    before it opens now, and left out (`KernelChannel._open_window`): 17.3 MiB."""
+    cells = ["import torch", program("online_torch_float64"), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    assert all(r.passed for r in results), [(r.case.name, r.message) for r in results if not r.passed]
+
+
+@needs_sandbox
+@needs_groups
+def test_a_score_matrix_kept_beside_the_inputs_on_huge_pages_still_counts(tmp_path):
+    """The inputs' pages are left out; the kernel's child made their arrays across the border of two huge pages it
+    asked for and never touched, and the judge's first write faulted both in whole (4 MiB an input, charged before the
+    window): 60% of a whole float16 score matrix fitted in the rest, and it passed both memory cases at 11.2 MiB.
+    What writing the inputs adds beyond their own pages counts (22.0 MiB). (Nothing to show where THP is "never".)"""
+    cells = [program("inputs_on_huge_pages"), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+
+
+@needs_sandbox
+@needs_groups
 def test_a_score_matrix_queued_on_netlink_sockets_still_counts(tmp_path):
     """Red-team round r58: a socket's queue is kernel memory that no v1 memory group is charged for but a Unix
     socket's. The call queued its whole float32 score matrix (36 MiB, twice the limit), a row a message, on netlink
