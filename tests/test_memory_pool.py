@@ -164,13 +164,21 @@ def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_pa
         assert all(r.passed for r in results if "memory" not in r.case.name)
 
 
+# Red-team round r58: honest torch styles in float64 that failed a memory case, and why
+HONEST_FLOAT64 = {
+    # the judge wrote the call's float32 inputs into its process inside its window, 1.2 MiB charged to the call: 18.5
+    # MiB. They are written just before it opens now, and left out (`KernelChannel._open_window`)
+    "the running maximum": "online_torch_float64",
+    # glibc kept its freed blocks of scores on the heap for the next ones (`sandbox.MMAP_THRESHOLD`): 19.5 MiB
+    "the log-sum-exp": "online_torch_float64_lse",
+}
+
+
 @needs_sandbox
 @needs_groups
-def test_an_honest_float64_torch_style_passes_the_memory_cases(tmp_path):
-    """Red-team round r58: the judge wrote the call's float32 inputs into its process inside its window, 1.2 MiB charged
-    to the call, and an honest torch style in float64 peaked at 18.5 MiB, over the limit. They are written just
-    before it opens now, and left out (`KernelChannel._open_window`): 17.3 MiB."""
-    cells = ["import torch", program("online_torch_float64"), ("grade", "online_softmax_attention")]
+@pytest.mark.parametrize("style", list(HONEST_FLOAT64.values()), ids=list(HONEST_FLOAT64))
+def test_an_honest_float64_torch_style_passes_the_memory_cases(tmp_path, style):
+    cells = ["import torch", program(style), ("grade", "online_softmax_attention")]
     results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
     assert all(r.passed for r in results), [(r.case.name, r.message) for r in results if not r.passed]
 
