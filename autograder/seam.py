@@ -109,11 +109,12 @@ class Implementation:
         resident set size, reset just after the inputs were sent. Where it counts children (a kernel's
         envelope), the call runs alone in a process of its own, forked from a fork of the kernel, every
         other process of the submission stopped until it ends (`KernelChannel.apart`). Its window opens
-        as it starts, before its inputs reach it: they are written into its memory from outside, so no
-        code has them before the window, and nothing measured in the kernel is ever left out. In the
-        window, every page it writes of those it shares is a copy of its own, charged; the memory it alone
-        mapped as it began, and the files in RAM and shared mappings of the submission, count whole; what
-        it writes in place into a held process's own memory counts page by page (`ApartCall`)."""
+        as it starts: its inputs are written into its memory from outside just before, every process
+        stopped, so no code has them before the window, and nothing measured in the kernel is ever left
+        out; their pages are the judge's, left out. In the window, every page it writes of those it shares
+        is a copy of its own, charged; the memory it alone mapped as it began, and the files in RAM and
+        shared mappings of the submission, count whole; what it writes in place into a held process's own
+        memory counts page by page (`ApartCall`)."""
         if not self._channel.counts_children:
             held = self.hold(*args)
             before = self._channel.reset()

@@ -13,7 +13,7 @@ import pytest
 from test_judge import notebook, printed, processes_left, program
 
 from autograder.judge import judge_notebook
-from autograder.kernel import envelope, sandbox
+from autograder.kernel import envelope, sandbox, zygote
 from autograder.limits import SCRATCH_BYTES, SHM_BYTES, SUBMISSION_MEMORY, TMP_BYTES
 from autograder.reference import reference_source
 
@@ -74,6 +74,14 @@ def test_every_writable_place_is_a_sized_tmpfs_of_its_own(tmp_path):
     # the last mount there: an overlay whose upper layer, where every write lands, is the sized tmpfs under it
     assert found["work mounted as"] == "overlay", found
     assert processes_left() == []
+
+
+@needs_sandbox
+def test_a_kernel_holds_a_few_terminals_of_the_machines(tmp_path):
+    """Red-team round r58: one kernel held all 3,071 terminals the machine lends its kernels' devpts instances, and no
+    other kernel could run a `!` line meanwhile. Each kernel's instance holds at most `zygote.TERMINALS`."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["HOLD = 100", program("hold_terminals")]))
+    assert f"TERMINALS {zygote.TERMINALS}" in printed(judged, 1), printed(judged, 1)
 
 
 @needs_sandbox

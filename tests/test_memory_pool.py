@@ -185,12 +185,63 @@ def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_pa
         assert all(r.passed for r in results if "memory" not in r.case.name)
 
 
+# Red-team round r58: honest torch styles in float64 that failed a memory case, and why
+HONEST_FLOAT64 = {
+    # the judge wrote the call's float32 inputs into its process inside its window, 1.2 MiB charged to the call: 18.5
+    # MiB. They are written just before it opens now, and left out (`KernelChannel._open_window`)
+    "the running maximum": "online_torch_float64",
+    # glibc kept its freed blocks of scores on the heap for the next ones (`sandbox.MMAP_THRESHOLD`): 19.5 MiB
+    "the log-sum-exp": "online_torch_float64_lse",
+}
+
+
+@needs_sandbox
+@needs_groups
+@pytest.mark.parametrize("style", list(HONEST_FLOAT64.values()), ids=list(HONEST_FLOAT64))
+def test_an_honest_float64_torch_style_passes_the_memory_cases(tmp_path, style):
+    cells = ["import torch", program(style), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    assert all(r.passed for r in results), [(r.case.name, r.message) for r in results if not r.passed]
+
+
+@needs_sandbox
+@needs_groups
+def test_a_score_matrix_kept_beside_the_inputs_on_huge_pages_still_counts(tmp_path):
+    """The inputs' pages are left out; the kernel's child made their arrays across the border of two huge pages it
+    asked for and never touched, and the judge's first write faulted both in whole (4 MiB an input, charged before the
+    window): 60% of a whole float16 score matrix fitted in the rest, and it passed both memory cases at 11.2 MiB.
+    What writing the inputs adds beyond their own pages counts (22.0 MiB). (Nothing to show where THP is "never".)"""
+    cells = [program("inputs_on_huge_pages"), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+
+
+@needs_sandbox
+@needs_groups
+def test_a_score_matrix_queued_on_netlink_sockets_still_counts(tmp_path):
+    """Red-team round r58: a socket's queue is kernel memory that no v1 memory group is charged for but a Unix
+    socket's. The call queued its whole float32 score matrix (36 MiB, twice the limit), a row a message, on netlink
+    sockets of its own, read the rows back one at a time, and passed both memory cases (5 of 5). A kernel may make
+    no socket but a Unix one, or one of the network's, which has no route (`zygote.ALLOWED_ARGUMENTS`)."""
+    cells = [program("rows_in_netlink"), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    assert len(memory) == 2 and not any(memory.values()), memory
+    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+
+
 # Red-team round r54 (left by r51): calls that make memory no v1 memory group counts (huge pages asked for by
 # name), share pages between kernels (KSM), or that no kernel needs (userfaultfd, bpf). Refused by the filter;
 # this host has no huge pages and KSM off, so the attacks themselves cannot be shown here.
 REFUSED = ("mmap_hugetlb", "memfd_hugetlb", "shmget_hugetlb", "madvise_mergeable", "prctl_memory_merge", "userfaultfd",
            "bpf")
 ALLOWED = ("mmap", "memfd", "shmget", "madvise", "prctl")  # the same calls, asking for ordinary memory
+# Red-team round r58: sockets whose queues no v1 memory group counts (refused with EINVAL, as a family the machine
+# lacks, which ZeroMQ survives), a Unix one's (counted), and the network's, which reach nothing to queue for
+SOCKETS = {"socket_netlink": errno.EINVAL, "socket_unix": 0, "socketpair_unix": 0,
+           "udp_loopback": errno.ENETUNREACH, "tcp_loopback": errno.ENETUNREACH}
 
 
 @needs_sandbox
@@ -199,6 +250,7 @@ def test_calls_that_make_memory_no_group_counts_are_refused_in_a_kernel(tmp_path
     answers = dict(line.split() for line in printed(judged, 0).splitlines())
     assert {what: int(answers[what]) for what in REFUSED} == dict.fromkeys(REFUSED, errno.EPERM), answers
     assert {what: int(answers[what]) for what in ALLOWED} == dict.fromkeys(ALLOWED, 0), answers
+    assert {what: int(answers[what]) for what in SOCKETS} == SOCKETS, answers
 
 
 @needs_sandbox

@@ -242,23 +242,30 @@ class KernelChannel(PeakMemory):
         return calls[0] if len(calls) == 1 and procfs.state(calls[0]) == "T" else None
 
     def _open_window(self, pid):
-        """The call's window opens, its process `pid` stopped: every other process is held, the peak starts
-        (`Envelope.reset_peak`: on v1 every process moves into a fresh group, so memory given back from here on makes
-        no room), what the call could use without a charge in the window is noted (`ApartCall`), in this order, so
-        that nothing charged before it is missed, and its inputs are written into its memory from outside, so that
-        no code runs with them before the window (r54 padded a fork measured to be left out, and a whole float16
-        score matrix passed both memory cases). Then the call goes on. OSError where its inputs cannot be written."""
+        """The call's window opens, its process `pid` stopped: every other process is held (those it started too, so
+        nothing runs until it goes on), the memory it maps alone is noted, its inputs are written into it from outside,
+        so no code has them before the window (r54 padded a fork measured to be left out, and passed a whole float16
+        score matrix), the peak starts (`Envelope.reset_peak`: on v1 every process moves into a fresh group, so memory
+        given back from here on makes no room), and what else the call could use uncharged is noted (`ApartCall`).
+        The pages its inputs fill are charged before the window and left out: they are the judge's (1.2 MiB at 3072
+        tokens: r58's honest float64 torch style went over the limit by them), and a call writing over its inputs has
+        that room and no more. Then the call goes on. OSError where its inputs cannot be written."""
         call = self._apart["call"]
-        self._apart["held"] += still.hold(self.launcher_pid, [pid])
-        call.before = self.envelope.reset_peak()
-        alone = sum(procfs.private_bytes(p) for p in [pid, *procfs.descendants(pid)])
-        call.uncharged = self.envelope.shared() + alone
-        self._apart["pages"] = procfs.own_pages_of(self._apart["held"])
+        self._apart["held"] += still.hold(self.launcher_pid, [pid], their_children=False)
+        alone = procfs.private_bytes(pid)
         with open(f"/proc/{pid}/mem", "r+b", buffering=0) as memory:
             for address, data in call.inputs:
                 memory.seek(address)
                 if data and memory.write(data) != len(data):
                     raise OSError("the call's inputs were not all written")
+        # Whatever writing them added beyond their own pages counts (a huge page the process asked for faults in
+        # whole on its first write)
+        inputs = len({page for address, data in call.inputs
+                      for page in range(address // procfs.PAGE, -(-(address + len(data)) // procfs.PAGE))})
+        alone += max(0, procfs.private_bytes(pid) - alone - inputs * procfs.PAGE)
+        call.before = self.envelope.reset_peak()
+        call.uncharged = self.envelope.shared() + alone
+        self._apart["pages"] = procfs.own_pages_of(self._apart["held"])
         os.kill(pid, signal.SIGCONT)
 
     def _execute(self, code, timeout):

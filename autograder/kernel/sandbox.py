@@ -203,6 +203,13 @@ def _python_roots():
     return sorted(r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots))
 
 
+# glibc's threshold (bytes) above which an allocation is a mapping of its own, given back whole once freed: its own
+# starting value, kept fixed. By default glibc raises it to the size of each such block freed, so that the next
+# blocks of that size come from the heap, where freed memory stays: 05's memory cases then count what an honest
+# loop of blocks left behind, not what it held at once (r58: a torch style in float64 peaked at 19.5 MiB, over the
+# limit, and 12.4 with it fixed; the reference's style 7.4 and 5.9; a whole float16 score matrix 21.6 either way).
+MMAP_THRESHOLD = 128 * 1024
+
 # What a kernel may learn of the grading process's environment: that it is being graded (as
 # nbgrader says it to any kernel), so demos can skip work that neither grade nor feedback needs.
 PASSED_ENVIRONMENT = ("NBGRADER_EXECUTION",)
@@ -272,7 +279,8 @@ def bwrap_command(command, workdir, view, shared_ro=(), shared_rw=()):
              "--setenv", "HOME", "/tmp", "--setenv", "USER", "student", "--setenv", "MPLBACKEND", "Agg",
              "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "IPYTHONDIR", "/tmp/.ipython",
              "--setenv", "PYTHONWARNINGS", "ignore", "--setenv", "LANG", "C.UTF-8",
-             "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
+             "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+             "--setenv", "MALLOC_MMAP_THRESHOLD_", str(MMAP_THRESHOLD)]
     for name, value in passed_environment().items():
         args += ["--setenv", name, value]
     return args + ["--", *command]

@@ -42,13 +42,13 @@ def ended(pid: int) -> bool:
         return True  # gone
 
 
-def hold(monitor: int, running: Collection[int] = ()) -> list[int]:
-    """Stop every process below `monitor` (the kernel and all it started) but `running` and what they start;
-    the ones stopped. Raises RuntimeError where they do not all stop within STOP_WAIT."""
+def hold(monitor: int, running: Collection[int] = (), their_children: bool = True) -> list[int]:
+    """Stop every process below `monitor` (the kernel and all it started) but `running` and, with `their_children`,
+    what they start; the ones stopped. Raises RuntimeError where they do not all stop within STOP_WAIT."""
     held: list[int] = []
     deadline = time.monotonic() + STOP_WAIT
     while True:
-        spared = {*running, *(child for pid in running for child in procfs.descendants(pid))}
+        spared = {*running, *(child for pid in running if their_children for child in procfs.descendants(pid))}
         new = [pid for pid in procfs.descendants(monitor) if pid not in held and pid not in spared]
         if not new:
             return held

@@ -107,14 +107,15 @@ DENIED_CALLS = {
                           "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249, "keyctl": 250,
                           "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "memfd_secret": 447,
                           "userfaultfd": 323, "bpf": 321, "process_vm_writev": 311, "ptrace": 101},
-               "checked": {"fcntl": 72, "mmap": 9, "memfd_create": 319, "shmget": 29, "madvise": 28, "prctl": 157}},
+               "checked": {"fcntl": 72, "mmap": 9, "memfd_create": 319, "shmget": 29, "madvise": 28, "prctl": 157,
+                           "socket": 41, "socketpair": 53}},
     "aarch64": {"arch": 0xC00000B7, "clone": 220, "clone3": 435,
                 "denied": {"inotify_init1": 26, "fanotify_init": 262, "perf_event_open": 241, "unshare": 97,
                            "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219,
                            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "memfd_secret": 447,
                            "userfaultfd": 282, "bpf": 280, "process_vm_writev": 271, "ptrace": 117},
                 "checked": {"fcntl": 25, "mmap": 222, "memfd_create": 279, "shmget": 194, "madvise": 233,
-                            "prctl": 167}},
+                            "prctl": 167, "socket": 198, "socketpair": 199}},
 }
 # (call, which argument, how it is tested, value): a call of DENIED_CALLS' "checked" whose argument (its low
 # 32 bits) equals the value ("equal"), or has any of its bits ("any_of"), fails with EPERM.
@@ -123,6 +124,14 @@ DENIED_ARGUMENTS = (
     ("mmap", 3, "any_of", 0x40000), ("memfd_create", 1, "any_of", 4), ("shmget", 2, "any_of", 0o4000),  # *_HUGETLB
     ("madvise", 2, "equal", 12), ("prctl", 0, "equal", 67),  # MADV_MERGEABLE, PR_SET_MEMORY_MERGE
 )
+# (call, which argument, values): a call of DENIED_CALLS' "checked" whose argument (its low 32 bits) is none of the
+# values fails with EINVAL, as socket(2) answers for a family the machine does not have (ZeroMQ, which asks netlink
+# for the machine's interfaces as ipykernel starts, ends the process on any other answer). A socket's queue is kernel
+# memory no v1 memory group is charged for, but a Unix socket's (measured on Linux 6.18): red-team round r58 queued a
+# whole float32 score matrix on netlink sockets the call made, and passed both of 05's memory cases. A kernel makes
+# Unix sockets (ZeroMQ's, the agent's, asyncio's) and may make the network's (AF_INET, AF_INET6), which queue
+# nothing: its network namespace has no route, not even a loopback (`tests/programs/memory_nobody_counts.py`).
+ALLOWED_ARGUMENTS = (("socket", 0, (1, 2, 10)), ("socketpair", 0, (1,)))  # AF_UNIX, AF_INET, AF_INET6
 NEW_NAMESPACES = 0x7E020000  # clone's CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 X32_CALLS = 0x40000000  # x86_64's other ABI: the same calls under other numbers
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -132,8 +141,9 @@ def _deny_calls():
     """A seccomp filter over this process and all it starts: DENIED_CALLS, the arguments of
     DENIED_ARGUMENTS, and a clone into NEW_NAMESPACES fail with EPERM, as does any call of another
     architecture's ABI (32-bit calls on a 64-bit machine number them apart); clone3, whose flags a
-    filter cannot read, fails with ENOSYS, so that the C library clones the older way. Nothing where
-    the machine is neither (README: what depends on the host)."""
+    filter cannot read, fails with ENOSYS, so that the C library clones the older way; the arguments
+    outside ALLOWED_ARGUMENTS fail with EINVAL. Nothing where the machine is neither (README: what
+    depends on the host)."""
     import platform
     import struct
 
@@ -154,10 +164,14 @@ def _deny_calls():
             if at == 0 or argument != checks[at - 1][1]:
                 steps.append((name if at == 0 else None, "load", 16 + 8 * argument, None, None))
             steps.append((None, test, value, "deny", None))
+        for _, argument, values in [allowed for allowed in ALLOWED_ARGUMENTS if allowed[0] == name]:
+            steps.append((None if checks else name, "load", 16 + 8 * argument, None, None))
+            steps += [(None, "equal", value, "allow", None) for value in values]
+            steps.append((None, "equal", 0, "einval", "einval"))
         steps.append((None, "equal", 0, "allow", "allow"))
     steps += [("clone", "load", 16, None, None), (None, "any_of", NEW_NAMESPACES, "deny", "allow"),  # clone's flags
               ("allow", "return", 0x7FFF0000, None, None), ("deny", "return", 0x00050000 | 1, None, None),
-              ("enosys", "return", 0x00050000 | 38, None, None)]
+              ("enosys", "return", 0x00050000 | 38, None, None), ("einval", "return", 0x00050000 | 22, None, None)]
     codes = {"load": 0x20, "equal": 0x15, "at_least": 0x35, "any_of": 0x45, "return": 0x06}  # LD|W|ABS, JEQ, JGE, JSET
     places = {label: at for at, (label, *_) in enumerate(steps) if label}
     program = b"".join(struct.pack("HBBI", codes[name], places[yes] - at - 1 if yes else 0,
@@ -174,6 +188,11 @@ def _deny_calls():
 # it ran again, 16 bits of the reference a lending step (red-team round r39, `still.py`).
 MACHINE_COUNTERS = ("vmstat", "schedstat", "softirqs", "interrupts", "diskstats", "zoneinfo", "buddyinfo",
                     "pagetypeinfo")
+# The terminals one kernel may hold at once (IPython's `!` line takes one, and gives it back). Every kernel's devpts
+# instance draws on one pool of the machine's (kernel.pty.max less what is kept for the machine's own instance,
+# 3,072 here): a kernel held them all (red-team round r58), and no other kernel on the machine, another student's
+# graded beside it, could run a `!` line meanwhile. Each also queues 12 KiB no memory group is charged for.
+TERMINALS = 16
 # The sized tmpfs mounts a request must give ({name: bytes}, and "inodes" for each).
 MOUNTS = ("tmp", "shm", "work", "outbox", "inodes")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -204,9 +223,10 @@ def _fresh_dev(sizes):
     os.mkdir("/dev/shm")
     _tmpfs("/dev/shm", sizes, "shm")
     # Terminals of its own (a devpts instance of this kernel's): IPython runs a notebook's `!` lines
-    # on a pseudo-terminal, and without one every such line raised, losing the rest of its cell.
+    # on a pseudo-terminal, and without one every such line raised, losing the rest of its cell. At most
+    # TERMINALS of them: they come from one pool of the machine's.
     os.mkdir("/dev/pts")
-    _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    _mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, f"newinstance,ptmxmode=0666,mode=0620,max={TERMINALS}")
     os.symlink("pts/ptmx", "/dev/ptmx")
 
 
