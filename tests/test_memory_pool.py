@@ -292,3 +292,16 @@ def test_a_call_answered_before_its_window_opens_is_refused(tmp_path):
     memory = {r.case.name: r for r in results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(r.passed for r in memory.values()), memory
     assert all("answered before it was let go" in r.message for r in memory.values()), [r.message for r in memory.values()]
+
+
+@needs_sandbox
+@needs_groups
+def test_a_memory_case_leaves_the_kernel_no_child(tmp_path):
+    """The call's process is ended after its parent, the kernel's child: left to the kernel (PID 1 of its namespace) as
+    a zombie, each memory case left one, and the kernel then took 2.5 s to shut down (jupyter_client's SIGTERM after
+    half its wait): 05's autograde was 16% slower. The kernel's child reaps it first now (`KernelChannel.apart`)."""
+    probe = "import glob\nprint('CHILDREN', sum(len(open(f).read().split()) for f in glob.glob('/proc/self/task/*/children')))"
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", REFERENCE.read_text(),
+                                                             ("grade", "online_softmax_attention"), probe]))
+    assert all(r.passed for r in judged.steps["online_softmax_attention"].results)
+    assert "CHILDREN 0" in printed(judged, 3), printed(judged, 3)

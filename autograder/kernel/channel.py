@@ -108,10 +108,11 @@ def interrupt_code() -> str:
     return f"__import__('sys').modules[{agent.MODULE_NAME!r}].agent.interrupt()"
 
 
-def _end(pids):
-    """Kill `pids` and wait for them to be gone, for at most `still.STOP_WAIT`."""
+def _end(pids, reaped=()):
+    """Kill `pids` and wait, for at most `still.STOP_WAIT`, for them to end and for `reaped` to be gone."""
     deadline = time.monotonic() + still.STOP_WAIT
-    while (left := [pid for pid in pids if not still.ended(pid)]) and time.monotonic() < deadline:
+    while ((left := [pid for pid in pids if not still.ended(pid)]) or any(os.path.exists(f"/proc/{pid}") for pid in reaped)) \
+            and time.monotonic() < deadline:
         for pid in left:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -212,15 +213,21 @@ class KernelChannel(PeakMemory):
         try:
             yield call
         finally:
+            called = []
             try:
                 with suppress(OSError):  # the kernel is gone
-                    _end(self._started())  # the call's process first: the held ones are read as it left them
+                    called = self._started()
+                    _end(called)  # the call's process first: the held ones are read as it left them
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
                 if "pages" in self._apart:  # the window was opened
                     call.uncharged += procfs.written_bytes(self._apart["pages"])
-                with suppress(OSError):
-                    _end([pid for pid in self.pids() if pid not in self._apart["before"]])  # started for the block
+                with suppress(OSError):  # started for the block: the kernel's child, let go, reaps the call's process
+                    # first (ended after its parent, it was left a zombie to the kernel, PID 1 of its namespace, which
+                    # then took 2.5 s to shut down)
+                    still.release([pid for pid in self.pids() if procfs.parent(pid) in self._apart["before"]
+                                   and pid not in self._apart["before"]])
+                    _end([pid for pid in self.pids() if pid not in self._apart["before"]], reaped=called)
             finally:
                 still.release(self._apart["held"])
                 self._apart = None
@@ -378,7 +385,8 @@ class KernelChannel(PeakMemory):
 
     def _answer(self, timeout):
         deadline = time.monotonic() + max(timeout, 1e-3)
-        while self._apart is not None and not select.select([self.connection], [], [], self._poll())[0]:
+        # (looked at often while a call's process waits, stopped, for its window)
+        while self._apart is not None and not select.select([self.connection], [], [], 0.002 if self._apart.get("opening") else 0.05)[0]:
             if self._apart.get("opening") and (pid := self._call_process()) is not None:
                 self._apart["opening"] = False
                 try:
@@ -395,11 +403,6 @@ class KernelChannel(PeakMemory):
             return {"error": {"type": "InvalidAnswer", "bases": ["Exception", "BaseException"],
                               "message": "the call was answered before it was let go"}}
         return reply
-
-    def _poll(self):
-        """Seconds between looks at the kernel's processes while a reply is awaited in `apart`: a call's process that
-        stopped itself waits for its window to open."""
-        return 0.002 if self._apart.get("opening") else 0.05
 
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:
         if self.connection is None:
