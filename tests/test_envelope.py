@@ -100,12 +100,14 @@ def test_children_share_the_submissions_memory_budget(tmp_path):
 @needs_sandbox
 @needs_groups
 def test_each_kernel_has_its_own_groups_and_they_go_with_it(tmp_path):
-    before = {p.name for p in (envelope.ROOT / "memory").iterdir() if p.is_dir()} if envelope._version() == 1 else set()
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["print('GROUP', open('/proc/self/cgroup').read())"]))
     groups = printed(judged, 0)
     assert "kernel-judge-warm-" in groups, groups  # memory, pids and cpu: the kernel's own
-    after = {p.name for p in (envelope.ROOT / "memory").iterdir() if p.is_dir()} if envelope._version() == 1 else set()
-    assert after == before, "the kernel's groups are removed with it"
+    # Its own groups, by name: the machine's others come and go with whatever else grades beside this test
+    # (CI runs 05's memory-pool attacks in a second pytest at the same time)
+    own = {part.split("/")[-1] for part in groups.split() if "kernel-judge-warm-" in part}
+    if envelope._version() == 1:
+        assert own and not any((envelope.ROOT / "memory" / name).exists() for name in own), own
 
 
 def test_an_envelope_without_groups_still_admits_a_stopped_process():
