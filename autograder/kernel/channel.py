@@ -20,7 +20,7 @@ from typing import Any
 
 from autograder.errors import KernelStuck
 from autograder.kernel import agent, procfs, still
-from autograder.kernel.replies import HostileReply, Reply, checked_reply, no_answer
+from autograder.kernel.replies import HostileReply, Reply, checked_reply, invalid_answer, no_answer
 from autograder.limits import INTERRUPT_GRACE, MAX_REPLY_BYTES
 
 
@@ -225,8 +225,7 @@ class KernelChannel(PeakMemory):
                 with suppress(OSError):  # started for the block: the kernel's child, let go, reaps the call's process
                     # first (ended after its parent, it was left a zombie to the kernel, PID 1 of its namespace, which
                     # then took 2.5 s to shut down)
-                    still.release([pid for pid in self.pids() if procfs.parent(pid) in self._apart["before"]
-                                   and pid not in self._apart["before"]])
+                    still.release(self._kernels_child())
                     _end([pid for pid in self.pids() if pid not in self._apart["before"]], reaped=called)
             finally:
                 still.release(self._apart["held"])
@@ -241,11 +240,14 @@ class KernelChannel(PeakMemory):
         before)."""
         self._apart["held"] = still.hold(self.launcher_pid, [p for p in self.pids() if p not in self._apart["before"]])
 
+    def _kernels_child(self):
+        """In `apart`: the processes started for it whose parent is the kernel's (its child, the one that answers)."""
+        return [pid for pid in self.pids() if pid not in self._apart["before"] and procfs.parent(pid) in self._apart["before"]]
+
     def _call_process(self):
         """In `apart`, once an "apart" call was asked for: the process forked for it (the one child of the kernel's
         child) once it has stopped itself, or None."""
-        first = [pid for pid in self.pids() if pid not in self._apart["before"] and procfs.parent(pid) in self._apart["before"]]
-        calls = procfs.children(first[0]) if len(first) == 1 else []
+        calls = procfs.children(first[0]) if len(first := self._kernels_child()) == 1 else []
         return calls[0] if len(calls) == 1 and procfs.state(calls[0]) == "T" else None
 
     def _open_window(self, pid):
@@ -392,16 +394,14 @@ class KernelChannel(PeakMemory):
                 try:
                     self._open_window(pid)
                 except OSError as error:
-                    return {"error": {"type": "InvalidAnswer", "bases": ["Exception", "BaseException"],
-                                      "message": f"the call's inputs could not be placed ({error})"[:300]}}
+                    return invalid_answer(f"the call's inputs could not be placed ({error})"[:300])
             elif not self._started():  # the call's process ended (over the memory budget, say): no answer comes
                 return self._lost(None, {"error": dict(agent.ENDED_ITS_PROCESS)})
             if time.monotonic() > deadline:
                 raise TimeoutError
         reply = checked_reply(agent.receive_bytes(self.connection, MAX_REPLY_BYTES, deadline))
         if self._apart is not None and self._apart.get("opening") and "error" not in reply:
-            return {"error": {"type": "InvalidAnswer", "bases": ["Exception", "BaseException"],
-                              "message": "the call was answered before it was let go"}}
+            return invalid_answer("the call was answered before it was let go")
         return reply
 
     def request(self, payload: dict[str, Any], timeout: float) -> Reply:

@@ -80,3 +80,8 @@ def checked_reply(data: bytes) -> Reply:
 
 def no_answer(message: str) -> Reply:
     return {"error": {"type": "NoAnswer", "bases": [], "message": message}}
+
+
+def invalid_answer(message: str) -> Reply:
+    """What the judge makes of an answer it refuses (`KernelChannel`): the call's failure, as the submission's."""
+    return {"error": {"type": "InvalidAnswer", "bases": ["Exception", "BaseException"], "message": message}}
