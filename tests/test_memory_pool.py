@@ -42,6 +42,13 @@ IN_A_STOPPED_KERNEL = load_program(PROGRAMS / "05_efficient_attention" / "hostil
 
 REFERENCE = Path(__file__).parent.parent / "solutions" / "efficient_attention.py"
 
+
+def memory_cases(judged):
+    """online_softmax_attention's memory cases as {name: passed}, and whether every other case of it passed."""
+    results = judged.steps["online_softmax_attention"].results
+    return ({r.case.name: r.passed for r in results if "memory" in r.case.name},
+            all(r.passed for r in results if "memory" not in r.case.name))
+
 # Each: cells after the catalogue entry's (POOLED), to make room for its whole score matrix.
 ROOM_MADE = {
     "a buffer held before": [],
@@ -65,7 +72,7 @@ def test_a_score_matrix_written_into_room_made_before_the_call_still_counts(tmp_
     cells = ["import numpy as np", POOLED.replace["online_softmax_attention"], *(program(name) for name in room),
              ("grade", "online_softmax_attention")]
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
-    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    memory, _ = memory_cases(judged)
     assert len(memory) == 2 and not any(memory.values()), memory
 
 
@@ -77,7 +84,7 @@ def test_a_score_matrix_written_into_memory_earlier_cells_freed_still_counts(tmp
     case, reusing the first call's freed rows, passed. In a forked child each reused page is a copy."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("full_matrix_on_freed_heap"),
                                                              ("grade", "online_softmax_attention")]))
-    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    memory, _ = memory_cases(judged)
     assert len(memory) == 2 and not any(memory.values()), memory
 
 
@@ -90,7 +97,7 @@ def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
     reference's code (red-team round r46, as its fix first stood)."""
     (tmp_path / "data.bin").write_bytes(bytes(54 * 1024**2))
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [REFERENCE.read_text(), ("grade", "online_softmax_attention")]))
-    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    memory, _ = memory_cases(judged)
     assert len(memory) == 2 and all(memory.values()), memory
 
 
@@ -109,10 +116,9 @@ def test_a_score_matrix_written_into_a_file_handed_in_and_put_back_still_counts(
         handle.truncate(3072 * 3072 * 4)  # as the catalogue entry's `hands_in` makes it: zeros, sparse
     cells = [HANDED_IN_BUFFER.replace["online_softmax_attention"],
              program("handed_in_put_back"), ("grade", "online_softmax_attention")]
-    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
     assert len(memory) == 2 and not any(memory.values()), memory
-    assert all(r.passed for r in results if "memory" not in r.case.name)
+    assert others_passed
 
 # Red-team round r48: the call's forked child hands its inputs to code that runs outside it, on memory held
 # before the call, which writing charges nothing more.
@@ -126,7 +132,7 @@ OUTSIDE_THE_CALL = {"a helper process": HELPER.replace["online_softmax_attention
 def test_a_score_matrix_computed_outside_the_calls_child_still_counts(tmp_path, helper):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["import numpy as np", helper,
                                                              ("grade", "online_softmax_attention")]))
-    memory = {r.case.name: r.passed for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name}
+    memory, _ = memory_cases(judged)
     assert len(memory) == 2 and not any(memory.values()), memory
 
 
@@ -138,10 +144,9 @@ def test_a_score_matrix_kept_in_a_stopped_process_still_counts(tmp_path, way):
     cell = IN_A_STOPPED_KERNEL.replace["online_softmax_attention"]
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [f"REMOTE_WAY = {way!r}", cell,
                                                              ("grade", "online_softmax_attention")]))
-    results = judged.steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    memory, others_passed = memory_cases(judged)
     assert len(memory) == 2 and not any(memory.values()), memory
-    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+    assert others_passed  # its values are right: only memory fails
 
 
 @needs_sandbox
@@ -154,10 +159,9 @@ def test_a_score_matrix_kept_in_memory_the_kernel_maps_for_itself_still_counts(t
     (`zygote.DENIED_CALLS`)."""
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [f"HIDDEN_IN = {hidden_in!r}", program("rows_in_kernel_memory"),
                                                              ("grade", "online_softmax_attention")]))
-    results = judged.steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    memory, others_passed = memory_cases(judged)
     assert len(memory) == 2 and not any(memory.values()), memory
-    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+    assert others_passed  # its values are right: only memory fails
     assert "HIDDEN 0" in printed(judged, 1), printed(judged, 1)
 
 
@@ -177,12 +181,11 @@ def test_a_score_matrix_kept_in_pipes_written_through_before_still_counts(tmp_pa
     thread's descriptors are read: one started without CLONE_FILES holds a table /proc/PID/fd does not show."""
     cells = [f"PIPES = 3200\nHOLDERS = {holders}\nHOLDER = {holder!r}", program("rows_in_pipes"), ("grade", "online_softmax_attention")]
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
-    results = judged.steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    memory, others_passed = memory_cases(judged)
     assert len(memory) == 2 and not any(memory.values()), memory
     if holders:  # every pipe made (the kernel alone is refused the descriptors, and grades what it can)
         assert "PIPED 26214400" in printed(judged, 1), printed(judged, 1)
-        assert all(r.passed for r in results if "memory" not in r.case.name)
+        assert others_passed
 
 
 # Red-team round r58: honest torch styles in float64 that failed a memory case, and why
@@ -212,10 +215,9 @@ def test_a_score_matrix_kept_beside_the_inputs_on_huge_pages_still_counts(tmp_pa
     window): 60% of a whole float16 score matrix fitted in the rest, and it passed both memory cases at 11.2 MiB.
     What writing the inputs adds beyond their own pages counts (22.0 MiB). (Nothing to show where THP is "never".)"""
     cells = [program("inputs_on_huge_pages"), ("grade", "online_softmax_attention")]
-    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
     assert len(memory) == 2 and not any(memory.values()), memory
-    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+    assert others_passed  # its values are right: only memory fails
 
 
 @needs_sandbox
@@ -226,10 +228,9 @@ def test_a_score_matrix_queued_on_netlink_sockets_still_counts(tmp_path):
     sockets of its own, read the rows back one at a time, and passed both memory cases (5 of 5). A kernel may make
     no socket but a Unix one, or one of the network's, which has no route (`zygote.ALLOWED_ARGUMENTS`)."""
     cells = [program("rows_in_netlink"), ("grade", "online_softmax_attention")]
-    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
+    memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
     assert len(memory) == 2 and not any(memory.values()), memory
-    assert all(r.passed for r in results if "memory" not in r.case.name)  # its values are right: only memory fails
+    assert others_passed  # its values are right: only memory fails
 
 
 # Red-team round r54 (left by r51): calls that make memory no v1 memory group counts (huge pages asked for by
@@ -273,9 +274,8 @@ def test_a_whole_float16_score_matrix_fails_the_memory_cases_with_a_padded_fork(
     was measured in the kernel and left out up to an allowance (12 MiB); with the first fork of each pair padded,
     the whole float16 matrix passed both memory cases (where it failed both alone). Nothing is left out now."""
     cells = [program("full_matrix_float16"), program("padded_fork"), ("grade", "online_softmax_attention")]
-    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
-    memory = {r.case.name: r.passed for r in results if "memory" in r.case.name}
-    assert all(r.passed for r in results if "memory" not in r.case.name)
+    memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
+    assert others_passed
     assert len(memory) == 2 and not any(memory.values()), memory
 
 
