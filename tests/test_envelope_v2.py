@@ -107,14 +107,3 @@ def test_a_grading_process_in_its_delegated_group_moves_into_a_leaf_and_divides_
         delegated.rmdir()
         if not was_on:
             root_control.write_text(f"-{controller}")
-
-
-def test_what_a_v2_group_has_charged_is_its_current_usage(tmp_path):
-    """v2 has no call group (`reset_peak` restarts memory.peak instead): what a measured call's child has
-    been charged is memory.current. Read from v1's call group, it raised KeyError ("memory": v2's only path
-    is ""), and so every memory case of 05 where v2's peak can be restarted (Linux 6.12 on). The files of a
-    group, written by hand: this machine's v2 offers no memory controller."""
-    group = envelope.Envelope("files-only", version=0)  # neither version: no group is made
-    group.version, group.paths = 2, {"": tmp_path}
-    (tmp_path / "memory.current").write_text("4096\n")
-    assert group.charged() == 4096

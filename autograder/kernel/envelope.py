@@ -306,12 +306,6 @@ class Envelope:
         """v1: the group `reset_peak` moves the submission's processes into, inside its memory group."""
         return self.paths["memory"] / CALL_GROUP
 
-    def charged(self):
-        """The memory in use now, counted as `reset_peak` counts it (v1: what was charged since, in its group)."""
-        if self.version != 1:  # v2 has no call group, nor a "memory" path
-            return self.usage()
-        return int((self._call_group / "memory.usage_in_bytes").read_text())
-
     def shared(self):
         """The memory the submission holds in files in RAM (its tmpfs mounts) and in shared mappings (bytes):
         what a call can write into without being charged a page more (what its kernels changed of the submission
