@@ -274,9 +274,13 @@ def test_a_whole_float16_score_matrix_fails_the_memory_cases_with_a_padded_fork(
     was measured in the kernel and left out up to an allowance (12 MiB); with the first fork of each pair padded,
     the whole float16 matrix passed both memory cases (where it failed both alone). Nothing is left out now."""
     cells = [program("full_matrix_float16"), program("padded_fork"), ("grade", "online_softmax_attention")]
-    memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
+    memory, others_passed = memory_cases(judged)
     assert others_passed
     assert len(memory) == 2 and not any(memory.values()), memory
+    # Less than a float32 matrix, so the message names what half the bytes an entry is: a narrower type
+    messages = [r.message for r in judged.steps["online_softmax_attention"].results if "memory" in r.case.name]
+    assert all("narrower type" in m for m in messages), messages
 
 
 @needs_sandbox
