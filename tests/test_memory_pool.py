@@ -223,11 +223,12 @@ def test_a_score_matrix_kept_beside_the_inputs_on_huge_pages_still_counts(tmp_pa
 @needs_sandbox
 @needs_groups
 def test_a_score_matrix_queued_on_netlink_sockets_still_counts(tmp_path):
-    """Red-team round r58: a socket's queue is kernel memory that no v1 memory group is charged for but a Unix
+    """Red-team round r58 (the catalogue's online-netlink-queued-matrix): a socket's queue is kernel memory that no v1 memory group is charged for but a Unix
     socket's. The call queued its whole float32 score matrix (36 MiB, twice the limit), a row a message, on netlink
     sockets of its own, read the rows back one at a time, and passed both memory cases (5 of 5). A kernel may make
     no socket but a Unix one, or one of the network's, which has no route (`zygote.ALLOWED_ARGUMENTS`)."""
-    cells = [program("rows_in_netlink"), ("grade", "online_softmax_attention")]
+    queued = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-netlink-queued-matrix.py")[1]
+    cells = [queued.replace["online_softmax_attention"], ("grade", "online_softmax_attention")]
     memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
     assert len(memory) == 2 and not any(memory.values()), memory
     assert others_passed  # its values are right: only memory fails

@@ -1,9 +1,15 @@
-# Red-team round r58: online_softmax_attention holds its whole (n_q, n_k) matrix of float32 scores at once
-# (36 MiB at 3072 tokens, twice 05's limit), a row a message, queued on netlink sockets the call makes
-# (NETLINK_USERSOCK, which any process may open and send between its own sockets). A socket's queue is
-# kernel memory no v1 memory group is charged for (measured on Linux 6.18: 31.6 MiB queued on four sockets,
-# nothing charged). It reads the rows back one at a time. Where no such socket may be made, the whole matrix is
-# held in fresh memory instead.
+# description: online_softmax_attention holds its whole (n_q, n_k) matrix of float32 scores at once,
+#   a row a message, queued on netlink sockets the call makes (NETLINK_USERSOCK, which any process
+#   may open and send between its own sockets): a socket's queue is kernel memory no v1 memory group
+#   is charged for (31.6 MiB queued on four sockets, nothing charged, on Linux 6.18). It reads the
+#   rows back one at a time. Where no such socket may be made (a kernel may make none now), the
+#   whole matrix is held in fresh memory instead
+# source: red-team round r58
+# replaces: online_softmax_attention
+# loses: online_softmax_attention
+# symptom: held
+# baseline: online-full-matrix
+
 import socket
 
 import numpy as np
