@@ -65,6 +65,57 @@ def hold(monitor: int, running: Collection[int] = (), their_children: bool = Tru
             time.sleep(0.001)
 
 
+def end(pids: Collection[int], reaped: Collection[int] = ()) -> None:
+    """Once `reaped` are gone (waiting at most STOP_WAIT: their parent, among `pids`, reaps them), kill `pids` and wait,
+    for at most STOP_WAIT, for them to end. Killed at once, a parent that had just been let go was ended before it
+    reaped them (in one memory case of four here), and they were left zombies to the kernel (PID 1 of its namespace)."""
+    deadline = time.monotonic() + STOP_WAIT
+    while any(os.path.exists(f"/proc/{pid}") for pid in reaped) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    deadline = time.monotonic() + STOP_WAIT
+    while (left := [pid for pid in pids if not ended(pid)]) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.001)
+
+
+def runs(held: Collection[int]) -> dict[int, dict[int, int] | None]:
+    """{pid: {thread: how often it was switched out}, or None where it is gone} of the processes `held`, read once
+    every thread of theirs is off the CPU for good (waiting at most STOP_WAIT): `disturbed` tells which ran since."""
+    deadline = time.monotonic() + STOP_WAIT
+    while True:
+        found: dict[int, dict] = {}
+        for pid in held:
+            try:
+                found[pid] = procfs.thread_runs(pid)
+            except OSError:
+                found[pid] = None
+        settling = any(letter not in "ZX" and not (letter in "Tt" and waits) for threads in found.values() if threads
+                       for letter, waits, _ in threads.values())
+        if not settling or time.monotonic() > deadline:
+            return {pid: threads and {tid: count for tid, (_, _, count) in threads.items()}
+                    for pid, threads in found.items()}
+        time.sleep(0.001)
+
+
+def disturbed(before: dict[int, dict[int, int] | None]) -> list[int]:
+    """Those of the processes `runs` read that ran since (a thread switched in again, or one more or fewer) or ended.
+    A held process is let go only by a signal, which any process of the submission may send it: SIGCONT, or SIGKILL
+    (red-team round r59)."""
+    found = []
+    for pid, threads in before.items():
+        try:
+            now = {tid: count for tid, (_, _, count) in procfs.thread_runs(pid).items()}
+        except OSError:
+            now = None
+        if now != threads:
+            found.append(pid)
+    return found
+
+
 def release(held: list[int]) -> None:
     """Let the processes of `hold` go on."""
     for pid in reversed(held):
