@@ -16,6 +16,7 @@ LET_GO = {
     "untouched": lambda pid: None,
     "let go and stopped again": lambda pid: (os.kill(pid, signal.SIGCONT), time.sleep(0.05), os.kill(pid, signal.SIGSTOP),
                                             time.sleep(0.05)),
+    "let go": lambda pid: (os.kill(pid, signal.SIGCONT), time.sleep(0.05)),  # running still, maybe never switched out
     "ended": lambda pid: (os.kill(pid, signal.SIGKILL), time.sleep(0.05)),
 }
 
