@@ -82,38 +82,35 @@ def end(pids: Collection[int], reaped: Collection[int] = ()) -> None:
         time.sleep(0.001)
 
 
-def runs(held: Collection[int]) -> dict[int, dict[int, int] | None]:
-    """{pid: {thread: how often it was switched out}, or None where it is gone} of the processes `held`, read once
-    every thread of theirs is off the CPU for good (waiting at most STOP_WAIT): `disturbed` tells which ran since."""
+def runs(held: Collection[int]) -> dict[int, dict | None]:
+    """{pid: {thread: (its state, whether it is off the CPU for good, how often it was switched out)}, or None where it
+    is gone} of the processes `held`, read once every thread of theirs is stopped and off the CPU for good (waiting at
+    most STOP_WAIT: one that stopped but was not yet switched out is switched out once more). `disturbed` tells
+    which ran since."""
     deadline = time.monotonic() + STOP_WAIT
     while True:
-        found: dict[int, dict] = {}
-        for pid in held:
-            try:
-                found[pid] = procfs.thread_runs(pid)
-            except OSError:
-                found[pid] = None
+        found = {pid: _threads(pid) for pid in held}
         settling = any(letter not in "ZX" and not (letter in "Tt" and waits) for threads in found.values() if threads
                        for letter, waits, _ in threads.values())
         if not settling or time.monotonic() > deadline:
-            return {pid: threads and {tid: count for tid, (_, _, count) in threads.items()}
-                    for pid, threads in found.items()}
+            return found
         time.sleep(0.001)
 
 
-def disturbed(before: dict[int, dict[int, int] | None]) -> list[int]:
-    """Those of the processes `runs` read that ran since (a thread switched in again, or one more or fewer) or ended.
-    A held process is let go only by a signal, which any process of the submission may send it: SIGCONT, or SIGKILL
-    (red-team round r59)."""
-    found = []
-    for pid, threads in before.items():
-        try:
-            now = {tid: count for tid, (_, _, count) in procfs.thread_runs(pid).items()}
-        except OSError:
-            now = None
-        if now != threads:
-            found.append(pid)
-    return found
+def disturbed(before: dict[int, dict | None]) -> list[int]:
+    """Those of the processes `runs` read that ran since or ended: a thread switched out once more, one more or fewer,
+    or one not stopped now (it runs still, never switched out). A held process is let go or ended only by a signal,
+    which a call may have sent (SIGCONT or SIGKILL), or which the kernel sends for it (a process group it orphans,
+    a terminal it hangs up): red-team round r59's call let go a helper that computed its score matrix on pages it
+    touched before, and ended the kernel's child to have the pages they shared for its own."""
+    return [pid for pid, threads in before.items() if _threads(pid) != threads]
+
+
+def _threads(pid: int) -> dict | None:
+    try:
+        return procfs.thread_runs(pid)
+    except OSError:
+        return None  # gone
 
 
 def release(held: list[int]) -> None:
