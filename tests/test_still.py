@@ -37,3 +37,32 @@ def test_a_held_process_that_ran_or_ended_is_told(what):
     finally:
         process.kill()
         process.wait()
+
+
+POPULATING = """
+import ctypes, mmap, os, signal, threading
+size = 1 << 30
+region = mmap.mmap(-1, size)
+region.madvise(mmap.MADV_NOHUGEPAGE)  # a page at a time: long enough to be seen
+address = ctypes.addressof(ctypes.c_char.from_buffer(region))
+threading.Thread(target=ctypes.CDLL(None).madvise, args=(ctypes.c_void_p(address), ctypes.c_size_t(size), 23)).start()
+os.kill(os.getpid(), signal.SIGSTOP)  # MADV_POPULATE_WRITE (23) goes on: only a fatal signal interrupts it
+"""
+
+
+def test_a_process_is_settled_only_once_every_thread_stopped():
+    """A call's process that stops itself while a thread of its faults pages in shows as stopped, its first thread's
+    state, while that thread goes on: the window opened on it then, and what it faulted in as the peak restarted was
+    charged before it (`KernelChannel._call_process`)."""
+    process = subprocess.Popen([sys.executable, "-c", POPULATING])
+    try:
+        while not still.stopped(process.pid):
+            time.sleep(0.001)
+        assert not still.settled(process.pid)
+        deadline = time.monotonic() + 30
+        while not still.settled(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert still.settled(process.pid)
+    finally:
+        process.kill()
+        process.wait()

@@ -238,9 +238,9 @@ class KernelChannel(PeakMemory):
 
     def _call_process(self):
         """In `apart`, once an "apart" call was asked for: the process forked for it (the one child of the kernel's
-        child) once it has stopped itself, or None."""
+        child) once it has stopped itself, every thread of it (`still.settled`), or None."""
         calls = procfs.children(first[0]) if len(first := self._kernels_child()) == 1 else []
-        return calls[0] if len(calls) == 1 and procfs.state(calls[0]) == "T" else None
+        return calls[0] if len(calls) == 1 and still.settled(calls[0]) else None
 
     def _open_window(self, pid):
         """The call's window opens, its process `pid` stopped: every other process is held (those it started too, so

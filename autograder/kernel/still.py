@@ -90,7 +90,7 @@ def runs(held: Collection[int]) -> dict[int, dict | None]:
     deadline = time.monotonic() + STOP_WAIT
     while True:
         found = {pid: _threads(pid) for pid in held}
-        settling = any(letter not in "ZX" and not (letter in "Tt" and waits) for threads in found.values() if threads
+        settling = any(letter not in "ZX" and not _still(letter, waits) for threads in found.values() if threads
                        for letter, waits, _ in threads.values())
         if not settling or time.monotonic() > deadline:
             return found
@@ -104,6 +104,19 @@ def disturbed(before: dict[int, dict | None]) -> list[int]:
     a terminal it hangs up): red-team round r59's call let go a helper that computed its score matrix on pages it
     touched before, and ended the kernel's child to have the pages they shared for its own."""
     return [pid for pid, threads in before.items() if _threads(pid) != threads]
+
+
+def settled(pid: int) -> bool:
+    """Whether every thread of process `pid` is stopped and off the CPU for good (False once it is gone). Its first
+    thread stopped says nothing of the others, which stop only as they next leave the kernel: a call that only a
+    fatal signal interrupts (MADV_POPULATE_WRITE, MAP_POPULATE) runs to its end first, faulting pages in while the
+    judge opens the call's window, charged before its peak starts (red-team round r59)."""
+    threads = _threads(pid)
+    return bool(threads) and all(_still(letter, waits) for letter, waits, _ in threads.values())
+
+
+def _still(letter: str, waits: bool) -> bool:
+    return letter in "Tt" and waits
 
 
 def _threads(pid: int) -> dict | None:
