@@ -45,7 +45,11 @@ size = 1 << 30
 region = mmap.mmap(-1, size)
 region.madvise(mmap.MADV_NOHUGEPAGE)  # a page at a time: long enough to be seen
 address = ctypes.addressof(ctypes.c_char.from_buffer(region))
+resident = lambda: int(open("/proc/self/statm").read().split()[1]) * mmap.PAGESIZE
+before = resident()
 threading.Thread(target=ctypes.CDLL(None).madvise, args=(ctypes.c_void_p(address), ctypes.c_size_t(size), 23)).start()
+while resident() < before + (64 << 20):  # under way
+    pass
 os.kill(os.getpid(), signal.SIGSTOP)  # MADV_POPULATE_WRITE (23) goes on: only a fatal signal interrupts it
 """
 
