@@ -13,6 +13,11 @@ SIGSTOP cannot be caught or ignored, and a stopped process starts nothing: the p
 stopped, then looked for again until a look finds no new one (a child forked before its parent
 stopped). The kernel is PID 1 of its own namespace (`zygote.py`), so an orphan becomes its child,
 never a process outside this tree.
+
+05's memory cases hold every process of the kernel but the call's the same way (`KernelChannel.apart`). Any
+process of the submission may signal another, so the judge also reads which of them ran or ended meanwhile
+(`runs`, `disturbed`), and opens the call's window only once every thread of the call's process has stopped
+(`settled`).
 """
 
 from __future__ import annotations
