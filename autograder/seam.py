@@ -137,7 +137,11 @@ class Implementation:
                                               "message": f"no room for the call's inputs ({error})"[:300]}) from None
             sent = dict(zip(placed, handles, strict=True))
             result = self._call_held(name, [sent.get(i, a) for i, a in enumerate(args)], apart=True)
-        return result, max(0, self._channel.peak() - call.before) + call.uncharged
+        peak = max(0, self._channel.peak() - call.before) + call.uncharged  # (read: the call group goes)
+        if call.disturbed:  # what a process the call let go, or one it killed, gave it is counted nowhere
+            raise RemoteError.from_reply({"type": "InvalidAnswer", "message": (
+                "the call let go, or ended, another process of the submission that was held still while it ran")})
+        return result, peak
 
     def _call_held(self, name: str, args: Sequence[Any], apart: bool = False) -> Any:
         """name(*args), where an argument may be a Handle to a value already held; `apart`: in a process of its own

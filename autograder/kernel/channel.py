@@ -51,10 +51,12 @@ class ApartCall:
     the memory charged then, from which the call's peak counts, and `uncharged`, what the call could use that no
     charge in its window shows (bytes, complete once the block ends): the files in RAM and shared mappings the
     submission held as the window opened and the memory the call's process alone mapped then, whole, and every
-    page the call wrote that a held process alone maps."""
+    page the call wrote that a held process alone maps; and `disturbed`, the held processes that ran or ended in its
+    window (the call let them go: nothing it held can be told then)."""
     inputs: list[tuple[int, bytes]] = field(default_factory=list)
     before: int = 0
     uncharged: int = 0
+    disturbed: list[int] = field(default_factory=list)
 
 
 class PeakMemory:
@@ -106,17 +108,6 @@ def boot_code(agent_path: str, socket_path: str) -> str:
 def interrupt_code() -> str:
     """The code the judge runs in the kernel's main thread to interrupt the agent's request."""
     return f"__import__('sys').modules[{agent.MODULE_NAME!r}].agent.interrupt()"
-
-
-def _end(pids, reaped=()):
-    """Kill `pids` and wait, for at most `still.STOP_WAIT`, for them to end and for `reaped` to be gone."""
-    deadline = time.monotonic() + still.STOP_WAIT
-    while ((left := [pid for pid in pids if not still.ended(pid)]) or any(os.path.exists(f"/proc/{pid}") for pid in reaped)) \
-            and time.monotonic() < deadline:
-        for pid in left:
-            with suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.001)
 
 
 def _trim_heap():
@@ -217,16 +208,17 @@ class KernelChannel(PeakMemory):
             try:
                 with suppress(OSError):  # the kernel is gone
                     called = self._started()
-                    _end(called)  # the call's process first: the held ones are read as it left them
+                    still.end(called)  # the call's process first: the held ones are read as it left them
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
                 if "pages" in self._apart:  # the window was opened
                     call.uncharged += procfs.written_bytes(self._apart["pages"])
+                    call.disturbed = still.disturbed(self._apart["runs"])
                 with suppress(OSError):  # started for the block: the kernel's child, let go, reaps the call's process
                     # first (ended after its parent, it was left a zombie to the kernel, PID 1 of its namespace, which
                     # then took 2.5 s to shut down)
                     still.release(self._kernels_child())
-                    _end([pid for pid in self.pids() if pid not in self._apart["before"]], reaped=called)
+                    still.end([pid for pid in self.pids() if pid not in self._apart["before"]], reaped=called)
             finally:
                 still.release(self._apart["held"])
                 self._apart = None
@@ -246,9 +238,9 @@ class KernelChannel(PeakMemory):
 
     def _call_process(self):
         """In `apart`, once an "apart" call was asked for: the process forked for it (the one child of the kernel's
-        child) once it has stopped itself, or None."""
+        child) once it has stopped itself, every thread of it (`still.settled`), or None."""
         calls = procfs.children(first[0]) if len(first := self._kernels_child()) == 1 else []
-        return calls[0] if len(calls) == 1 and procfs.state(calls[0]) == "T" else None
+        return calls[0] if len(calls) == 1 and still.settled(calls[0]) else None
 
     def _open_window(self, pid):
         """The call's window opens, its process `pid` stopped: every other process is held (those it started too, so
@@ -275,6 +267,7 @@ class KernelChannel(PeakMemory):
         call.before = self.envelope.reset_peak()
         call.uncharged = self.envelope.shared() + alone
         self._apart["pages"] = procfs.own_pages_of(self._apart["held"])
+        self._apart["runs"] = still.runs(self._apart["held"])  # r59's call let a held process go, or killed one
         os.kill(pid, signal.SIGCONT)
 
     def _execute(self, code, timeout):

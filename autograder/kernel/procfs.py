@@ -18,6 +18,8 @@ NOT_IN_PAGEMAP = ("[vsyscall]", "[vvar]", "[vvar_vclock]", "[vdso]")
 # in use, which a write fills before it takes a new one. Measured on Linux 6.18: 8 KiB a pipe written
 # through and emptied before, written again, charged nothing (red-team round r54).
 PIPE_ROOM = 3 * PAGE
+# /proc/PID/status's counts of the times a thread was switched out (`thread_runs`)
+SWITCHES = ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
 
 
 def _stat_fields(pid):
@@ -166,6 +168,23 @@ def pipes(pids):
                     continue
                 if stat.S_ISFIFO(info.st_mode):
                     found.add((info.st_dev, info.st_ino))
+    return found
+
+
+def thread_runs(pid):
+    """{thread id: (its state letter, whether it is off the CPU for good, how often it was switched out)} for each
+    thread of process `pid`; OSError when the process is gone. Off the CPU for good: /proc names where it waits, which
+    it does not while the thread still runs or waits on a run queue (one that stopped but is not yet switched out,
+    which is switched out once more when it is)."""
+    found = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/wchan") as handle:
+                waits = handle.read().strip() not in ("", "0")
+            fields = status(f"{pid}/task/{task}")  # a thread's own, as a process's
+            found[int(task)] = (fields["State"][0], waits, sum(int(fields[key][0]) for key in SWITCHES))
+        except (OSError, KeyError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
     return found
 
 

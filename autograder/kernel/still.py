@@ -13,6 +13,11 @@ SIGSTOP cannot be caught or ignored, and a stopped process starts nothing: the p
 stopped, then looked for again until a look finds no new one (a child forked before its parent
 stopped). The kernel is PID 1 of its own namespace (`zygote.py`), so an orphan becomes its child,
 never a process outside this tree.
+
+05's memory cases hold every process of the kernel but the call's the same way (`KernelChannel.apart`). Any
+process of the submission may signal another, so the judge also reads which of them ran or ended meanwhile
+(`runs`, `disturbed`), and opens the call's window only once every thread of the call's process has stopped
+(`settled`).
 """
 
 from __future__ import annotations
@@ -63,6 +68,67 @@ def hold(monitor: int, running: Collection[int] = (), their_children: bool = Tru
                 release(held)
                 raise RuntimeError("the kernel's processes did not stop")
             time.sleep(0.001)
+
+
+def end(pids: Collection[int], reaped: Collection[int] = ()) -> None:
+    """Once `reaped` are gone (waiting at most STOP_WAIT: their parent, among `pids`, reaps them), kill `pids` and wait,
+    for at most STOP_WAIT, for them to end. Killed at once, a parent that had just been let go was ended before it
+    reaped them (in one memory case of four here), and they were left zombies to the kernel (PID 1 of its namespace)."""
+    deadline = time.monotonic() + STOP_WAIT
+    while any(os.path.exists(f"/proc/{pid}") for pid in reaped) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    deadline = time.monotonic() + STOP_WAIT
+    while (left := [pid for pid in pids if not ended(pid)]) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.001)
+
+
+def runs(held: Collection[int]) -> dict[int, dict | None]:
+    """{pid: {thread: (its state, whether it is off the CPU for good, how often it was switched out)}, or None where it
+    is gone} of the processes `held`, read once every thread of theirs is stopped and off the CPU for good (waiting at
+    most STOP_WAIT: one that stopped but was not yet switched out is switched out once more). `disturbed` tells
+    which ran since."""
+    deadline = time.monotonic() + STOP_WAIT
+    while True:
+        found = {pid: _threads(pid) for pid in held}
+        settling = any(letter not in "ZX" and not _still(letter, waits) for threads in found.values() if threads
+                       for letter, waits, _ in threads.values())
+        if not settling or time.monotonic() > deadline:
+            return found
+        time.sleep(0.001)
+
+
+def disturbed(before: dict[int, dict | None]) -> list[int]:
+    """Those of the processes `runs` read that ran since or ended: a thread switched out once more, one more or fewer,
+    or one not stopped now (it runs still, never switched out). A held process is let go or ended only by a signal,
+    which a call may have sent (SIGCONT or SIGKILL), or which the kernel sends for it (a process group it orphans,
+    a terminal it hangs up): red-team round r59's call let go a helper that computed its score matrix on pages it
+    touched before, and ended the kernel's child to have the pages they shared for its own."""
+    return [pid for pid, threads in before.items() if _threads(pid) != threads]
+
+
+def settled(pid: int) -> bool:
+    """Whether every thread of process `pid` is stopped and off the CPU for good (False once it is gone). Its first
+    thread stopped says nothing of the others, which stop only as they next leave the kernel: a call that only a
+    fatal signal interrupts (MADV_POPULATE_WRITE, MAP_POPULATE) runs to its end first, faulting pages in while the
+    judge opens the call's window, charged before its peak starts (red-team round r59)."""
+    threads = _threads(pid)
+    return bool(threads) and all(_still(letter, waits) for letter, waits, _ in threads.values())
+
+
+def _still(letter: str, waits: bool) -> bool:
+    return letter in "Tt" and waits
+
+
+def _threads(pid: int) -> dict | None:
+    try:
+        return procfs.thread_runs(pid)
+    except OSError:
+        return None  # gone
 
 
 def release(held: list[int]) -> None:

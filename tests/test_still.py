@@ -1,0 +1,72 @@
+"""Which held processes ran or ended while a call ran (`still.runs`, `still.disturbed`): red-team round r59's call let
+go a helper the judge held still (SIGCONT), which computed its score matrix on pages it touched before and put them back
+as they were, and killed the kernel's child, whose pages it then wrote in place: both charged nothing."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder.kernel import still
+
+LET_GO = {
+    "untouched": lambda pid: None,
+    "let go and stopped again": lambda pid: (os.kill(pid, signal.SIGCONT), time.sleep(0.05), os.kill(pid, signal.SIGSTOP),
+                                            time.sleep(0.05)),
+    "let go": lambda pid: (os.kill(pid, signal.SIGCONT), time.sleep(0.05)),  # running still, maybe never switched out
+    "ended": lambda pid: (os.kill(pid, signal.SIGKILL), time.sleep(0.05)),
+}
+
+
+@pytest.mark.parametrize("what", list(LET_GO), ids=list(LET_GO))
+def test_a_held_process_that_ran_or_ended_is_told(what):
+    # threads that keep waking while they run: a thread switched in again is told, whichever
+    code = "import threading, time\nfor _ in range(3): threading.Thread(target=lambda: [time.sleep(0.001) for _ in iter(int, 1)]).start()\ntime.sleep(60)"
+    process = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.3)
+        os.kill(process.pid, signal.SIGSTOP)  # as `still.hold` stops it
+        while not still.stopped(process.pid):
+            time.sleep(0.001)
+        before = still.runs([process.pid])
+        LET_GO[what](process.pid)
+        assert still.disturbed(before) == ([] if what == "untouched" else [process.pid])
+    finally:
+        process.kill()
+        process.wait()
+
+
+POPULATING = """
+import ctypes, mmap, os, signal, threading
+size = 1 << 30
+region = mmap.mmap(-1, size)
+region.madvise(mmap.MADV_NOHUGEPAGE)  # a page at a time: long enough to be seen
+address = ctypes.addressof(ctypes.c_char.from_buffer(region))
+resident = lambda: int(open("/proc/self/statm").read().split()[1]) * mmap.PAGESIZE
+before = resident()
+threading.Thread(target=ctypes.CDLL(None).madvise, args=(ctypes.c_void_p(address), ctypes.c_size_t(size), 23)).start()
+while resident() < before + (64 << 20):  # under way
+    pass
+os.kill(os.getpid(), signal.SIGSTOP)  # MADV_POPULATE_WRITE (23) goes on: only a fatal signal interrupts it
+"""
+
+
+def test_a_process_is_settled_only_once_every_thread_stopped():
+    """A call's process that stops itself while a thread of its faults pages in shows as stopped, its first thread's
+    state, while that thread goes on: the window opened on it then, and what it faulted in as the peak restarted was
+    charged before it (`KernelChannel._call_process`)."""
+    process = subprocess.Popen([sys.executable, "-c", POPULATING])
+    try:
+        while not still.stopped(process.pid):
+            time.sleep(0.001)
+        assert not still.settled(process.pid)
+        deadline = time.monotonic() + 30
+        while not still.settled(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert still.settled(process.pid)
+    finally:
+        process.kill()
+        process.wait()
