@@ -316,7 +316,7 @@ def test_a_memory_case_leaves_the_kernel_no_child(tmp_path):
 HELD_STILL = {
     # a helper an earlier cell started, sent SIGCONT, computes the matrix on pages it touched before and puts them
     # back as they were before it answers, which the judge's digests of its pages cannot tell
-    "a held helper let go": "helper_woken",
+    "a held helper let go": "online-helper-let-go",  # (the catalogue's)
     # the kernel's child touched a buffer just before it forked the call's process, and the call kills it: the pages
     # the two shared, charged before the window, are the call's alone then, written in place
     "the kernel's child ended": "parent_killed",
@@ -329,7 +329,9 @@ HELD_STILL = {
 def test_a_call_that_lets_go_or_ends_a_held_process_fails_the_memory_cases(tmp_path, attack):
     """Both passed both memory cases with a whole float32 score matrix (red-team round r59). A held process that ran
     or ended in the call's window fails the call (`still.disturbed`)."""
-    cells = ["import numpy as np", program(attack), ("grade", "online_softmax_attention")]
+    hostile = PROGRAMS / "05_efficient_attention" / "hostile" / f"{attack}.py"
+    code = load_program(hostile)[1].replace["online_softmax_attention"] if hostile.exists() else program(attack)
+    cells = ["import numpy as np", code, ("grade", "online_softmax_attention")]
     results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
     memory = {r.case.name: r for r in results if "memory" in r.case.name}
     assert len(memory) == 2 and not any(r.passed for r in memory.values()), memory

@@ -1,7 +1,14 @@
-# online_softmax_attention hands its inputs to a helper process an earlier cell started, which computes the whole
-# (n, n) score matrix in a buffer it made and touched before any case ran (the catalogue's online-helper-process).
-# The judge stops every process but the call's as its window opens; the call sends the helper SIGCONT, and the
-# helper puts its buffer back as it was before it answers, so the judge's digests of its pages see nothing.
+# description: online_softmax_attention hands its inputs to a helper process an earlier cell started,
+#   which computes the whole score matrix in a buffer it made and touched before any case ran (as
+#   online-helper-process), and the call lets the helper go again (SIGCONT) in its window, where the
+#   judge holds every process but the call's; the helper puts its buffer back as it was before it
+#   answers, so the judge's digests of its pages see nothing
+# source: red-team round r59
+# replaces: online_softmax_attention
+# loses: online_softmax_attention
+# symptom: held still
+# baseline: online-full-matrix
+
 import os
 import signal
 import struct
