@@ -27,6 +27,9 @@ MASK_BLOCKS_DIAGONAL = (dict(mask="diagonal"), "the mask also blocks each token'
                         "token is left no key at all, which makes nan; token i may attend to the tokens 0..i, itself "
                         "included")
 
+# One projection's line split without its transpose, the other two right (a line copied before the fix).
+ONE_ROLE_UNTRANSPOSED = ("the {} alone are split with view/reshape straight to (batch, num_heads, T, head_dim), without "
+                         "the transpose the other projections get, which mixes their tokens across heads")
 MISTAKES = toolkit.MASK_MISTAKES + [
     MASK_BLOCKS_DIAGONAL,
     toolkit.FILLED_WITH_PLUS_INF,
@@ -39,11 +42,13 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     multihead.SCALED_BY_HEADS,
     (dict(scale="tokens"), toolkit.SCALED_BY_TOKENS),
+    (dict(scale="floor"), toolkit.FLOOR_DIVIDED),
     (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
                                  "without a transpose, which mixes tokens across heads: view as (batch, T, "
                                  "num_heads, head_dim), then transpose(1, 2)"),
     (dict(split="no_transpose", merge="no_transpose"), "the heads are split and merged with view/reshape "
                                                        "but no transpose, which mixes tokens across heads"),
+    *[(dict(split=f"no_transpose_{role[0]}"), ONE_ROLE_UNTRANSPOSED.format(role)) for role in ("queries", "keys")],
     (dict(merge="no_transpose"), "the heads are merged with view/reshape but without transposing the head "
                                  "and token dimensions back first"),
     (dict(split="interleaved"), "head i gets every num_heads-th feature; it must get the block "

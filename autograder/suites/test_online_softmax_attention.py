@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
-from autograder.suites.toolkit import blockwise, checks
+from autograder.suites.toolkit import blockwise, checks, model
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS, TWICE_D_K, told_apart
 
@@ -100,8 +100,7 @@ MISTAKES = [
     (dict(loop="block_numbers"), "the loop runs over the blocks' numbers, range(n_k // block_size), and slices from "
                                  "them as if they were keys: block j starts at key j * block_size, so these blocks "
                                  "overlap and the later keys are never read; loop over range(0, n_k, block_size)"),
-    (dict(scale="floor"), "the scores are divided with // (floor division), which rounds each one down to a whole "
-                          "number: divide with /"),
+    (dict(scale="floor"), model.FLOOR_DIVIDED),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
     # stop = min(start + block_size, n_k - 1): an off-by-one in the last block's end
