@@ -100,7 +100,7 @@ MISTAKES = [
     (dict(loop="block_numbers"), "the loop runs over the blocks' numbers, range(n_k // block_size), and slices from "
                                  "them as if they were keys: block j starts at key j * block_size, so these blocks "
                                  "overlap and the later keys are never read; loop over range(0, n_k, block_size)"),
-    (dict(scale="floor"), model.FLOOR_DIVIDED),
+    (dict(scale="floor"), model.FLOOR_DIVIDED), (dict(exp=np.exp2), model.BASE_TWO),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
     # stop = min(start + block_size, n_k - 1): an off-by-one in the last block's end

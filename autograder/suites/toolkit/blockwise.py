@@ -14,7 +14,7 @@ from autograder.suites.toolkit.cases import rng
 
 def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False):
+          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False, exp=np.exp):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
@@ -44,7 +44,9 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b);
     keys_first: the block's scores taken as K_blk @ Qᵀ, a row per key (square blocks only),
     None: over the whole block (every query and sequence);
-    max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too.
+    max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too; `exp` the
+    exponential every weight and rescale factor takes (np.exp2: base 2, as FlashAttention's kernels, which scale the
+    scores by log2(e) first).
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
@@ -84,12 +86,12 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             new_max = (unmasked if max_before_mask else scores).max(axis=max_axis, keepdims=True)
             new_max = new_max if block_max else np.maximum(row_max, new_max)
             if rescale == "inverted":
-                shrink = np.exp(new_max - row_max)
+                shrink = exp(new_max - row_max)
             elif rescale == "ratio":
                 shrink = np.exp(row_max) / np.exp(new_max)
             else:
-                shrink = np.exp(row_max - new_max)
-            p = np.exp(scores - (new_max if shift == "new" else row_max))
+                shrink = exp(row_max - new_max)
+            p = exp(scores - (new_max if shift == "new" else row_max))
             if rescale == "sum_late":
                 row_sum = (row_sum + p.sum(sum_axis, keepdims=True)) * shrink
             else:
