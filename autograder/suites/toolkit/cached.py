@@ -280,6 +280,15 @@ class WholeInputs(Layer):
             self._explain_rows(num_tokens, kwargs, f"gave {shape[1]} rows")
         return out
 
+    def right_without_cache(self, x, want):
+        """Whether forward of the whole of x without a cache gives `want`: evidence for naming what a cache did, never
+        graded (a forward that raises or is wrong there is the other cases' to take)."""
+        try:
+            out = to_array(self(x), self.what)
+        except (RemoteError, CaseFailure):
+            return False
+        return out.shape == np.shape(want) and close(out, want)
+
     def _explain_rows(self, num_tokens, kwargs, said):
         """A mask slice whose rows start one off, shown on a layer where it fits (`explain_shifted_rows`)."""
         with_cache = "with" if kwargs.get("cache") is not None else "without"
@@ -365,6 +374,19 @@ INVERTED_MASK = ("the mask blocks the keys each token may see and keeps the late
 UNMASKED_WITH_CACHE = ("through a cache nothing is masked, though the whole input without a cache is: the new tokens of "
                        "one call (a prompt of several) also see the new tokens after them; a call with a cache is "
                        "causal too, each new token seeing the keys up to its own position")
+# keys, values = cache.update(...) unpacked the other way round: the keys and values swapped through a cache only, as
+# projections swapped (keys from W_value) would swap them everywhere.
+UNPACKED_SWAPPED = ("through a cache the keys and values are swapped, though the whole input without a cache is right: "
+                    "the two tensors cache.update returns are taken in the other order (it returns the keys first)")
+# A mistake's message where the same layer was right on the whole input, so that only a cache can have made it.
+_RIGHT_WITHOUT_CACHE = [(dict(mask="none"), UNMASKED_WITH_CACHE), (dict(roles="qvk"), UNPACKED_SWAPPED)]
+
+
+def seen_right_without_cache(switches, why):
+    """`why`, or what the mistake of `switches` is through a cache alone, where it has a message of that kind."""
+    return next((said for known, said in _RIGHT_WITHOUT_CACHE if known == switches), why)
+
+
 CACHE_MISTAKES = [
     (dict(offset=False), "the mask of the new tokens ignores the cache's offset: new token i sits at position "
                          "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),
