@@ -362,7 +362,7 @@ def before_merge_why(error):
 def explain_cross_forward(impl, what, error):
     """A CrossAttention forward that raised, run again (`explain_by_probe`) on a layer of 2 heads of width 2,
     x of 2 queries and a context of 2 tokens, where the keys' axes fit in any order, without a mask; then
-    with one head of width 4 (`BEFORE_MERGE`)."""
+    with one head of width 4 (`BEFORE_MERGE`), and with 4 heads, where a number of heads written in fits."""
     r = np.random.default_rng(1912)
     linears = {"W_query": random_linear(r, 4, 3, False), "W_key": random_linear(r, 4, 5, False),
                "W_value": random_linear(r, 4, 5, False), "out_proj": random_linear(r, 4, 4, True)}
@@ -385,6 +385,9 @@ def explain_cross_forward(impl, what, error):
         right = False
     if right:
         _explain_length_from_x(impl, what, error, linears, x, r.normal(size=(2, 3, 5)))
+    # a number of heads written in (self.num_heads = 2) raises where it does not divide d_out; 4 heads of width 1 run it
+    explain_by_probe(what, error, lambda: probe(4), lambda **kw: cross_attention(x, context, linears, 4, **kw),
+                     fixed_heads(4, 4), "d_out = 4 divides into 1, 2 or 4 heads")
     # x added to the output fits only where x is as wide as the output: a layer whose d_q is d_out
     square, x_square = dict(linears, W_query=random_linear(r, 4, 4, False)), r.normal(size=(2, 2, 4))
     explain_by_probe(what, error, lambda: loaded_module(impl, "CrossAttention", (4, 5, 4, 2), square, explained=False)(
