@@ -25,7 +25,13 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import cached, cached_positions, checks, self_attention_slips
+from autograder.suites.toolkit import (
+    cached,
+    cached_length_checks,
+    cached_positions,
+    checks,
+    self_attention_slips,
+)
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CachedCausalAttention"
@@ -333,13 +339,13 @@ def test_last_token_through_cache_is_self_attention(impl):
 
 def _expect_value_error(call, what, same_total=None):
     """call() raises ValueError; same_total, the same number of tokens given to a new cache, names a length check
-    that counts the new tokens only (`cached.refused_otherwise`)."""
+    that counts the new tokens only (`cached_length_checks.refused_otherwise`)."""
     try:
         call()
     except ValueError:
         return
     except RemoteError as error:
-        raise cached.refused_otherwise(what, error, same_total) from None
+        raise cached_length_checks.refused_otherwise(what, error, same_total) from None
     raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
 
 
