@@ -380,6 +380,7 @@ def test_batch_items_independent(impl):
                             "the context of a (3, 4, 5) batch over 6 keys with d_v 2", symptoms=ladder)
     for i in range(3):
         c, w = _call(impl, Q[i], K[i], V[i], mask, f"item {i} alone")
+        checks.expect_shape(c, context[i].shape, f"the context of item {i} alone")  # before a ladder reads the batch's
         checks.expect_close(context[i], c, f"item {i} of the batch's context compared with item {i} alone",
                             symptoms=[(lambda f=f, i=i: f()[i], s) for f, s in ladder], relation=False)
         checks.expect_close(weights[i], w, f"item {i} of the batch's weights compared with item {i} alone",
