@@ -71,8 +71,15 @@ D_OUT_OR_PRECEDENCE = ("the scores are divided by d_out, which is 2 head_dim her
                        "`/ head_dim ** 1 / 2`, where ** binds first?); divide by sqrt(head_dim)")
 
 
+# head_dim = d_in // num_heads, the input's width cut into heads: where that is 1, its root divides by nothing.
+OR_D_IN_HEADS = (", or divided by the square root of d_in // num_heads, a head's width taken from the input's, which is "
+                 "1 here and gives the same scores")
+
+
 def _mistakes(x, linears, num_heads):
-    mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else why)
+    unscaled_is_d_in = np.shape(x)[-1] // num_heads == 1 != linears["out_proj"][0].shape[0] // num_heads
+    mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else
+                 why.replace(":", OR_D_IN_HEADS + ":", 1) if unscaled_is_d_in and switches == dict(scale="none") else why)
                 for switches, why in MISTAKES] + multihead.fixed_heads(num_heads, linears["out_proj"][0].shape[0])
     # sqrt(T) equals head_dim where T = head_dim ** 2: mistakes whose outputs coincide are named together
     compute = toolkit.merging_feature_major(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), linears, num_heads)
