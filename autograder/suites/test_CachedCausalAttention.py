@@ -25,7 +25,13 @@ from autograder.fixtures.notes import chapter_linear_weights, journey_batch
 from autograder.harness import SHAPE_MISMATCH, case
 from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
-from autograder.suites.toolkit import cached, cached_positions, checks, self_attention_slips
+from autograder.suites.toolkit import (
+    cached,
+    cached_length_checks,
+    cached_positions,
+    checks,
+    self_attention_slips,
+)
 from autograder.suites.toolkit.cases import notes_cases, rng
 
 STEP = "CachedCausalAttention"
@@ -101,10 +107,11 @@ def _cache_symptoms(x, linears, sizes, masked_without_cache=False, context_lengt
     """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
     attention itself, made on each chunk (one axis or mask or scale mistake fails every path).
     masked_without_cache: the same layer was seen right on the whole input, so nothing masked through the cache is
-    a mask left out where a cache is given, not everywhere. context_length: the layer's, where the rows of the
+    a mask left out where a cache is given, not everywhere, and keys and values swapped are the cache's returns
+    unpacked the other way round, not the projections (`cached.seen_right_without_cache`). context_length: the layer's, where the rows of the
     mask's end can be named."""
-    mistakes = [(switches, cached.UNMASKED_WITH_CACHE if masked_without_cache and switches == dict(mask="none")
-                 else why) for switches, why in cached.CACHE_MISTAKES + FULL_MISTAKES]
+    mistakes = [(switches, cached.seen_right_without_cache(switches, why) if masked_without_cache else why)
+                for switches, why in cached.CACHE_MISTAKES + FULL_MISTAKES]
     compute = lambda **kw: cached.model(x, linears, sizes, **kw)  # noqa: E731
     return toolkit.told_apart(toolkit.symptoms(compute, mistakes) + cached.from_end_mistake(compute, context_length))
 
@@ -284,8 +291,8 @@ def _check_generation(impl, sizes, seed, bias, with_full_forward=True):
                 else "causal attention on the whole sequence")
     checks.expect_close(cached, full, f"{what} fed {_sizes_text(sizes)} through a cache, compared with {compared}",
                         finite_hint=toolkit.NAN_HINT,
-                        symptoms=_cache_symptoms(x.numpy(), linears, sizes, with_full_forward and toolkit.close(full, causal),
-                                                 total),
+                        symptoms=_cache_symptoms(x.numpy(), linears, sizes, toolkit.close(full, causal) if with_full_forward
+                                                 else module.right_without_cache(x, causal), total),
                         relation=not with_full_forward)  # its own full output is no right value
     if with_full_forward:
         checks.expect_close(full, causal, f"{what}(x) without a cache",
@@ -321,7 +328,8 @@ def test_last_token_through_cache_is_self_attention(impl):
     unmasked = toolkit.attention(x.numpy(), linears, mask="none")[:, -1:]
     if not toolkit.close(last, unmasked):
         wrong = "the last token, fed alone after 5 cached tokens, does not get plain (unmasked) self-attention over all 6 tokens"
-        fits = list(dict.fromkeys(symptom for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1])
+        right_whole = module.right_without_cache(x, toolkit.attention(x.numpy(), linears))
+        fits = list(dict.fromkeys(symptom for candidate, symptom in _cache_symptoms(x.numpy(), linears, [5, 1], right_whole)
                                   if toolkit.close(last, candidate[:, -1:])))  # the last row alone may fit several
         if fits:  # the cause is named, which need not be the mask (a scale, a projection): no rule of the mask's
             raise CaseFailure(f"{wrong}, as named by its row: {checks.one_or_all(fits)}")
@@ -331,13 +339,13 @@ def test_last_token_through_cache_is_self_attention(impl):
 
 def _expect_value_error(call, what, same_total=None):
     """call() raises ValueError; same_total, the same number of tokens given to a new cache, names a length check
-    that counts the new tokens only (`cached.refused_otherwise`)."""
+    that counts the new tokens only (`cached_length_checks.refused_otherwise`)."""
     try:
         call()
     except ValueError:
         return
     except RemoteError as error:
-        raise cached.refused_otherwise(what, error, same_total) from None
+        raise cached_length_checks.refused_otherwise(what, error, same_total) from None
     raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
 
 

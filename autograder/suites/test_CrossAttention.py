@@ -43,7 +43,7 @@ def _symptoms(x, context, linears, num_heads, key_padding_mask=None):
     either = np.shape(x)[-1] == linears["out_proj"][0].shape[0]
     d_out = linears["out_proj"][0].shape[0]
     widths = (np.shape(x)[-1], np.shape(context)[-1], num_heads)
-    ladder = [(kw, multihead.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
+    ladder = [(kw, cross_scales.or_tokens(kw, D_OUT_OR_D_Q if either and kw == dict(scale="d_out")
                                        else cross_scales.or_heads(kw, why, *widths, compute), compute)) for kw, why in MISTAKES]
     # the padding mask's misuses coincide where a mask blocks nothing (every key blocked, or every score nan):
     # those are named together

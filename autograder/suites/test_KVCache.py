@@ -115,8 +115,10 @@ def _symptoms(ks, vs, which):
                                                 "append along dim 1, the token axis of (batch, T, d)"),
         (lambda: np.concatenate(parts, axis=2), "the new entries are appended along the last dim, the features: "
                                                 "append along dim 1, the token axis of (batch, T, d)"),
-        (lambda: parts[-1], "update returns only the new entries: return everything held so far"),
-        (lambda: parts[0], "the cache keeps only its first update: later updates must be appended"),
+        (lambda: parts[-1], VALUES_ALONE.format("are replaced by each update's v_new") if which else
+         "update returns only the new entries: return everything held so far"),
+        (lambda: parts[0], VALUES_ALONE.format("keep only the first update's") if which else
+         "the cache keeps only its first update: later updates must be appended"),
         (lambda: np.concatenate([parts[0], parts[-1]], axis=1), "update returns what the cache holds with the new "
                                                                 "entries appended, but does not keep it: the cache "
                                                                 "still holds only its first update"),
@@ -142,6 +144,9 @@ def _one_list(first, second):
     return np.concatenate([part for pair in zip(first, second) for part in pair], axis=1)
 
 
+# The values are checked after the keys, which were right: one of update's two lines is wrong, not the idea.
+VALUES_ALONE = ("the keys are all kept, but the values {}: the values held grow with each update's v_new as the keys "
+                "grow with k_new")
 ADDS = ("update adds the new entries to the ones held (+= on tensors adds them up, entry by entry): append them "
         "along the token axis")
 VALUES_HOLD_KEYS = "the values {} hold the keys: update must store v_new with the values, k_new with the keys"

@@ -27,6 +27,9 @@ MASK_BLOCKS_DIAGONAL = (dict(mask="diagonal"), "the mask also blocks each token'
                         "token is left no key at all, which makes nan; token i may attend to the tokens 0..i, itself "
                         "included")
 
+# One projection's line split without its transpose, the other two right (a line copied before the fix).
+ONE_ROLE_UNTRANSPOSED = ("the {} alone are split with view/reshape straight to (batch, num_heads, T, head_dim), without "
+                         "the transpose the other projections get, which mixes their tokens across heads")
 MISTAKES = toolkit.MASK_MISTAKES + [
     MASK_BLOCKS_DIAGONAL,
     toolkit.FILLED_WITH_PLUS_INF,
@@ -39,11 +42,13 @@ MISTAKES = toolkit.MASK_MISTAKES + [
     multihead.DIVIDED_BY_TWICE_HEAD_DIM,
     multihead.SCALED_BY_HEADS,
     (dict(scale="tokens"), toolkit.SCALED_BY_TOKENS),
+    (dict(scale="floor"), toolkit.FLOOR_DIVIDED),
     (dict(split="no_transpose"), "the heads are split with view/reshape to (batch, num_heads, T, head_dim) "
                                  "without a transpose, which mixes tokens across heads: view as (batch, T, "
                                  "num_heads, head_dim), then transpose(1, 2)"),
     (dict(split="no_transpose", merge="no_transpose"), "the heads are split and merged with view/reshape "
                                                        "but no transpose, which mixes tokens across heads"),
+    *[(dict(split=f"no_transpose_{role[0]}"), ONE_ROLE_UNTRANSPOSED.format(role)) for role in ("queries", "keys")],
     (dict(merge="no_transpose"), "the heads are merged with view/reshape but without transposing the head "
                                  "and token dimensions back first"),
     (dict(split="interleaved"), "head i gets every num_heads-th feature; it must get the block "
@@ -66,8 +71,15 @@ D_OUT_OR_PRECEDENCE = ("the scores are divided by d_out, which is 2 head_dim her
                        "`/ head_dim ** 1 / 2`, where ** binds first?); divide by sqrt(head_dim)")
 
 
+# head_dim = d_in // num_heads, the input's width cut into heads: where that is 1, its root divides by nothing.
+OR_D_IN_HEADS = (", or divided by the square root of d_in // num_heads, a head's width taken from the input's, which is "
+                 "1 here and gives the same scores")
+
+
 def _mistakes(x, linears, num_heads):
-    mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else why)
+    unscaled_is_d_in = np.shape(x)[-1] // num_heads == 1 != linears["out_proj"][0].shape[0] // num_heads
+    mistakes = [(switches, D_OUT_OR_PRECEDENCE if num_heads == 2 and switches == dict(scale="d_out_linear") else
+                 why.replace(":", OR_D_IN_HEADS + ":", 1) if unscaled_is_d_in and switches == dict(scale="none") else why)
                 for switches, why in MISTAKES] + multihead.fixed_heads(num_heads, linears["out_proj"][0].shape[0])
     # sqrt(T) equals head_dim where T = head_dim ** 2: mistakes whose outputs coincide are named together
     compute = toolkit.merging_feature_major(lambda **kw: toolkit.attention(x, linears, num_heads, **kw), linears, num_heads)

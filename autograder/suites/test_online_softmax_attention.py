@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
-from autograder.suites.toolkit import blockwise, checks
+from autograder.suites.toolkit import blockwise, checks, model
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS, TWICE_D_K, told_apart
 
@@ -53,6 +53,11 @@ PER_BLOCK = ("each block's values are divided by that block's own weight sum as 
              "exp(score - max) @ V and divide it once, after the last block, by the running sum of every block's "
              "weights")
 VALUES_FIRST = blockwise.VALUES_FIRST
+BLOCK_MAX = ("the new maximum is the block's own, not the larger of it and the running one: a block of lower scores (or "
+             "all blocked, -inf) rescales what came before by more than 1 (or inf)")
+NEVER_KEPT = ("the running maximum is never updated after a block: it stays -inf, every block rescales what came before "
+              "by exp(-inf) = 0, and only the last block counts")
+WRONG_IN_ORDER = (BLOCK_MAX, NEVER_KEPT)  # what blocks read last first can look like (`blockwise.order_confirmed`)
 MISTAKES = [
     (dict(rescale="none"), RESCALE_NEITHER),
     (dict(rescale="acc"), RESCALE),
@@ -71,8 +76,7 @@ MISTAKES = [
                         "sqrt(d_k), the width of the queries and keys"),
     (dict(rescale="inverted"), FIRST_BLOCK_NAN),
     (dict(shift="old"), FIRST_BLOCK_NAN),
-    (dict(keep_max=False), "the running maximum is never updated after a block: it stays -inf, every block "
-                           "rescales what came before by exp(-inf) = 0, and only the last block counts"),
+    (dict(keep_max=False), NEVER_KEPT),
     (dict(rescale="late"), "the running output is rescaled after the block's values are added, so they shrink "
                            "too: rescale what was summed before the block, then add the block"),
     (dict(rescale="sum_late"), "the running sum is rescaled after the block's weights are added, so they shrink too "
@@ -83,9 +87,7 @@ MISTAKES = [
                           "sum); the block's weights are already shifted by the new maximum"),
     (dict(sum_axis=0), "the running sum adds up each block's weights over axis 0 (the queries, or with a batch "
                        "the first batch axis): each query sums its own weights, over the keys (the last axis)"),
-    (dict(block_max=True), "the new maximum is the block's own, not the larger of it and the running one: a "
-                           "block of lower scores (or all blocked, -inf) rescales what came before by more than 1 "
-                           "(or inf)"),
+    (dict(block_max=True), BLOCK_MAX),
     (dict(values="first"), VALUES_FIRST),
     (dict(loop="queries"), "the blocks start at range(0, n_q, block_size), the number of queries: the keys are what "
                            "is cut into blocks, so with fewer queries than keys the last keys are never read"),
@@ -98,8 +100,7 @@ MISTAKES = [
     (dict(loop="block_numbers"), "the loop runs over the blocks' numbers, range(n_k // block_size), and slices from "
                                  "them as if they were keys: block j starts at key j * block_size, so these blocks "
                                  "overlap and the later keys are never read; loop over range(0, n_k, block_size)"),
-    (dict(scale="floor"), "the scores are divided with // (floor division), which rounds each one down to a whole "
-                          "number: divide with /"),
+    (dict(scale="floor"), model.FLOOR_DIVIDED), (dict(exp=np.exp2), model.BASE_TWO),
     (dict(width="short"), "each block's slice of keys and values stops one key short (a slice's end is left out): "
                           "a block holds block_size keys, so one key of every block is never read"),
     # stop = min(start + block_size, n_k - 1): an off-by-one in the last block's end
@@ -107,6 +108,7 @@ MISTAKES = [
                              "slice's end is left out, so key n_k - 1 gets no weight; the last block ends where the "
                              "keys end"),
     (dict(max_axis=-2), blockwise.MAX_OVER_QUERIES), (dict(max_axis=None), blockwise.MAX_OF_WHOLE_BLOCK),
+    (dict(loop="reversed"), blockwise.REVERSED), (dict(loop="backwards"), blockwise.REVERSED),
     (dict(width=64), blockwise.FIXED_WIDTH),
     (dict(scale="twice_linear"), TWICE_D_K),
     (dict(rescale="acc_twice"), blockwise.RESCALED_TWICE),
@@ -136,12 +138,14 @@ CAUSAL_MISTAKES = [
 ]
 
 
-def _symptoms(Q, K, V, block_size, causal, positions=None):
+def _symptoms(Q, K, V, block_size, causal, positions=None, impl=None):
+    """The known mistakes on these arguments; with `impl`, twins a probe of its code tells apart are (`order_confirmed`)."""
     found = blockwise.with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
     # twins only where the models agree to rounding: the tolerance a student's output is named in would also join
     # models that differ in one block of tiny inputs
-    return told_apart([((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
-                       for kw, message in found], same=_same_to_rounding)
+    ladder = told_apart([((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
+                         for kw, message in found], same=_same_to_rounding)
+    return ladder if impl is None else blockwise.order_confirmed(impl, ladder, WRONG_IN_ORDER)
 
 
 def _same_to_rounding(a, b):
@@ -158,24 +162,25 @@ def _recorded_symptoms(record, k):
 # which divide the keys (an empty block past the last key, the chapter's 6 keys in blocks of 2, shows there).
 _PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
 test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
-                         confirmed=lambda impl, ladder: blockwise.mask_confirmed(impl, ladder, _PROBE),
+                         confirmed=lambda impl, ladder: blockwise.mask_confirmed(
+                             impl, blockwise.order_confirmed(impl, ladder, WRONG_IN_ORDER), _PROBE),
                          probe=lambda impl: [_call(impl, *_PROBE, size, causal, _label((2, 5, 4), (2, 5, 4), size, causal))
                                              for size, causal in ((2, False), (2, True), (1, False))])
 
 
-def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4):
+def _expect(out, want, what, Q, K, V, block_size, causal, atol=1e-5, rtol=1e-4, impl=None):
     """out ≈ want, or the symptom of a known mistake; one that puts nan where the model of that
     mistake does (a query left with no key) is named too (checks.named_mistake matches nan with nan)."""
     return checks.expect_close(out, want, what, atol=atol, rtol=rtol, finite_hint=NAN_HINT,
-                               symptoms=lambda: _symptoms(Q, K, V, block_size, causal))
+                               symptoms=lambda: _symptoms(Q, K, V, block_size, causal, impl=impl))
 
 
-def _name_known(out, what, Q, K, V, block_size, causal, positions=None):
+def _name_known(out, what, Q, K, V, block_size, causal, positions=None, impl=None):
     """Raise the symptom of the known mistake `out` (a wrong answer of a property case) matches, if any:
     such a case's own message (blocks that disagree, nan, weights that do not sum to 1) would blame
     a consequence, not the cause."""
     out = checks.to_array(out, what)
-    fits = list(dict.fromkeys(message for candidate, message in _symptoms(Q, K, V, block_size, causal, positions)
+    fits = list(dict.fromkeys(message for candidate, message in _symptoms(Q, K, V, block_size, causal, positions, impl)
                               if checks.named_mistake(out, [(candidate, message)]) is not None))
     if fits:  # with V = ones, say, several mistakes give the same output
         raise CaseFailure(f"{what}: {checks.one_or_all(fits)}")
@@ -217,7 +222,7 @@ def _call(impl, Q, K, V, block_size, causal, what):
 def _attention(impl, Q, K, V, block_size, causal, what, want):
     out = _call(impl, Q, K, V, block_size, causal, what)
     blockwise.name_nan_mask(impl, out, what, Q, K, V, block_size, causal)
-    return _expect(out, want, what, Q, K, V, block_size, causal)
+    return _expect(out, want, what, Q, K, V, block_size, causal, impl=impl)
 
 
 def _label(shape_q, shape_k, block_size, causal):
@@ -275,7 +280,7 @@ def test_stored_outputs(impl):
         what = f"online_softmax_attention on {record['label']}"
         out = _call(impl, Q, K, V, block_size, causal, what)
         blockwise.name_nan_mask(impl, out, what, Q, K, V, block_size, causal)
-        _expect(out, record["expected_0"], what, Q, K, V, block_size, causal)
+        _expect(out, record["expected_0"], what, Q, K, V, block_size, causal, impl=impl)
 
 
 # --- PyTorch as an oracle ---------------------------------------------------------------------
@@ -319,7 +324,7 @@ def test_same_answer_for_every_block_size(impl):
                 right = out.shape == one_block.shape and np.allclose(out, _model(Q, K, V, block_size, causal),
                                                                      atol=1e-5, rtol=1e-4)
                 _name_known(*((one_block, _label(Q.shape, K.shape, 11, causal), Q, K, V, 11) if right
-                              else (out, what, Q, K, V, block_size)), causal)
+                              else (out, what, Q, K, V, block_size)), causal, impl=impl)
                 raise CaseFailure(f"{what} differs from the same call with block_size=11 (all keys in one "
                                   "block): the blocks must combine to exactly the one-block answer (rescale "
                                   "the running sum and output by exp(old_max - new_max) whenever the "
@@ -346,7 +351,7 @@ def test_weights_sum_to_one(impl):
                               "the running maximum starts at -inf (not 0) and takes the scores' own maximum")
         atol = 1e-3 if low else 1e-5  # float32 scores near -1000 carry errors near 1e-4, but no nan
         if not np.allclose(out, 1.0, atol=atol, rtol=0):
-            _name_known(out, what, Q, K, V, block_size, causal)
+            _name_known(out, what, Q, K, V, block_size, causal, impl=impl)
         checks.expect_finite(out, what, NAN_HINT)
         worst = float(out.flat[int(np.argmax(abs(out - 1)))])
         if abs(worst - 1) > atol:
@@ -365,7 +370,7 @@ def test_causal(impl):
     checks.expect_shape(out, (2, 10, 4), what)
     blockwise.name_nan_mask(impl, out, what, Q, K, V, 3, True)
     if not np.isfinite(out).all():
-        _name_known(out, what, Q, K, V, 3, True)
+        _name_known(out, what, Q, K, V, 3, True, impl=impl)
     checks.expect_finite(out, what, NAN_HINT)
     for t in (1, 4, 9):
         K2, V2 = K.copy(), V.copy()
@@ -376,7 +381,7 @@ def test_causal(impl):
             not_causal = CaseFailure(f"{what} is not causal: changing the keys and values from position {t} on changed "
                                      "the outputs of earlier queries; query i may only attend to keys 0..i")
             # a known mistake that breaks causality: its cause, after what was seen
-            _name_known(out, str(not_causal).partition(";")[0], Q, K, V, 3, True)
+            _name_known(out, str(not_causal).partition(";")[0], Q, K, V, 3, True, impl=impl)
             raise not_causal
 
 
@@ -414,7 +419,7 @@ def _check_peak(impl, causal):
     if not np.isfinite(out).all():
         broken = np.flatnonzero(~np.isfinite(out).all(axis=-1))[:4]  # rows with nan, for the nan's cause
         seen = np.union1d(rows, broken)
-        _name_known(out[seen], what, Q[seen], K, V, 64, causal, positions=seen)
+        _name_known(out[seen], what, Q[seen], K, V, 64, causal, positions=seen, impl=impl)
     checks.expect_finite(out, what, NAN_HINT)
     # The reference peaks near 5 MiB here; any (n_q, n_k) array of float32 scores is 36 MiB.
     limit = LONG * LONG * 4 // 2
@@ -427,7 +432,7 @@ def _check_peak(impl, causal):
         scores = scores.masked_fill(torch.arange(LONG)[None, :] > torch.as_tensor(rows)[:, None], float("-inf"))
     want = (torch.softmax(scores, dim=-1) @ v).numpy()
     checks.expect_close(out[rows], want, what + f", rows 0, 1, 777 and {LONG - 1},", atol=1e-4, rtol=1e-3,
-                        finite_hint=NAN_HINT, symptoms=lambda: _symptoms(Q[rows], K, V, 64, causal, positions=rows))
+                        finite_hint=NAN_HINT, symptoms=lambda: _symptoms(Q[rows], K, V, 64, causal, rows, impl))
 
 
 @case(STEP, "property", weight=7, timeout=15)

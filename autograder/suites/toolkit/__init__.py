@@ -25,6 +25,8 @@
   output can be named by its symptom (`symptoms`; `told_apart` names together those that coincide);
   and the mistakes several steps share in their own arithmetic: a hand-written softmax's, one without
   keepdims, a result cut to whole numbers.
+- `axis_orders`: the multi-head layers' keys and values entering their products with their axes in the
+  wrong order, as switches of `model.attention` and their messages.
 - `multihead`: what the two multi-head layers' suites (`MultiHeadAttention`, `CrossAttention`)
   share: their layers' names, records and probes, and the mistakes of their heads.
 - `module_ladders`: rungs for the causal layers' forwards that raised, where their suites are full: a
@@ -37,6 +39,7 @@
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
   model of attention fed in chunks through a cache, the diagnoses of a forward that raised, and the
   suite's layer handle (`WholeInputs`: a forward without a cache that refused or sliced what fits).
+- `cached_length_checks`: the cached layer's length check refusing the wrong way (an assert; the new tokens counted alone).
 - `cache_lengths`: len() of a student's KVCache that raised, named by what __len__ read or returned (its suite is full).
 - `properties`: property checks several suites share: causality, the last token, inputs shorter
   than `context_length`, batches, the input left unchanged, gradients, dropout (and a training step with it on).
@@ -47,9 +50,11 @@ loaded with `set_linear`, switched between train and eval.
 
 # head_probes registers the multi-head layers' explainers of a layer that cannot be built
 from autograder.suites.toolkit import cases, checks, head_probes  # noqa: F401  (the suites' shared names)
+from autograder.suites.toolkit.axis_orders import keys_axes_mistakes, values_axes_mistakes  # noqa: F401
 from autograder.suites.toolkit.model import (  # noqa: F401
     BIASES_LEFT_OUT,
     BIASES_LEFT_OUT_MISTAKE,
+    FLOOR_DIVIDED,
     MASK_MISTAKES,
     MULTIPLIED_BY_SQRT,
     NAN_HINT,
@@ -66,12 +71,10 @@ from autograder.suites.toolkit.model import (  # noqa: F401
     explain_by_probe,
     explains_one_head_keys_axes,
     heads_side_by_side,
-    keys_axes_mistakes,
     softmax,
     symptoms,
     told_apart,
     torch_identity_multihead,
-    values_axes_mistakes,
 )
 from autograder.suites.toolkit.module_ladders import (  # noqa: F401
     FILLED_WITH_PLUS_INF,

@@ -14,7 +14,7 @@ from autograder.suites.toolkit.cases import rng
 
 def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False):
+          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False, exp=np.exp):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
@@ -38,11 +38,15 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     "first": every block's values are the first rows of V (V[0:b]), not its own; loop "queries": the blocks
     start at range(0, n_q, block_size), the queries' count where the keys' is meant (blocks past n_k are empty),
     "from_one": at range(1, n_k, block_size) (key 0 never read), "block_numbers": at range(n_k // block_size),
-    the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read); max_axis -2:
+    the blocks' numbers taken for their first keys (overlapping blocks; the later keys never read), "reversed": the
+    blocks of range(0, n_k, block_size) read last first, "backwards": at range(n_k - block_size, -1, -block_size), last
+    first (the first n_k % block_size keys never read); max_axis -2:
     the block's maximum taken over the queries, a (..., 1, b) array that broadcasts the running ones to (..., n_q, b);
     keys_first: the block's scores taken as K_blk @ Qᵀ, a row per key (square blocks only),
     None: over the whole block (every query and sequence);
-    max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too.
+    max_before_mask: the block's maximum taken before the causal mask, over the blocked keys too; `exp` the
+    exponential every weight and rescale factor takes (np.exp2: base 2, as FlashAttention's kernels, which scale the
+    scores by log2(e) first).
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
     causal mask needs them; a long input's spot checks model only the rows they read)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
@@ -58,7 +62,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         end = {True: n_q if loop == "queries" else n_k, False: n_k - block_size + 1, "last": n_k - block_size}[tail]
         starts = {"keys": range(0, end, block_size), "queries": range(0, end, block_size),
-                  "from_one": range(1, end, block_size), "block_numbers": range(n_k // block_size)}[loop]
+                  "from_one": range(1, end, block_size), "block_numbers": range(n_k // block_size),
+                  "reversed": reversed(range(0, end, block_size)), "backwards": range(n_k - block_size, -1, -block_size)}[loop]
         for start in starts:
             reach = width if isinstance(width, int) else block_size - (width == "short")
             stop = min(start + reach, n_k - (width == "last_key"))
@@ -81,12 +86,12 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             new_max = (unmasked if max_before_mask else scores).max(axis=max_axis, keepdims=True)
             new_max = new_max if block_max else np.maximum(row_max, new_max)
             if rescale == "inverted":
-                shrink = np.exp(new_max - row_max)
+                shrink = exp(new_max - row_max)
             elif rescale == "ratio":
                 shrink = np.exp(row_max) / np.exp(new_max)
             else:
-                shrink = np.exp(row_max - new_max)
-            p = np.exp(scores - (new_max if shift == "new" else row_max))
+                shrink = exp(row_max - new_max)
+            p = exp(scores - (new_max if shift == "new" else row_max))
             if rescale == "sum_late":
                 row_sum = (row_sum + p.sum(sum_axis, keepdims=True)) * shrink
             else:
@@ -105,6 +110,15 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
             row_max = new_max if keep_max else row_max
         return acc / row_sum if normalise in (True, "block") else acc
 
+
+# The blocks read last first: exact where every query's first block read holds a key it may see, but with causal=True
+# an early query's first block read is all blocked, its maximum -inf, and exp(-inf - (-inf)) is nan from then on. The
+# starts counted down from n_k - block_size also leave keys out; one message for both, which coincide where
+# block_size divides n_k.
+REVERSED = ("the blocks are read from the last to the first: with causal=True an early query's first block read then "
+            "holds only keys it may not see, so its running maximum is still -inf after it, and exp(-inf - (-inf)) is "
+            "nan from then on; read the blocks in order, from key 0, which every query may see (starts counted down "
+            "from n_k - block_size also leave out the first n_k % block_size keys)")
 
 VALUES_FIRST = ("every block takes its values from the first rows of V, not from the rows of its own keys: a block's "
                 "weights weigh the values of the same keys (positions start to start + b), whichever block it is")
@@ -318,6 +332,29 @@ def mask_confirmed(impl, ladder, probe):
         return [(value, ADDITIVE_MASK if ADDITIVE_MASK in message else message) for value, message in ladder]
     return ladder
 
+
+def order_confirmed(impl, ladder, wrong_in_order):
+    """Blocks read last first and the block's own maximum taken as the new one (one of `wrong_in_order`) are exact but
+    where a block read is all blocked, which makes both nan: one message names both (and with V = ones, a running
+    maximum never kept too). A probe without causal=True whose first block scores far above the rest tells them
+    apart: the block's own maximum overflows there (exp(1000 - (-1000)) rescales what came before), and a maximum
+    never kept counts the last block alone, while the order of the blocks changes nothing."""
+    if not any(REVERSED in message and any(w in message for w in wrong_in_order) for _, message in ladder):
+        return ladder
+    Q = np.tile([[30.0, 0.0]], (3, 1))
+    K = np.vstack([np.tile([[30.0, 0.0]], (2, 1)), np.tile([[-30.0, 0.0]], (4, 1))])
+    V = np.random.default_rng(1527).normal(size=(6, 3))
+    out = _answer(impl, "the probe", Q, K, V, 2, False)
+    wrong = (REVERSED,) if out is None or not _same(out, model(Q, K, V, 2)) else wrong_in_order
+    return [(value, _without(message, wrong)) for value, message in ladder]
+
+
+def _without(message, wrong):
+    """`message`, a known mistake's or several's (checks.one_or_all), without those that contain one of `wrong`."""
+    if not message.startswith(checks.SEVERAL_FIT):
+        return message
+    fits = [fit for fit in message[len(checks.SEVERAL_FIT):].split("; or ") if not any(w in fit for w in wrong)]
+    return checks.one_or_all(fits) if fits else message
 
 def held_too_much(what, peak, num_tokens):
     """The CaseFailure of a call on `num_tokens` queries and keys that held `peak` bytes at once, more than half an

@@ -125,6 +125,10 @@ def explain_failed_forward(error, cache, start, size, call, whole_said=""):
         raise CaseFailure(f"{call} raised {error.type_name} multiplying the weights by the values: the weights have a "
                           f"column for every key held ({start} + {size}), but the values are the {size} new tokens' "
                           "only: the values, like the keys, are all those cache.update returns") from None
+    if start and size > 1 and found and found.re is _MISMATCH and found.group(3) == "2" and \
+            (int(found.group(1)), int(found.group(2))) == (start + 1, start + size) and start + 1 != size:
+        raise CaseFailure(f"{call} raised {error.type_name}: the mask slice is one new token's row ({start + 1} wide, "
+                          f"len(cache) + 1){ONE_TOKEN_ROW}") from None
     # torch names the mask "tensor a" in masked_fill: a narrow mask (size wide, or start + size high), not
     # narrow scores (new keys only), is the mask's fault.
     if start and found and found.re is _MISMATCH and sizes == {size, start + size} and \
@@ -145,6 +149,10 @@ def explain_failed_forward(error, cache, start, size, call, whole_said=""):
                           f"before this call ({start}), without the {size} new key{'s' * (size != 1)}: {why}") from None
 
 
+# mask[start:start + 1, :start + 1]: one new token's row, as generation feeds them, which a call of several (a prompt
+# after a cached prefix) does not fit; without a cache the (1, 1) slice broadcasts and blocks nothing.
+ONE_TOKEN_ROW = (", as if every call brought one token: a call may bring several (a prompt), each new token with its "
+                 "own row of the mask, as wide as every key held")
 # mask[start:start + t, :start + t] with start = len(cache) - t taken before cache.update, where it is the position t
 # tokens before the cache's end: the slice is as wide as the keys cached before the call, and right without a cache.
 POSITION_BEFORE_UPDATE = ("the scores have a column per key held, the cached ones and the new ones, and so must the "
@@ -280,6 +288,15 @@ class WholeInputs(Layer):
             self._explain_rows(num_tokens, kwargs, f"gave {shape[1]} rows")
         return out
 
+    def right_without_cache(self, x, want):
+        """Whether forward of the whole of x without a cache gives `want`: evidence for naming what a cache did, never
+        graded (a forward that raises or is wrong there is the other cases' to take)."""
+        try:
+            out = to_array(self(x), self.what)
+        except (RemoteError, CaseFailure):
+            return False
+        return out.shape == np.shape(want) and close(out, want)
+
     def _explain_rows(self, num_tokens, kwargs, said):
         """A mask slice whose rows start one off, shown on a layer where it fits (`explain_shifted_rows`)."""
         with_cache = "with" if kwargs.get("cache") is not None else "without"
@@ -365,6 +382,19 @@ INVERTED_MASK = ("the mask blocks the keys each token may see and keeps the late
 UNMASKED_WITH_CACHE = ("through a cache nothing is masked, though the whole input without a cache is: the new tokens of "
                        "one call (a prompt of several) also see the new tokens after them; a call with a cache is "
                        "causal too, each new token seeing the keys up to its own position")
+# keys, values = cache.update(...) unpacked the other way round: the keys and values swapped through a cache only, as
+# projections swapped (keys from W_value) would swap them everywhere.
+UNPACKED_SWAPPED = ("through a cache the keys and values are swapped, though the whole input without a cache is right: "
+                    "the two tensors cache.update returns are taken in the other order (it returns the keys first)")
+# A mistake's message where the same layer was right on the whole input, so that only a cache can have made it.
+_RIGHT_WITHOUT_CACHE = [(dict(mask="none"), UNMASKED_WITH_CACHE), (dict(roles="qvk"), UNPACKED_SWAPPED)]
+
+
+def seen_right_without_cache(switches, why):
+    """`why`, or what the mistake of `switches` is through a cache alone, where it has a message of that kind."""
+    return next((said for known, said in _RIGHT_WITHOUT_CACHE if known == switches), why)
+
+
 CACHE_MISTAKES = [
     (dict(offset=False), "the mask of the new tokens ignores the cache's offset: new token i sits at position "
                          "len(cache) + i, so its row of the mask is mask[len(cache) + i], not mask[i]"),
@@ -387,40 +417,3 @@ CACHE_MISTAKES = [
     (dict(new_keys_only=True), "a lone new token's one score is spread over every key held, so it weighs every "
                                "cached token the same (its output is the mean of their values): " + NEW_KEYS_ONLY),
 ]
-
-
-# An assert for the length check (assert len(cache) + t <= context_length) refuses the right calls, before the mask,
-# but with AssertionError, which the docstring does not promise (and python -O skips every assert).
-ASSERTED_LENGTH = ("is the length checked with an assert? An assert raises AssertionError (and python -O skips it); "
-                   "the docstring promises ValueError: raise ValueError(...) when len(cache) + t > context_length")
-
-
-# if t > context_length: the call's new tokens alone are checked, so a cache is let grow past context_length, and the
-# mask, context_length rows, has no rows for the tokens past it.
-NEW_TOKENS_ONLY = ("the length check counts only the tokens this call brings, not those the cache already holds: the "
-                   "cached keys take room in context_length too, and a cache let grow past it leaves the new tokens "
-                   "no rows of the mask")
-
-
-def refused_otherwise(what, error, same_total=None):
-    """The CaseFailure of a call that should raise ValueError (too many tokens for context_length) and raised `error`
-    (a RemoteError) instead: an AssertionError is named as an assert; a layer that refuses the same number of tokens
-    given at once to a new cache (`same_total()` raises ValueError) checks the new tokens only."""
-    if error.type_name == "AssertionError":
-        return CaseFailure(f"{what} raised AssertionError where it should raise ValueError: {ASSERTED_LENGTH}")
-    if same_total is not None and _refuses(same_total):
-        return CaseFailure(f"{what} raised {error.type_name}, though as many tokens given at once with an empty cache "
-                           f"are refused with ValueError: {NEW_TOKENS_ONLY}")
-    return CaseFailure(f"{what} raised {error.type_name}; it should raise ValueError (check the length "
-                       "before using the mask: raise ValueError(...) when len(cache) + t > context_length)")
-
-
-def _refuses(call):
-    """Whether call() raises ValueError (anything else it raises, or no error, is no refusal)."""
-    try:
-        call()
-    except ValueError:
-        return True
-    except (RemoteError, CaseFailure):
-        return False
-    return False

@@ -1,7 +1,9 @@
 """CrossAttention's scores divided by sqrt(num_heads) (self.num_heads for self.head_dim): a rung of its own, and a
 note on the input-width rungs wherever a width of x or the context, whole or per head, is num_heads, where the two
 give the same scores and the message says both; and on the unscaled rung wherever such a width per head is 1, whose
-square root divides by nothing. Its suite is near full, so this lives here."""
+square root divides by nothing. The scores divided by the square root of a number of tokens, the keys' (T_k) or the
+queries' (T_q): a note on every scale rung whose divisor equals it on an input (`or_tokens`); every input of the suite
+has another divisor equal to sqrt(T_q), so the queries' count is named only so. Its suite is near full, so this lives here."""
 
 import numpy as np
 
@@ -71,3 +73,26 @@ def with_heads(mistakes):
     divisors, which any of them may equal."""
     return [*mistakes, SCALED_BY_HEADS, *FIXED]
 
+
+
+OR_TOKENS = ("; on this input that divisor is also sqrt(T_k), the number of context tokens (keys.shape[-2]), which "
+             "gives the same scores: the scale comes from the keys' width, not from their number")
+OR_QUERIES = ("; on this input that divisor is also sqrt(T_q), the number of queries (queries.shape[-2]), which gives "
+              "the same scores")
+_COUNTS = {"tokens": OR_TOKENS, "queries": OR_QUERIES}
+
+
+def or_tokens(switches, why, compute):
+    """`why`, the message of a wrong scale (`switches`), followed by OR_TOKENS or OR_QUERIES where compute(**switches),
+    the model's output, is also what a divisor of sqrt(T_k) or sqrt(T_q) gives on this input: the message says both."""
+    scale = switches.get("scale")
+    if scale is None:
+        return why
+    for count, note in _COUNTS.items():
+        try:
+            with np.errstate(all="ignore"):
+                same = scale != count and np.allclose(compute(**switches), compute(scale=count), equal_nan=True)
+        except Exception:  # noqa: BLE001 - a model that cannot run here coincides with nothing
+            same = False
+        why += note if same else ""
+    return why

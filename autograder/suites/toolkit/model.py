@@ -2,7 +2,6 @@
 reproduce one known mistake, so a wrong output can be named by its symptom (`symptoms`)."""
 
 import functools
-import itertools
 import math
 
 import numpy as np
@@ -10,6 +9,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.axis_orders import keys_axes_mistakes
 from autograder.suites.toolkit.cases import check_stored, rng
 from autograder.suites.toolkit.modules import explains_forward, loaded_module, random_projections, tensor
 from autograder.suites.toolkit.shifts import NAN_HINT
@@ -155,10 +155,10 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     on the heads' axis, mask.unsqueeze(1), where num_heads == T); `fill` for blocked scores; `after`: mask the weights after
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
     (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)) | "first_axis"
-    (sqrt(keys.shape[0]): the batch size of a batch); the softmax
+    (sqrt(keys.shape[0]): the batch size of a batch) | "floor" (// sqrt(head_dim), each score rounded down); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight; "no_bias": without the bias);
-    split "no_transpose" | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
+    split "no_transpose" | "no_transpose_q" or "_k" (that role's only) | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
     `split_into`: the number of heads the features are cut into (a hard-coded one), while scale "head"
     keeps the head_dim of num_heads, and scale "cut" takes that of the heads cut; `keys_axes`: the
     order the keys' axes (batch, heads, T, head_dim) take in the scores' product, and `values_axes` the
@@ -186,20 +186,21 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
 
     cut = split_into or num_heads
 
-    def split_(z):
+    def split_(z, role):
         width = z.shape[-1] // cut
-        if split == "no_transpose":
+        if split in ("no_transpose", f"no_transpose_{role}"):
             return z.reshape(*lead, cut, num_tokens, width)
         if split == "interleaved":
             return np.moveaxis(z.reshape(*lead, num_tokens, width, cut), -1, -3)
         return np.swapaxes(z.reshape(*lead, num_tokens, cut, width), -3, -2)
 
-    q, k, v = split_(q), split_(k), split_(v)  # (..., heads, T, width)
+    q, k, v = split_(q, "q"), split_(k, "k"), split_(v, "v")  # (..., heads, T, width)
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
                "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
                "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut), "times_sqrt": 1 / math.sqrt(head_dim),
-               "first_axis": math.sqrt(x.shape[0])}[scale]
-    scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
+               "first_axis": math.sqrt(x.shape[0]), "floor": math.sqrt(head_dim)}[scale]
+    product = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes))
+    scores = np.floor_divide(product, divisor) if scale == "floor" else product / divisor
     ones = np.ones((num_tokens, num_tokens))
     blocked = {"causal": np.triu(ones, 1), "diagonal": np.triu(ones, 0), "lower": np.tril(ones, -1),
                "inverted": np.tril(ones, 0), "none": 0 * ones, "heads": np.triu(ones, 1)[:, None],
@@ -305,6 +306,8 @@ SCALED_BY_BATCH = (dict(scale="first_axis"), "the scores are divided by the squa
 # `* d_k ** 0.5` (or `/ d_k ** -0.5`): every layer's ladder has it, with d_k the width of one head's keys.
 MULTIPLIED_BY_SQRT = (dict(scale="times_sqrt"), "the scores are multiplied by the square root of the keys' width "
                                                 "(d_k, or head_dim in each head) instead of divided by it")
+FLOOR_DIVIDED = ("the scores are divided with // (floor division), which rounds each one down to a whole number: "
+                 "divide with /")
 TWICE_D_K = ("the scores are divided by 2 d_k: `/ d_k ** 1 / 2` divides by d_k, then by 2 (** binds first, and / "
              "runs left to right); the divisor is sqrt(d_k)")
 SCALE_MISTAKES = [
@@ -386,22 +389,6 @@ def check_stored_outputs(impl, step, apply, what, symptoms_of, where=None):
 
 # --- a forward that raised, named by a run where the shapes fit -----------------------------
 
-def keys_axes_mistakes(names):
-    """(switches, message) of the keys entering the scores' product with their axes in any order but the
-    right one (the last two swapped). `names` {axis of the model's 4-D keys (batch, heads, T, width): its
-    name}; an axis left out (CausalAttention's one head) stays in place."""
-    moved = sorted(names)
-    orders = [order for order in itertools.permutations(moved) if order != (*moved[:-2], moved[-1], moved[-2])]
-
-    def axes(order):
-        placed = dict(zip(moved, order))
-        return tuple(placed.get(axis, axis) for axis in range(4))
-
-    return [(dict(keys_axes=axes(order)), f"the keys' axes enter the scores' product in the order "
-             f"({', '.join(names[i] for i in order)}); the scores are the queries times the keys with their "
-             f"last two axes ({names[moved[-2]]}, {names[moved[-1]]}) swapped") for order in orders]
-
-
 # keys.T on the 3-D keys (batch, T, d_k) of a one-head layer reverses all three axes, and a transpose that moves
 # the batch raises too, except where batch == T == d_k, where every order fits (the model's head axis, 1, stays);
 # x @ W.weight raises wherever d_in != d_out.
@@ -425,14 +412,6 @@ def explains_one_head_keys_axes(class_name, seed):
                          lambda **kw: attention(x, linears, **kw), ONE_HEAD_PROBE_MISTAKES,
                          "batch, T, d_in and d_out are all 2")
     return explain
-
-
-def values_axes_mistakes(names):
-    """(switches, message) of the values entering the product with the weights with their 4 axes (`names`,
-    in the model's order (batch, heads, T, width)) in any other order."""
-    return [(dict(values_axes=order), f"the values' axes enter the product with the weights in the order "
-             f"({', '.join(names[i] for i in order)}); the weights multiply each head's values, "
-             f"({', '.join(names)})") for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)]
 
 
 def explain_by_probe(what, error, run, model, mistakes, where):

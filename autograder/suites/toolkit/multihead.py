@@ -13,6 +13,7 @@ from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import error_name
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit import checks
+from autograder.suites.toolkit.axis_orders import keys_axes_mistakes
 from autograder.suites.toolkit.model import (
     BIASES_LEFT_OUT_MISTAKE,
     HEADS_FACTORS,
@@ -23,7 +24,6 @@ from autograder.suites.toolkit.model import (
     SCALED_BY_TOKENS,
     SOFTMAX_AXIS_MISTAKES,
     explain_by_probe,
-    keys_axes_mistakes,
     softmax,
 )
 from autograder.suites.toolkit.modules import loaded_module, random_linear, tensor
@@ -53,23 +53,6 @@ HEADS_AVERAGED = (dict(heads_factor="over"), "each head's output is divided by n
                                              "are set side by side, each with weights that sum to 1 over the keys")
 # sqrt(T_k), the number of keys (keys.shape[-2]) for their width: the one-head layers' message (model.SCALED_BY_TOKENS).
 SCALED_BY_KEYS_COUNT = (dict(scale="tokens"), SCALED_BY_TOKENS)
-OR_TOKENS = ("; on this input that divisor is also sqrt(T_k), the number of context tokens (keys.shape[-2]), which "
-             "gives the same scores: the scale comes from the keys' width, not from their number")
-
-
-def or_tokens(switches, why, compute):
-    """`why`, the message of a wrong scale (`switches`), followed by OR_TOKENS where compute(**switches), the
-    model's output, is also what a divisor of sqrt(T_k) gives on this input: the message says both."""
-    if switches.get("scale") in (None, "tokens"):
-        return why
-    try:
-        with np.errstate(all="ignore"):
-            same = np.allclose(compute(**switches), compute(scale="tokens"), equal_nan=True)
-    except Exception:  # noqa: BLE001 - a model that cannot run here coincides with nothing
-        return why
-    return why + OR_TOKENS if same else why
-
-
 LOG_SOFTMAX = (dict(normaliser="log_softmax"), "the attention weights are log-probabilities (log_softmax): the values are "
                                       "weighted by the probabilities themselves (softmax); where a key is blocked, "
                                       "log(0) = -inf gives nan")
@@ -274,7 +257,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
     nan where the mask is False) | "heads" (the
     mask lined up with the heads) | "queries" (with the queries); scale "none" | "d_out" | "head_linear" | "twice_linear" (2 head_dim) | "d_kv"
     (sqrt(d_kv)) | "d_q" (sqrt(d_q), x's width) | "d_q_heads" (sqrt(d_q // num_heads)) | "d_kv_heads" | "times_sqrt" | "cut"
-    | "tokens" (sqrt(T_k), the number of keys) | "heads" (sqrt(num_heads)) | a number (a fixed divisor);
+    | "tokens" (sqrt(T_k), the number of keys) | "queries" (sqrt(T_q)) | "heads" (sqrt(num_heads)) | a number (a fixed divisor);
     `split_into` and `keys_axes` as for `model.attention` (a number of heads hard-coded, with scale "cut" its
     head_dim; the keys' axes in the scores' product);
     `causal` (a causal mask as well); `out_proj` False; split "no_transpose" (every projection cut straight into
@@ -309,6 +292,7 @@ def cross_attention(x, context, linears, num_heads, key_padding_mask=None, *, ma
                "d_q_heads": math.sqrt(x.shape[-1] // num_heads), "times_sqrt": 1 / math.sqrt(head_dim),
                "d_kv_heads": math.sqrt(context.shape[-1] // num_heads),
                "cut": math.sqrt(q.shape[-1]), "tokens": math.sqrt(context.shape[-2]), "heads": math.sqrt(num_heads),
+               "queries": math.sqrt(x.shape[-2]),
                }[scale] if isinstance(scale, str) else scale  # a number: a fixed divisor written in
     scores = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes)) / divisor
     blocked = np.zeros(scores.shape, dtype=bool)
@@ -378,7 +362,7 @@ def before_merge_why(error):
 def explain_cross_forward(impl, what, error):
     """A CrossAttention forward that raised, run again (`explain_by_probe`) on a layer of 2 heads of width 2,
     x of 2 queries and a context of 2 tokens, where the keys' axes fit in any order, without a mask; then
-    with one head of width 4 (`BEFORE_MERGE`)."""
+    with one head of width 4 (`BEFORE_MERGE`), and with 4 heads, where a number of heads written in fits."""
     r = np.random.default_rng(1912)
     linears = {"W_query": random_linear(r, 4, 3, False), "W_key": random_linear(r, 4, 5, False),
                "W_value": random_linear(r, 4, 5, False), "out_proj": random_linear(r, 4, 4, True)}
@@ -401,6 +385,9 @@ def explain_cross_forward(impl, what, error):
         right = False
     if right:
         _explain_length_from_x(impl, what, error, linears, x, r.normal(size=(2, 3, 5)))
+    # a number of heads written in (self.num_heads = 2) raises where it does not divide d_out; 4 heads of width 1 run it
+    explain_by_probe(what, error, lambda: probe(4), lambda **kw: cross_attention(x, context, linears, 4, **kw),
+                     fixed_heads(4, 4), "d_out = 4 divides into 1, 2 or 4 heads")
     # x added to the output fits only where x is as wide as the output: a layer whose d_q is d_out
     square, x_square = dict(linears, W_query=random_linear(r, 4, 4, False)), r.normal(size=(2, 2, 4))
     explain_by_probe(what, error, lambda: loaded_module(impl, "CrossAttention", (4, 5, 4, 2), square, explained=False)(

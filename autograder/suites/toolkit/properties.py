@@ -195,6 +195,9 @@ def explain_gradients(name, report, paths, module=None):
                           "(no autograd graph): do not use torch.no_grad(), .detach() or NumPy in forward")
     if "backward_error" in report:
         first = backward_error_line(report["backward_error"])
+        if "floor_divide" in str(report["backward_error"]):  # autograd's words for //, which has no gradient
+            raise CaseFailure(f"backpropagating through {name} failed ({first}): a division with // (floor "
+                              "division) rounds down to whole numbers and has no gradient; divide with /")
         if "inplace" not in str(report["backward_error"]):  # autograd's words for a tensor changed in place
             raise CaseFailure(f"backpropagating through {name} failed ({first}), and the grader cannot "
                               "name why")

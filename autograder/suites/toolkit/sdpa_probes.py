@@ -5,7 +5,7 @@ scores' nan from a maximum taken without keepdims, which does shift, by another 
 returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); a context of V @ weights or of
 weights.T @ V, which run only on square inputs or one matrix; a row's maximum subtracted before its blocked
 keys are, which is exact until a blocked key scores far above the open ones; and a call that raised, run where its
-mistake shows (`name_error_by_other_inputs`)."""
+mistake shows (`name_error_by_other_inputs`), a batch's own masks sliced as one matrix's included."""
 
 import numpy as np
 
@@ -106,6 +106,26 @@ MASK_READ_INVERTED = ("the mask is read the other way round (blocking where it i
                       "to that key)")
 
 
+def name_nan_weights(attend, Q, K, V, mask, weights, label):
+    """Raises the cause of nan in `weights` (of the right shape) where one is known: a mask multiplied by -inf (nan in
+    every row), a mask read inverted (nan in rows nothing blocks), or, for large scores, `why_nan`."""
+    rows = np.isnan(weights).any(axis=-1)
+    raw = Q @ np.swapaxes(K, -1, -2)
+    large = np.abs(raw).max() > 50  # exp of such scores overflows, or all of a row's underflow
+    if mask is not None and not large:
+        full_mask = np.broadcast_to(mask, weights.shape)
+        if nan_from_mask_times_inf(attend, Q, K, V, full_mask, rows, label):
+            raise CaseFailure("the weights are nan in every row, blocked keys or not: mask * -inf is 0 * -inf = nan "
+                              "where a key is open; blocked scores become -inf and the others stay as they are "
+                              f"({label})")
+        if (rows & ~full_mask.any(axis=-1)).any():
+            raise CaseFailure("the weights are nan in rows where nothing is blocked: the mask looks inverted; True "
+                              f"means blocked (this query may NOT attend to that key) ({label})")
+    if large:
+        raise CaseFailure(f"the weights contain nan for large scores: "
+                          f"{why_nan(attend, raw / np.sqrt(K.shape[-1]), rows, mask, weights)} ({label})")
+
+
 def why_nan(attend, scores, nan_rows, mask=None, weights=None):
     """shifts.why_nan of the scaled `scores`, unless the code's maximum is taken without keepdims=True, which a
     probe of square scores tells (elsewhere such code raises): then it does shift, by the wrong row's maximum, so
@@ -202,6 +222,9 @@ def name_error_by_other_inputs(attend, Q, K, V, mask, error, detail):
             raise CaseFailure(f"{detail}, yet gives the right answer with the mask given a leading axis of 1, "
                               f"{checks.fmt_shape((1, *np.shape(mask)))}: {MASK_INDEXED_AS_BATCHED}") from None
     if mask is not None and np.ndim(Q) > 2 and _mask_sliced_for_one_matrix(attend, Q, K, V, mask):
+        if _cut_from_the_front(attend):
+            raise CaseFailure(f"{detail} only with its mask, and runs with it on one item of the batch: "
+                              f"{MASK_SLICED_FROM_THE_FRONT}") from None
         raise CaseFailure(f"{detail} only with its mask, and runs with it on one item of the batch: "
                           f"{MASK_SLICED_FOR_ONE_MATRIX}") from None
     if error_cause(str(error)) is not None:
@@ -236,3 +259,29 @@ def _mask_sliced_for_one_matrix(attend, Q, K, V, mask):
         except Exception:  # noqa: BLE001 - only asks whether these inputs go through
             runs.append(False)
     return runs == [False, True, True]
+
+
+# mask[:n_q, :n_k]: the scores' own sizes, as CausalAttention slices its (context_length, context_length) mask, but
+# indices cut a mask's first axes, which on a per-item (batch, n_q, n_k) mask are the batch and the queries.
+MASK_SLICED_FROM_THE_FRONT = ("the mask is sliced to the scores' sizes (n_q, n_k), but indices cut a mask's first axes, "
+                              "which on a mask of one (n_q, n_k) matrix per item are the batch and the queries: a "
+                              "mask's axes, like the scores', are counted from the end, and a mask given at the "
+                              "scores' size needs no cutting")
+
+
+def _cut_from_the_front(attend):
+    """Whether a mask that fits one matrix only is cut to the scores' sizes from the front (mask[:n_q, :n_k]), not by
+    sizes read for one matrix (mask[:Q.shape[0], :K.shape[0]]): a per-item mask with fewer items than queries and
+    fewer queries than keys goes through the first and stops the second; one with more items than queries the other
+    way round."""
+    r = np.random.default_rng(1320)
+    runs = []
+    for batch, n_q, n_k in ((2, 3, 5), (4, 2, 3)):
+        Q, K, V = r.normal(size=(batch, n_q, 4)), r.normal(size=(batch, n_k, 4)), r.normal(size=(batch, n_k, 2))
+        mask = r.random((batch, n_q, n_k)) < 0.3
+        try:
+            attend(Q, K, V, mask)
+            runs.append(True)
+        except Exception:  # noqa: BLE001 - only asks whether these inputs go through
+            runs.append(False)
+    return runs == [True, False]
