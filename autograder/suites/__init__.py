@@ -21,8 +21,10 @@ at least half (`SLIP_MIN_KEPT`). A case's weight is chosen for that:
   d_in != d_out, layers with and without a bias, one new token and a prompt through a cache, a softmax
   along the last axis and along another (`check_stored`'s `where`). A wrong central computation
   fails every kind; a slip that fails on one kind keeps the others' weight.
-  Where two slips fail complementary kinds (`SelfAttention`: keys.T fails a batch,
-  transpose(1, 2) one sequence), the two kinds weigh the same, so each keeps half.
+  The kinds weigh as the notes use them, not the same: `SelfAttention`'s worked examples and most
+  of its cases give one sequence, so a slip that fails only a batch keeps most of the step, and
+  one that raises on one sequence (transpose(1, 2), right for a batch) keeps 0.10 of it
+  (`misconception_sizes.toml` says why each such slip is sized as it is).
 - **Each property case checks one rule** (dropout off in eval mode, the mask sliced to T, inputs
   unchanged, gradients reach every layer, a batch item independent of the others). A slip
   breaks one rule and loses that case's weight only, a small share of the step (at most 0.5 of
