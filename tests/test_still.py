@@ -70,3 +70,23 @@ def test_a_process_is_settled_only_once_every_thread_stopped():
     finally:
         process.kill()
         process.wait()
+
+
+def test_where_proc_never_names_where_a_thread_waits_a_stopped_process_is_settled_by_its_state(monkeypatch):
+    """A host whose /proc shows "0" as every thread's wait (no symbols): the window opens on the stopped state alone,
+    not never (every memory case of 05 failed then, honest ones too)."""
+    shown = still.procfs.thread_runs
+    monkeypatch.setattr(still.procfs, "thread_runs", lambda pid: {t: (letter, False, switches)
+                                                                  for t, (letter, _, switches) in shown(pid).items()})
+    still._wchan_shown.cache_clear()
+    process = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(process.pid, signal.SIGSTOP)
+        while not still.stopped(process.pid):
+            time.sleep(0.001)
+        assert not still._wchan_shown()
+        assert still.settled(process.pid)
+    finally:
+        still._wchan_shown.cache_clear()
+        process.kill()
+        process.wait()
