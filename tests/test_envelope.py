@@ -85,6 +85,15 @@ def test_a_kernel_holds_a_few_terminals_of_the_machines(tmp_path):
 
 
 @needs_sandbox
+def test_a_kernel_holds_none_of_the_machines_asynchronous_io_contexts(tmp_path):
+    """Red-team round r61: one kernel held the machine's whole pool of io_setup's events (fs.aio-max-nr), 16 contexts
+    of 4,096, and no other program on the machine, a classmate's kernel graded beside it included, could have one.
+    No notebook needs them: io_setup is refused."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["HOLD, EVENTS = 64, 4096", program("hold_aio")]))
+    assert "REFUSED EPERM" in printed(judged, 1) and "CONTEXTS 0" in printed(judged, 1), printed(judged, 1)
+
+
+@needs_sandbox
 @needs_groups
 def test_children_share_the_submissions_memory_budget(tmp_path):
     """Three children of 1.6 GiB each fit under any one process's limit but not together: the
