@@ -119,6 +119,40 @@ def test_each_kernel_has_its_own_groups_and_they_go_with_it(tmp_path):
         assert own and not any((envelope.ROOT / "memory" / name).exists() for name in own), own
 
 
+@pytest.mark.skipif(envelope._version() != 1 or not (envelope.ROOT / "freezer").is_dir(), reason="v1's freezer")
+def test_an_envelope_is_removed_once_its_processes_have_ended_however_long_they_take(tmp_path):
+    """Red-team round r61 (`tests/programs/slow_to_end.py`, by hand): 100 processes of 65,000 mappings each took more
+    than 2 s to end once killed, each tearing its mappings down inside the kernel's CPU budget; the judge, which
+    waited 2 s, left the kernel's memory group behind for good (its enclosure's folder, by which a later grading
+    process finds what a killed one left, is removed), and the next notebook's kernel started beside them. Here a
+    process frozen (v1's freezer: a fatal signal waits until it thaws) ends 3 s after it is killed."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    frozen = envelope.ROOT / "freezer" / f"test-slow-end-{tmp_path.name}"
+    frozen.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"])
+    kept = envelope.Envelope(f"test-slow-end-{tmp_path.name}")
+    try:
+        kept.admit(child.pid)
+        (frozen / "cgroup.procs").write_text(str(child.pid))
+        (frozen / "freezer.state").write_text("FROZEN")
+        thaw = threading.Timer(3.0, (frozen / "freezer.state").write_text, ["THAWED"])
+        thaw.start()
+        started = time.monotonic()
+        kept.remove()
+        assert time.monotonic() - started > 2.5 and child.wait(timeout=10) == -9
+        assert not any((root / kept.name).exists() for root in envelope._group_folders())
+    finally:
+        thaw.join()
+        child.kill()
+        child.wait()
+        envelope.remove_abandoned(kept.name)
+        frozen.rmdir()
+
+
 def test_an_envelope_without_groups_still_admits_a_stopped_process():
     """Where no group can be made (grading as an ordinary user), a kernel's monitor is still let go."""
     import signal
