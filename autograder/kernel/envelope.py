@@ -164,9 +164,10 @@ def _move_processes(source, target):
                 pass  # ended meanwhile
 
 
-def _remove_group(path):
-    """Kill whatever is still in the group at `path`, and remove it once they have ended (at most END_WAIT)."""
-    deadline = time.monotonic() + END_WAIT
+def _remove_group(path, deadline=None):
+    """Kill whatever is still in the group at `path`, and remove it once they have ended: by `deadline` (a
+    `time.monotonic()`; END_WAIT from now if None), or it is left."""
+    deadline = time.monotonic() + END_WAIT if deadline is None else deadline
     while True:  # a PID namespace is torn down asynchronously
         try:
             path.rmdir()
@@ -190,13 +191,14 @@ def remove_abandoned(name):
     """Remove the groups of the enclosure `name` and of its kernels (`kernel-<name>-...`), killing
     what is left in them: for an enclosure whose owning process is gone (killed, so its own
     `remove` never ran)."""
+    deadline = time.monotonic() + END_WAIT  # one wait for them all: they were all killed at once
     for folder in _group_folders():
         try:
             found = [p for p in folder.iterdir() if p.name == name or p.name.startswith(f"kernel-{name}-")]
         except OSError:
             continue
         for path in found:
-            _remove_group(path)
+            _remove_group(path, deadline)
         for leaf in folder.glob(f"{LEAF_PREFIX}*"):  # v2: the leaves of grading processes now gone
             try:
                 leaf.rmdir()  # only an empty one goes: a live process's leaf holds that process
@@ -373,8 +375,9 @@ class Envelope:
         if self._peak_fd is not None:
             os.close(self._peak_fd)
             self._peak_fd = None
+        deadline = time.monotonic() + END_WAIT  # one wait for them all: they were all killed at once
         if "memory" in self.paths and self.version == 1:
-            _remove_group(self._call_group)  # first: a group holding another is not removed
+            _remove_group(self._call_group, deadline)  # first: a group holding another is not removed
         for path in self.paths.values():
-            _remove_group(path)
+            _remove_group(path, deadline)
         self.paths = {}
