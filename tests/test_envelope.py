@@ -135,18 +135,19 @@ def test_an_envelope_is_removed_once_its_processes_have_ended_however_long_they_
     frozen.mkdir()
     child = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"])
     kept = envelope.Envelope(f"test-slow-end-{tmp_path.name}")
+    thaw = threading.Timer(3.0, (frozen / "freezer.state").write_text, ["THAWED"])
     try:
         kept.admit(child.pid)
         (frozen / "cgroup.procs").write_text(str(child.pid))
         (frozen / "freezer.state").write_text("FROZEN")
-        thaw = threading.Timer(3.0, (frozen / "freezer.state").write_text, ["THAWED"])
         thaw.start()
         started = time.monotonic()
         kept.remove()
         assert time.monotonic() - started > 2.5 and child.wait(timeout=10) == -9
         assert not any((root / kept.name).exists() for root in envelope._group_folders())
     finally:
-        thaw.join()
+        thaw.cancel()  # not started, or run already: either way the child thaws
+        (frozen / "freezer.state").write_text("THAWED")
         child.kill()
         child.wait()
         envelope.remove_abandoned(kept.name)
