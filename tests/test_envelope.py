@@ -133,7 +133,8 @@ def test_an_envelope_is_removed_once_its_processes_have_ended_however_long_they_
 
     frozen = envelope.ROOT / "freezer" / f"test-slow-end-{tmp_path.name}"
     frozen.mkdir()
-    child = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"])
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import os, signal, time; os.kill(os.getpid(), signal.SIGSTOP); time.sleep(60)"])
     kept = envelope.Envelope(f"test-slow-end-{tmp_path.name}")
     thaw = threading.Timer(3.0, (frozen / "freezer.state").write_text, ["THAWED"])
     try:
