@@ -85,6 +85,15 @@ def test_a_kernel_holds_a_few_terminals_of_the_machines(tmp_path):
 
 
 @needs_sandbox
+def test_a_kernel_holds_none_of_the_machines_asynchronous_io_contexts(tmp_path):
+    """Red-team round r61: one kernel held the machine's whole pool of io_setup's events (fs.aio-max-nr), 16 contexts
+    of 4,096, and no other program on the machine, a classmate's kernel graded beside it included, could have one.
+    No notebook needs them: io_setup is refused."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", ["HOLD, EVENTS = 64, 4096", program("hold_aio")]))
+    assert "REFUSED EPERM" in printed(judged, 1) and "CONTEXTS 0" in printed(judged, 1), printed(judged, 1)
+
+
+@needs_sandbox
 @needs_groups
 def test_children_share_the_submissions_memory_budget(tmp_path):
     """Three children of 1.6 GiB each fit under any one process's limit but not together: the
@@ -108,6 +117,42 @@ def test_each_kernel_has_its_own_groups_and_they_go_with_it(tmp_path):
     own = {part.split("/")[-1] for part in groups.split() if "kernel-judge-warm-" in part}
     if envelope._version() == 1:
         assert own and not any((envelope.ROOT / "memory" / name).exists() for name in own), own
+
+
+@pytest.mark.skipif(envelope._version() != 1 or not (envelope.ROOT / "freezer").is_dir(), reason="v1's freezer")
+def test_an_envelope_is_removed_once_its_processes_have_ended_however_long_they_take(tmp_path):
+    """Red-team round r61 (`tests/programs/slow_to_end.py`, by hand): 100 processes of 65,000 mappings each took more
+    than 2 s to end once killed, each tearing its mappings down inside the kernel's CPU budget; the judge, which
+    waited 2 s, left the kernel's memory group behind for good (its enclosure's folder, by which a later grading
+    process finds what a killed one left, is removed), and the next notebook's kernel started beside them. Here a
+    process frozen (v1's freezer: a fatal signal waits until it thaws) ends 3 s after it is killed."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    frozen = envelope.ROOT / "freezer" / f"test-slow-end-{tmp_path.name}"
+    frozen.mkdir()
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import os, signal, time; os.kill(os.getpid(), signal.SIGSTOP); time.sleep(60)"])
+    kept = envelope.Envelope(f"test-slow-end-{tmp_path.name}")
+    thaw = threading.Timer(3.0, (frozen / "freezer.state").write_text, ["THAWED"])
+    try:
+        kept.admit(child.pid)
+        (frozen / "cgroup.procs").write_text(str(child.pid))
+        (frozen / "freezer.state").write_text("FROZEN")
+        thaw.start()
+        started = time.monotonic()
+        kept.remove()
+        assert time.monotonic() - started > 2.5 and child.wait(timeout=10) == -9
+        assert not any((root / kept.name).exists() for root in envelope._group_folders())
+    finally:
+        thaw.cancel()  # not started, or run already: either way the child thaws
+        (frozen / "freezer.state").write_text("THAWED")
+        child.kill()
+        child.wait()
+        envelope.remove_abandoned(kept.name)
+        frozen.rmdir()
 
 
 def test_an_envelope_without_groups_still_admits_a_stopped_process():

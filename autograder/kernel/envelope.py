@@ -43,6 +43,10 @@ LEAF_PREFIX = "grading-"  # the leaf a grading process moves into on v2 (`_enabl
 # (`Envelope.reset_peak`): its peak counts only what is charged during the call.
 CALL_GROUP = "call"
 CPU_PERIOD_US = 100_000
+# Seconds for a group's killed processes to end before it is left: each tears down what it holds, inside the
+# kernel's CPU budget, and 100 of 65,000 mappings each took more than the 2 s once waited, which left the group
+# behind for good and the next notebook's kernel starting beside them (red-team round r61)
+END_WAIT = 30.0
 
 
 def _own_v2_group():
@@ -160,9 +164,11 @@ def _move_processes(source, target):
                 pass  # ended meanwhile
 
 
-def _remove_group(path):
-    """Kill whatever is still in the group at `path`, and remove it."""
-    for _ in range(100):  # a PID namespace is torn down asynchronously
+def _remove_group(path, deadline=None):
+    """Kill whatever is still in the group at `path`, and remove it once they have ended: by `deadline` (a
+    `time.monotonic()`; END_WAIT from now if None), or it is left."""
+    deadline = time.monotonic() + END_WAIT if deadline is None else deadline
+    while True:  # a PID namespace is torn down asynchronously
         try:
             path.rmdir()
             return
@@ -176,6 +182,8 @@ def _remove_group(path):
                     os.kill(int(pid), 9)
                 except OSError:
                     pass
+            if time.monotonic() > deadline:
+                return
             time.sleep(0.02)
 
 
@@ -183,13 +191,14 @@ def remove_abandoned(name):
     """Remove the groups of the enclosure `name` and of its kernels (`kernel-<name>-...`), killing
     what is left in them: for an enclosure whose owning process is gone (killed, so its own
     `remove` never ran)."""
+    deadline = time.monotonic() + END_WAIT  # one wait for them all: they were all killed at once
     for folder in _group_folders():
         try:
             found = [p for p in folder.iterdir() if p.name == name or p.name.startswith(f"kernel-{name}-")]
         except OSError:
             continue
         for path in found:
-            _remove_group(path)
+            _remove_group(path, deadline)
         for leaf in folder.glob(f"{LEAF_PREFIX}*"):  # v2: the leaves of grading processes now gone
             try:
                 leaf.rmdir()  # only an empty one goes: a live process's leaf holds that process
@@ -366,8 +375,9 @@ class Envelope:
         if self._peak_fd is not None:
             os.close(self._peak_fd)
             self._peak_fd = None
+        deadline = time.monotonic() + END_WAIT  # one wait for them all: they were all killed at once
         if "memory" in self.paths and self.version == 1:
-            _remove_group(self._call_group)  # first: a group holding another is not removed
+            _remove_group(self._call_group, deadline)  # first: a group holding another is not removed
         for path in self.paths.values():
-            _remove_group(path)
+            _remove_group(path, deadline)
         self.paths = {}
