@@ -113,12 +113,13 @@ def _explain_masks_of_num_heads(impl, what, error):
         try:
             layer(toolkit.tensor(x[:, :size + 1]))
         except RemoteError:
-            # num_heads and context_length are neighbours in the wrapper's arguments, and easily swapped
-            question = ("are the two passed in each other's place to the heads?" if passed == "num_heads" else
-                        f"is {passed} passed to the heads in context_length's place?")
-            raise CaseFailure(f"{what} raised {error.type_name}: a wrapper of 3 heads, d_in 5, d_out 2 and context_length "
-                              f"7 runs right on {size} tokens and raises on {size + 1}, so each head's causal mask "
-                              f"covers {passed} tokens, not context_length: {question}") from None
+            runs = (f"{what} raised {error.type_name}: a wrapper of 3 heads, d_in 5, d_out 2 and context_length 7 runs "
+                    f"right on {size} tokens and raises on {size + 1}")
+            if passed == "num_heads":  # neighbours in the wrapper's arguments, and easily swapped
+                raise CaseFailure(f"{runs}, so each head's causal mask covers num_heads tokens, not context_length: "
+                                  "are the two passed in each other's place to the heads?") from None
+            raise CaseFailure(f"{runs}, so each head's causal mask covers {passed} tokens, not context_length: is "
+                              f"{passed} passed to the heads in context_length's place?") from None
         except CaseFailure:
             return
 
