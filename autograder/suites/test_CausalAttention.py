@@ -50,9 +50,17 @@ SDPA_MASK_INVERTED = ("the mask is read the other way round, and the token whose
                       "opposite of masked_fill's mask; pass it ~mask, or is_causal=True")
 
 
+# scores + mask * float("-inf") with a mask of 0s and 1s: every open score is nan, so every row is, the last token's
+# too, which blocks nothing (a mask that blocks a whole row, or a fill of +inf, leaves that row right).
+MASK_TIMES_MINUS_INF = ("every output is nan, the last token's too, though its row blocks no key: nan reached the "
+                        "scores the mask leaves open, as a mask of 0s and 1s multiplied by -inf and added to the "
+                        "scores makes them (0 * -inf is nan, not 0); only the blocked scores may become -inf")
+
+
 def _mistakes(x, linears):
     d_k = np.shape(linears["W_key"][0])[0]
     return toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), MISTAKES) + [
+        (lambda: toolkit.attention(x, linears) * np.nan, MASK_TIMES_MINUS_INF),
         (lambda: np.nan_to_num(toolkit.attention(x, linears, mask="inverted"), nan=0.0), SDPA_MASK_INVERTED),
         (lambda: toolkit.attention(x, linears, scale="none") / np.sqrt(d_k), SCALED_AFTER_SOFTMAX),
         (lambda: causal_weights(x, linears), RETURNS_WEIGHTS)]

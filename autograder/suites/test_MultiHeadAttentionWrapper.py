@@ -94,25 +94,34 @@ def _explain_forward(impl, what, error):
 
 
 def _explain_masks_of_num_heads(impl, what, error):
-    """A wrapper of 3 heads and context_length 6 that runs right on 3 tokens but raises on 4: its heads' causal
-    masks cover num_heads tokens, not context_length (a mask not sliced to T fails on 3 tokens too)."""
+    """A wrapper of 3 heads, d_in 5, d_out 2 and context_length 7 that runs right on as many tokens as one of its
+    other sizes but raises on one token more: its heads' causal masks cover that size, not context_length (a mask
+    not sliced to T fails on fewer tokens too)."""
     r = rng(1510)
     heads = _random_heads(r, 3, 5, 2, False)
-    x = r.normal(size=(2, 4, 5))  # 5 features, neither 3 nor 4: no other retry of a Layer fits them
+    x = r.normal(size=(2, 6, 5))  # 5 features, neither 3 nor 4: no other retry of a Layer fits them
     try:
-        layer = _wrapper(impl, 5, 2, 6, heads, explained=False)
-        if not toolkit.close(layer(toolkit.tensor(x[:, :3])), toolkit.heads_side_by_side(x[:, :3], heads)):
-            return
+        layer = _wrapper(impl, 5, 2, 7, heads, explained=False)
     except (RemoteError, CaseFailure):
         return
-    try:
-        layer(toolkit.tensor(x))
-    except RemoteError:
-        raise CaseFailure(f"{what} raised {error.type_name}: a wrapper of 3 heads with context_length 6 runs right on "
-                          "3 tokens and raises on 4, so each head's causal mask covers num_heads tokens, not "
-                          "context_length: are the two passed in each other's place to the heads?") from None
-    except CaseFailure:
-        return
+    for size, passed in ((2, "d_out"), (3, "num_heads"), (5, "d_in")):
+        try:
+            if not toolkit.close(layer(toolkit.tensor(x[:, :size])), toolkit.heads_side_by_side(x[:, :size], heads)):
+                continue
+        except (RemoteError, CaseFailure):
+            return  # fewer tokens than a wrong mask covers raise too: no size explains it
+        try:
+            layer(toolkit.tensor(x[:, :size + 1]))
+        except RemoteError:
+            runs = (f"{what} raised {error.type_name}: a wrapper of 3 heads, d_in 5, d_out 2 and context_length 7 runs "
+                    f"right on {size} tokens and raises on {size + 1}")
+            if passed == "num_heads":  # neighbours in the wrapper's arguments, and easily swapped
+                raise CaseFailure(f"{runs}, so each head's causal mask covers num_heads tokens, not context_length: "
+                                  "are the two passed in each other's place to the heads?") from None
+            raise CaseFailure(f"{runs}, so each head's causal mask covers {passed} tokens, not context_length: is "
+                              f"{passed} passed to the heads in context_length's place?") from None
+        except CaseFailure:
+            return
 
 
 def _check_heads(module, num_heads, what):

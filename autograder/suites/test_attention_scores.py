@@ -131,7 +131,30 @@ def stored_symptoms(record, k):
             *batches.np_dot_mistakes(X, np.swapaxes(X, -1, -2), "the result"),  # np.dot(X, Xᵀ), np.inner(X, X)
             *[(lambda: (X[:, None] * X[None, :]).sum(-1), PAIRS_ALONG_FIRST_AXIS)] * (X.ndim > 2),
             *[(lambda: _flattened(X) @ _flattened(X).T, BATCH_FLATTENED)] * (X.ndim > 2),
-            *[(lambda i=i: X @ X[i], ONE_QUERY) for i in range(len(X))] * (X.ndim == 2)]
+            *[(lambda i=i: X @ X[i], ONE_QUERY) for i in range(len(X))] * (X.ndim == 2),
+            *_statistics_for_products(X)]
+
+
+def _statistics_for_products(X):
+    """(candidate, diagnosis) of scores made a statistic of the tokens: their covariance (np.cov: each token's own
+    mean removed, divided by d - 1), the products of tokens less the mean token, or their squared distances."""
+    n, d = X.shape[-2], X.shape[-1]
+    if n < 2:  # one token's mean is itself and its distance 0: those statistics are all 0, which names nothing
+        return []
+    rows_centred = X - X.mean(axis=-1, keepdims=True)
+    mean_removed = X - X.mean(axis=-2, keepdims=True)
+    distances = np.sum((X[..., :, None, :] - X[..., None, :, :]) ** 2, axis=-1)
+    return [*[(lambda: rows_centred @ np.swapaxes(rows_centred, -1, -2) / (d - 1), COVARIANCE)] * (d > 1),
+            (lambda: mean_removed @ np.swapaxes(mean_removed, -1, -2), MEAN_TOKEN_REMOVED),
+            *[(lambda sign=sign: sign * distances, DISTANCES) for sign in (1, -1)]]
+
+
+COVARIANCE = ("gives the covariance of the tokens (np.cov: each token's mean over its features removed, then divided "
+              "by d - 1): the scores are the plain dot products of the tokens as they are")
+MEAN_TOKEN_REMOVED = ("subtracts the mean token from every token before the products: the scores are the dot "
+                      "products of the tokens as they are")
+DISTANCES = ("scores each pair by the squared distance between the tokens, |x_i - x_j|² (or its negative): a score "
+             "is a dot product, which grows as two tokens point the same way, not as they lie close")
 
 
 # query = X[1]; X @ query: the notes' scores of the second token copied, one score per token for that query alone

@@ -174,7 +174,13 @@ def stored_symptoms(record, k):
             (lambda: (w / w.sum(axis=-2, keepdims=True)) @ v, COLUMNS_RENORMALISED),
             *[(lambda: (w / w.sum(axis=0)) @ v, COLUMNS_RENORMALISED)] * (np.ndim(w) > 2),  # axis 0: the batch's
             (lambda: w[..., :, :, None] * v[..., None, :, :], NEVER_SUMMED),
-            *[(lambda: np.stack([item @ v for item in w]), EVERY_ITEM_WITH_EVERY)] * (np.ndim(w) > 2)]
+            *[(lambda: np.stack([item @ v for item in w]), EVERY_ITEM_WITH_EVERY)] * (np.ndim(w) > 2),
+            (lambda: np.ones_like(w) / np.shape(w)[-1] @ v, WEIGHTS_IGNORED)]
+
+
+# The values averaged over the keys, every query's context the same: the weights play no part.
+WEIGHTS_IGNORED = ("every query's context is the plain mean of the values: the weights play no part, where each "
+                   "query mixes the values by its own row of weights")
 
 
 # np.array([w @ values for w in weights]), a loop over the rows of one matrix: on a batch each item of the weights

@@ -107,6 +107,7 @@ def stored_symptoms(record, k):
     return [*[((lambda fill=fill: _softmax(np.where(m, fill, s))), "blocked scores are filled with a finite value (0?) "
                "instead of -inf, so blocked entries still get weight") for fill in (0.0, -1.0, -10.0, -1e2, -1e3, -1e4)],
             (lambda: _softmax(np.where(m, s.min(), s)), FILLED_WITH_MIN),
+            *[(lambda below=below: _softmax(np.where(m, s.min() - below, s)), FILLED_BELOW_MIN) for below in (1.0, 10.0)],
             (lambda: _softmax(s) * ~m, checks.one_or_all([AFTER_THE_SOFTMAX, SUMMED_UNMASKED])),
             (lambda: _softmax(np.where(m, 0.0, s)) * ~m, ZERO_FILL_THEN_ZEROED),
             (lambda: _softmax(s), "the mask is ignored: blocked entries must get weight 0"),
@@ -212,6 +213,8 @@ def _mask_axis_at_1(s, mask):
 # The smallest score is a finite fill like 0 or -1e3, but one the scores choose: named apart, since it looks like -inf.
 FILLED_WITH_MIN = ("blocked scores are filled with the smallest score (scores.min()), which is finite, so blocked "
                    "entries still get weight: fill them with float('-inf'), whose exponential is exactly 0")
+FILLED_BELOW_MIN = ("blocked scores are filled with a number a little below the smallest score (scores.min() - 1, "
+                    "say), which is finite, so blocked entries still get weight: only -inf gives them exactly 0")
 GLOBAL_MAX = ("the maximum subtracted is the whole tensor's (.max() with no dim), not each row's: a row whose scores "
               "lie far below the largest one underflows to 0 / 0 = nan; shift each row by its own maximum "
               "(dim=-1, keepdim=True), or let torch.softmax do it")

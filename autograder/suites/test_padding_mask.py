@@ -226,6 +226,12 @@ def _diagnose(what, got, lengths, num_tokens, probe=None):
                           "num_tokens - 1 (mask[b, 0, lengths[b]:num_tokens - 1])? A slice leaves its stop out "
                           "already, so mask[b, 0, lengths[b]:] reaches the last position")
     if not got.any():  # nothing written, whatever the loop or the index that should have written it
+        # or one length for every row, which blocks nothing where that length is num_tokens: one key position
+        # more tells them apart, where the one length blocks the new last position of every row
+        longer = _longer(probe, num_tokens)
+        named = longer is not None and _one_length(longer, lengths, num_tokens + 1)
+        if named:
+            raise CaseFailure(f"{what} blocks nothing, and with one key position more it shows why: {named}")
         raise CaseFailure(f"{what} blocks nothing, every entry False as the mask was made, though sequence "
                           f"{int(np.argmax(want.any(axis=(1, 2))))} has padding: is the mask ever written? A loop whose "
                           "range misses the padded sequences writes nothing, and so do an index such as mask[b, "
@@ -240,11 +246,9 @@ def _diagnose(what, got, lengths, num_tokens, probe=None):
                           "mask was made: does the loop over the sequences return (or break) after its first "
                           "sequence? The return belongs after the loop, once every row is filled")
     _explain_unfilled_rows(what, got, want)
-    for length, which in ((np.min(lengths), "the shortest"), (np.max(lengths), "the longest"),
-                          (lengths[0], "the first sequence's"), (lengths[-1], "the last sequence's")):
-        if batch > 1 and np.array_equal(got, _blocked(np.full(batch, length), num_tokens)):
-            raise CaseFailure(f"{what}: every sequence's row uses one length, {which} ({int(length)}): each "
-                              "sequence b is blocked from its own lengths[b] on")
+    named = _one_length(got, lengths, num_tokens)
+    if named:
+        raise CaseFailure(f"{what}: {named}")
     for order, which in ((np.sort(lengths)[::-1], "longest first"), (np.sort(lengths), "shortest first")):
         if np.array_equal(got, _blocked(order, num_tokens)):
             raise CaseFailure(f"{what}: the rows follow the lengths sorted {which}, not the batch's order: row b "
@@ -255,17 +259,35 @@ def _diagnose(what, got, lengths, num_tokens, probe=None):
                       "compare your row with that rule")
 
 
+def _one_length(got, lengths, num_tokens):
+    """The diagnosis of a mask whose every row uses one length (the shortest, the first sequence's, ...), or None."""
+    batch = len(lengths)
+    for length, which in ((np.min(lengths), "the shortest"), (np.max(lengths), "the longest"),
+                          (lengths[0], "the first sequence's"), (lengths[-1], "the last sequence's")):
+        if batch > 1 and np.array_equal(got, _blocked(np.full(batch, length), num_tokens)):
+            return (f"every sequence's row uses one length, {which} ({int(length)}): each sequence b is blocked "
+                    "from its own lengths[b] on")
+    return None
+
+
+def _longer(probe, num_tokens):
+    """The mask made for the same lengths and one key position more, or None where it cannot be made."""
+    if probe is None:
+        return None
+    try:
+        return probe(num_tokens + 1)
+    except CaseFailure:
+        return None
+
+
 def _fits_past_the_end(got, want, lengths, num_tokens, probe):
     """Whether `j > lengths[b]` explains got. Where every wrong row blocks nothing (lengths[b] = num_tokens - 1), a
     row the mask was made with and never filled looks the same: one key position more tells them apart."""
     wrong = (got != want).any(axis=(1, 2))
-    if probe is None or got[wrong].any():
+    if got[wrong].any():
         return True
-    try:
-        longer = probe(num_tokens + 1)
-    except CaseFailure:
-        return True
-    return np.array_equal(longer, _blocked(np.asarray(lengths) + 1, num_tokens + 1))
+    longer = _longer(probe, num_tokens)
+    return longer is None or np.array_equal(longer, _blocked(np.asarray(lengths) + 1, num_tokens + 1))
 
 
 def _stops_short(got, want, lengths, num_tokens, probe):
@@ -277,11 +299,8 @@ def _stops_short(got, want, lengths, num_tokens, probe):
         return False
     if got.any() or probe is None:
         return True
-    try:
-        longer = probe(num_tokens + 1)
-    except CaseFailure:
-        return False
-    return bool(longer.any())
+    longer = _longer(probe, num_tokens)
+    return longer is not None and bool(longer.any())
 
 
 def _explain_unfilled_rows(what, got, want):

@@ -108,9 +108,7 @@ def stored_symptoms(record, k, zeros_too=False):
     context = w @ X
     wrong_weights = [(lambda: s / s.sum(-1, keepdims=True), "divides the scores by their row sums without "
                                                              "exponentiating: the weights are a softmax"),
-                     (lambda: _softmax(s / np.sqrt(X.shape[-1]), -1),
-                      "divides the scores by sqrt(d) before the softmax: that is the scaled attention of "
-                      "the next assignment; the simplified version uses X Xᵀ as it is"),
+                     *[(lambda c=c: _softmax(s / c, -1), message) for c, message in _scales(X)],
                      (lambda: _softmax(_cosines(X), -1),
                       "takes the softmax of cosine similarities: the scores are plain dot products X Xᵀ"),
                      (lambda: _softmax(w, -1), "applies the softmax twice, to weights that are already a "
@@ -142,6 +140,19 @@ def stored_symptoms(record, k, zeros_too=False):
                 (lambda: w.sum(axis=-2)[..., None] * X, SUMMED_OVER_QUERIES),
                 (lambda: _softmax(_cosines(X), -1) @ _unit(X), UNIT_ROWS)]
     return [(lambda: s, "the second item is the raw scores; return the softmax weights"), *wrong_weights]
+
+
+def _scales(X):
+    """(divisor, diagnosis) of the scores divided before the softmax: by sqrt(d), the next assignment's scale, or
+    by the number of tokens or the width, as if averaged; where two divisors are equal, one message names both."""
+    n, d = X.shape[-2], X.shape[-1]
+    names = {}
+    for divisor, name in ((np.sqrt(d), "sqrt(d)"), (n, "the number of tokens n"), (d, "the width d")):
+        names.setdefault(float(divisor), []).append(name)
+    return [(divisor, f"divides the scores by {named[0]} before the softmax"
+             + "".join(f" (or by {other}, equal here)" for other in named[1:])
+             + (": that is the scaled attention of the next assignment" if "sqrt(d)" in named else ", as if to average them")
+             + "; the simplified version uses X Xᵀ as it is") for divisor, named in names.items() if divisor != 1.0]
 
 
 # np.round(weights, 2), as the notes print them: the context mixes the tokens by the rounded weights too

@@ -28,14 +28,17 @@ NAME = "sinusoidal_positions"
 
 
 def _model(num_tokens, d_model, *, swap=False, exponent="2i", layout="interleaved", first=0, divide=True,
-           brackets=False, unit=1.0):
+           brackets=False, unit=1.0, floor=False):
     """The position codes in float64; each keyword reproduces one known mistake (`unit`: the angles
-    multiplied by it, a degree/radian conversion; exponent "2i alone": p / 10000**2i / d_model, no brackets)."""
+    multiplied by it, a degree/radian conversion; exponent "2i alone": p / 10000**2i / d_model, no brackets;
+    `floor`: p // 10000**(2i / d_model), each angle rounded down)."""
     p = np.arange(first, first + num_tokens, dtype=np.float64)[:, None]
     i = np.arange(d_model // 2, dtype=np.float64)[None, :]
     power = {"2i": 2 * i / d_model, "i": i / d_model, "int": (2 * i) // d_model, "2i alone": 2 * i}[exponent]
     speed = (10000.0 ** -power if divide else 10000.0 ** power) / (d_model if exponent == "2i alone" else 1)
     angles = unit * ((p / 10000.0) ** power if brackets else p * speed)
+    if floor:
+        angles = p // 10000.0 ** power
     sin, cos = np.sin(angles), np.cos(angles)
     if swap:
         sin, cos = cos, sin
@@ -56,6 +59,8 @@ def _own_column(num_tokens, d_model):
 
 INTEGER_DIVISION = ("every pair turns at the same speed: 2i / d_model was computed with integer division (//), "
                     "which gives 0; use true division (/)")
+FLOORED_ANGLES = ("each angle is rounded down to a whole number of radians (// is floor division): the slower pairs "
+                  "stand still for many positions and then jump; the angle is the true quotient, / not //")
 DEGREES = ("the angles are converted between degrees and radians (np.radians or np.degrees): p / 10000**(2i / "
            "d_model) is already the angle in radians, as np.sin and np.cos take it")
 MISTAKES = [
@@ -77,6 +82,7 @@ MISTAKES = [
     (dict(unit=180 / np.pi), DEGREES),
     (dict(brackets=True), "the angle is (p / 10000) ** (2i / d_model): the power belongs to 10000 alone, "
                           "p / 10000**(2i / d_model) (mind the brackets)"),
+    (dict(floor=True), FLOORED_ANGLES),
 ]
 OWN_COLUMN = ("the cosine in column 2i+1 uses the exponent (2i+1) / d_model; both columns of a pair "
               "share one angle, p / 10000**(2i / d_model)")

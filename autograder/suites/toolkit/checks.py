@@ -106,9 +106,24 @@ def shape_relation(got, want):
         return "its last two axes are swapped (a transpose too many or too few?)"
     if len(got) == len(want) and sorted(got) == sorted(want):
         return "its axes are the right sizes in another order (a transpose or permute of the wrong axes?)"
+    joined = _joined_along_tokens(got, want)
+    if joined:
+        return joined
     if int(np.prod(got)) == int(np.prod(want)):
         return "it has the right number of entries in another shape (a reshape or view into the wrong layout?)"
     return None
+
+
+def _joined_along_tokens(got, want):
+    """Several results joined along the second-to-last axis, the tokens, k times as long, where they belong side by
+    side along the last one (then k times as wide), or one of them where one was wanted; None otherwise."""
+    if len(got) != len(want) or len(got) < 2 or got[:-2] != want[:-2] or want[-2] < 2 or got[-2] % want[-2]:
+        return None
+    k = got[-2] // want[-2]
+    if k < 2 or got[-1] not in (want[-1], want[-1] / k):
+        return None
+    return (f"its second-to-last axis (the tokens) is {k} times as long: are several results (one per head, say) "
+            "joined along the tokens (torch.cat(..., dim=1), hstack) where they go side by side along the last axis?")
 
 
 def expect_finite(actual, what, hint=""):
