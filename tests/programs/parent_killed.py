@@ -1,7 +1,7 @@
 # online_softmax_attention writes its whole (n, n) score matrix into memory the kernel's child touched just before it
 # forked the call's process: the two share those pages, charged before the call's window opened, so they are neither
 # the call's alone nor the child's own. The call kills the child (held still by the judge) as it starts: the pages
-# are then the call's alone, and writing them charges nothing more.
+# are then the call's alone, and writing them charges nothing more. (After scores_in_place.py.)
 import os
 import signal
 import time
@@ -37,12 +37,4 @@ def online_softmax_attention(Q, K, V, block_size=64, causal=False):
         scores = _room[:n_q * n_k].reshape(n_q, n_k)
     else:
         scores = np.empty((n_q, n_k), dtype=np.float32)
-    np.matmul(Q, K.T, out=scores)
-    scores /= np.float32(np.sqrt(Q.shape[1]))
-    if causal:
-        for i in range(n_q):
-            scores[i, i + 1:] = -np.inf
-    scores -= scores.max(axis=-1, keepdims=True)
-    np.exp(scores, out=scores)
-    scores /= scores.sum(axis=-1, keepdims=True)
-    return scores @ V
+    return _attend_in(scores, Q, K, V, causal)  # noqa: F821 - scores_in_place.py, run before
