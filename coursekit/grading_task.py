@@ -9,13 +9,12 @@ text with a timing breakdown. It never sees the course directory or the gradeboo
 
 import copy
 import os
-import tempfile
 import time
 import traceback
 from collections import Counter
-from pathlib import Path
 
 from autograder.errors import CaseTimeout
+from autograder.kernel import owned_folders
 from autograder.limits import CELL_TIMEOUT, SUBMISSION_TIMEOUT
 from coursekit import intake
 
@@ -126,8 +125,9 @@ def judge_submission(payload):
     result = {"ok": False, "notebooks": {}, "problem": "", "timings": {}, "worker": _worker_name()}
     timings = Counter()
     try:
-        with tempfile.TemporaryDirectory(prefix="coursekit-autograde-") as tmp:
-            folder = Path(tmp) / payload["student"] / payload["assignment"]
+        # A worker killed in the middle leaves its folder: the next task of any worker removes it.
+        with owned_folders.temporary("coursekit-autograde-") as tmp:
+            folder = tmp / payload["student"] / payload["assignment"]
             folder.mkdir(parents=True)
             if "folder" in payload:  # autograded/ on this machine: copied as intake copies
                 intake.safe_copy(payload["folder"], folder)

@@ -256,7 +256,7 @@ def _sandbox_processes_but_warm_parents():
     the tests that CI runs beside this pytest grade in processes of their own, whose kernels are
     theirs to account for."""
     from autograder.kernel import procfs
-    from autograder.kernel.sandbox import SANDBOX_UID_BASE
+    from autograder.kernel.sandbox import uid_of_grader
 
     def info(pid):
         fields = procfs.status(pid)
@@ -274,7 +274,7 @@ def _sandbox_processes_but_warm_parents():
         found = {pid for pid, (_, parent, _) in table.items() if parent in graders}
         grown = not found <= graders
         graders |= found
-    ours = {SANDBOX_UID_BASE + pid % 100_000 for pid in graders}  # as sandbox_uid() names them
+    ours = {uid_of_grader(pid) for pid in graders}
     left = []
     for pid, (uid, parent, program) in table.items():
         if uid not in ours or program.endswith(b"bwrap"):
@@ -337,9 +337,9 @@ def test_the_leftover_scan_sees_this_runs_sandbox_users_and_no_other():
     import subprocess
     import time
 
-    from autograder.kernel.sandbox import SANDBOX_UID_BASE, sandbox_uid
+    from autograder.kernel.sandbox import sandbox_uid, uid_of_grader
 
-    others = SANDBOX_UID_BASE + 1  # named after init's process id: no grader of this run
+    others = uid_of_grader(1)  # init's: no grader of this run
     started = [subprocess.Popen(["sleep", "30"], user=uid) for uid in (sandbox_uid(), others)]
     try:
         time.sleep(0.2)

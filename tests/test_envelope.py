@@ -13,7 +13,7 @@ import pytest
 from test_judge import notebook, printed, processes_left, program
 
 from autograder.judge import judge_notebook
-from autograder.kernel import envelope, sandbox, zygote
+from autograder.kernel import envelope, owned_folders, sandbox, zygote
 from autograder.limits import SCRATCH_BYTES, SHM_BYTES, SUBMISSION_MEMORY, TMP_BYTES
 from autograder.reference import reference_source
 
@@ -242,10 +242,20 @@ def test_what_a_killed_grading_process_left_is_removed_by_the_next(tmp_path):
     assert folder.is_dir() and all(g.is_dir() for g in groups), "the killed process left them"
     alive = sandbox.Enclosure(prefix="judge-test-alive-")  # this process's: it still runs
     try:
-        sandbox._reaped = False
+        owned_folders._swept.discard("judge-")
         sandbox.reap_abandoned()
         assert not folder.exists()
         assert not any(g.exists() for g in groups)
         assert alive.root.is_dir() and all((root / alive.root.name).is_dir() for root in envelope._group_folders())
     finally:
         alive.close()
+
+
+def test_graders_any_distance_apart_run_their_kernels_as_users_of_their_own():
+    """Kernels ran as the user numbered by their grader's process id modulo 100000: where pid_max is higher (4194304,
+    as systemd sets it), two Dask workers 100000 apart ran theirs as one user, whose count of processes
+    (RLIMIT_NPROC, `sandbox._sandboxed_child`) they shared, so that one's forks could starve the other's kernel."""
+    pids = [1, 2, 99_999, 100_000, 100_001, 200_001, 4_194_303]  # up to PID_MAX_LIMIT - 1
+    uids = [sandbox.uid_of_grader(pid) for pid in pids]
+    assert len(set(uids)) == len(pids), uids
+    assert all(sandbox.SANDBOX_UID_BASE < uid < 2**32 - 1 for uid in uids), uids

@@ -31,11 +31,9 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import warnings
-from pathlib import Path
 
-from autograder.kernel import procfs, runtime_image
+from autograder.kernel import owned_folders, runtime_image
 from autograder.kernel.envelope import Envelope, remove_abandoned
 from autograder.kernel.runtime_image import ETC_FILES
 from autograder.limits import (
@@ -49,6 +47,8 @@ from autograder.limits import (
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
 # judge's process id: kernels graded in parallel cannot signal, trace or starve each other.
+# Process ids run below PID_MAX_LIMIT (2**22), so every one of them names a user of its own
+# (uids run to 2**32 - 2).
 SANDBOX_UID_BASE = 100_000
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Our own packages: never visible inside, even when installed into site-packages.
@@ -148,7 +148,14 @@ def _libc():
 
 def sandbox_uid():
     """The user a kernel started by this process runs as (when grading runs as root)."""
-    return SANDBOX_UID_BASE + os.getpid() % 100_000 if os.getuid() == 0 else os.getuid()
+    return uid_of_grader(os.getpid()) if os.getuid() == 0 else os.getuid()
+
+
+def uid_of_grader(pid):
+    """The sandbox user of the grading process `pid`: one of its own while it lives, since no two
+    live processes share an id. (Numbered modulo 100000 until now, graders 100000 apart shared a
+    user where pid_max is higher, as systemd sets it, and so its count of processes.)"""
+    return SANDBOX_UID_BASE + pid
 
 
 def _stage(staging):
@@ -297,18 +304,8 @@ def _join(procs_files):
             os.close(fd)
 
 
-OWNER_FILE = "owner"  # in an enclosure's folder: "<pid> <start time>" of the process that made it
 JOBS = "jobs"  # in a warm parent's enclosure: its kernels' job folders (`warm.WarmParent`)
-_reaped = False
-
-
-def _owner_alive(folder):
-    """Whether the process that made the enclosure `folder` still runs (True when unknown)."""
-    try:
-        pid, started = (int(x) for x in (folder / OWNER_FILE).read_text().split())
-    except (OSError, ValueError):
-        return True  # not ours, or being made right now: left alone
-    return procfs.start_time(pid) == started
+_PREFIX = "judge-"
 
 
 def reap_abandoned():
@@ -316,16 +313,13 @@ def reap_abandoned():
     submission among them) and control groups. A grading process removes its own at exit, but a
     Dask worker killed with SIGKILL, or a driver killed in the middle, never gets there. Done once
     per process, when its first enclosure is made."""
-    global _reaped
-    if _reaped:
+    if not owned_folders.first_sweep(_PREFIX):
         return
-    _reaped = True
-    for folder in Path(tempfile.gettempdir()).glob("judge-*"):
-        if folder.is_dir() and not folder.is_symlink() and not _owner_alive(folder):
-            remove_abandoned(folder.name)
-            if os.getuid() == 0 and os.path.ismount(folder / JOBS):
-                _unmount(folder / JOBS)
-            shutil.rmtree(folder, ignore_errors=True)
+    for folder in owned_folders.abandoned(_PREFIX):
+        remove_abandoned(folder.name)
+        if os.getuid() == 0 and os.path.ismount(folder / JOBS):
+            _unmount(folder / JOBS)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _unmount(folder):
@@ -336,12 +330,10 @@ class Enclosure:
     """A folder, and what one bubblewrap sandbox needs around it: its user, the Python folders
     staged where that user can reach them, and its envelope (control groups)."""
 
-    def __init__(self, prefix="judge-"):
+    def __init__(self, prefix=_PREFIX):
         reap_abandoned()
         self.mounts = []  # tmpfs mounts below `root` (`own_tmpfs`), unmounted when it is removed
-        self.root = Path(tempfile.mkdtemp(prefix=prefix))
-        os.chmod(self.root, 0o755)
-        (self.root / OWNER_FILE).write_text(f"{os.getpid()} {procfs.start_time(os.getpid())}")
+        self.root = owned_folders.make(prefix, mode=0o755)
         self.uid = sandbox_uid()
         self.envelope = Envelope(self.root.name)
         # What the kernel sees read-only: the kernel image (`runtime_image`), or, where none
