@@ -259,3 +259,39 @@ def test_graders_any_distance_apart_run_their_kernels_as_users_of_their_own():
     uids = [sandbox.uid_of_grader(pid) for pid in pids]
     assert len(set(uids)) == len(pids), uids
     assert all(sandbox.SANDBOX_UID_BASE < uid < 2**32 - 1 for uid in uids), uids
+
+
+@needs_sandbox
+@needs_groups
+def test_a_group_its_grader_lost_is_removed_once_it_is_old_and_empty(monkeypatch):
+    """Two kernels' groups of an earlier run (`kernel-judge-warm-...-job-...`) stayed on this machine, empty, their
+    enclosure's folder long gone: neither their grader's `remove` nor `reap_abandoned` (which starts from folders)
+    ever found them. A grading process now removes the old, empty groups that no enclosure's folder names; it leaves
+    a young one (a kernel's, about to be joined), one that holds a process (a grader whose folders are elsewhere) and
+    a living enclosure's."""
+    import subprocess
+
+    alive = sandbox.Enclosure(prefix="judge-test-alive-")
+    lost, busy, live = "kernel-judge-test-lost-job-x", "kernel-judge-test-busy-job-x", f"kernel-{alive.root.name}-job-x"
+    folders = envelope._group_folders()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        for folder in folders:
+            for name in (lost, busy, live):
+                (folder / name).mkdir()
+            (folder / busy / "cgroup.procs").write_text(str(sleeper.pid))
+        owned_folders._swept.discard("judge-")
+        sandbox.reap_abandoned()
+        assert all((f / lost).is_dir() for f in folders), "a young group is left: it may be about to be joined"
+        monkeypatch.setattr(envelope, "ORPHAN_AGE", 0.0)
+        owned_folders._swept.discard("judge-")
+        sandbox.reap_abandoned()
+        assert not any((f / lost).exists() for f in folders)
+        assert all((f / busy).is_dir() and (f / live).is_dir() for f in folders)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for folder in folders:
+            for name in (lost, busy, live):
+                envelope._remove_group(folder / name)
+        alive.close()

@@ -47,6 +47,10 @@ CPU_PERIOD_US = 100_000
 # kernel's CPU budget, and 100 of 65,000 mappings each took more than the 2 s once waited, which left the group
 # behind for good and the next notebook's kernel starting beside them (red-team round r61)
 END_WAIT = 30.0
+# An empty group of ours that no enclosure's folder names, made this many seconds ago or more, is one its grading
+# process lost (its folder gone, its `remove` never run): swept by `remove_orphans`. A younger one may be a
+# kernel's, made a moment before its first process joins.
+ORPHAN_AGE = 600.0
 
 
 def _own_v2_group():
@@ -204,6 +208,24 @@ def remove_abandoned(name):
                 leaf.rmdir()  # only an empty one goes: a live process's leaf holds that process
             except OSError:
                 pass
+
+
+def remove_orphans(enclosures, prefix):
+    """Remove the empty groups named after enclosures (`prefix...`, `kernel-prefix...`) that are none of
+    `enclosures` (names of the enclosure folders there are), made ORPHAN_AGE ago or more. Nothing is killed: a
+    group that holds a process is in use (by a grader whose folders are elsewhere, say) and `rmdir` leaves it."""
+    now = time.time()
+    for folder in _group_folders():
+        try:
+            paths = [p for p in folder.iterdir() if p.name.startswith((prefix, f"kernel-{prefix}"))]
+        except OSError:
+            continue
+        for path in paths:
+            if any(path.name == e or path.name.startswith(f"kernel-{e}-") for e in enclosures):
+                continue
+            with suppress(OSError):
+                if now - path.stat().st_mtime >= ORPHAN_AGE:
+                    path.rmdir()
 
 
 @dataclass

@@ -31,10 +31,12 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
+from pathlib import Path
 
 from autograder.kernel import owned_folders, runtime_image
-from autograder.kernel.envelope import Envelope, remove_abandoned
+from autograder.kernel.envelope import Envelope, remove_abandoned, remove_orphans
 from autograder.kernel.runtime_image import ETC_FILES
 from autograder.limits import (
     CPU_SECONDS,
@@ -320,6 +322,8 @@ def reap_abandoned():
         if os.getuid() == 0 and os.path.ismount(folder / JOBS):
             _unmount(folder / JOBS)
         shutil.rmtree(folder, ignore_errors=True)
+    # Groups whose folder is gone already: lost by a grader that removed the one but not the other
+    remove_orphans({f.name for f in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*")}, _PREFIX)
 
 
 def _unmount(folder):
