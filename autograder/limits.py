@@ -78,6 +78,11 @@ MAX_SUBMITTED_PATH_BYTES = 1024  # a folder's path inside the submission folder,
 # folder again for each entry, to match its ignore patterns): 1,000 take 3 s, 21,000 empty files held
 # `nbgrader autograde`, and `coursekit autograde`'s driver with the whole class, more than 10 minutes (r50)
 MAX_SUBMITTED_ENTRIES = 1000
+# Bytes of a submission folder's files together, the assignment's notebooks aside; those past them, in the order
+# they are walked, are left out. Each file may hold MAX_SUBMITTED_FILE_BYTES and a folder MAX_SUBMITTED_ENTRIES of
+# them: 100 GB that collect, and autograde again, would copy onto the course's disk. The release's own files,
+# and an honest student's plots and notes, take a few MB.
+MAX_SUBMITTED_BYTES = 300 * 1000**2
 # Cells of a notebook handed in that are graded; those past them are left out. nbgrader's preprocessors and
 # nbformat's validation cost the driver about 0.8 ms a cell: 300,000 empty Markdown cells (28 MB) held
 # `coursekit autograde`'s driver, and the whole class with it, 4 minutes (r50). The release holds 52

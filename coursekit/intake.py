@@ -32,12 +32,12 @@ from autograder.limits import (
     MAX_HANDED_IN_OUTPUTS,
     MAX_NOTEBOOK_CELLS,
     MAX_SUBMITTED_DEPTH,
-    MAX_SUBMITTED_ENTRIES,
     MAX_SUBMITTED_FILE_BYTES,
     MAX_SUBMITTED_PATH_BYTES,
 )
 from autograder.no_links import open_below
 from coursekit.course_dir import CourseDir
+from coursekit.submission_budget import TOO_MANY, TOO_MUCH, Count
 
 REPORT = "dropped.json"  # in CourseDir.intake: what was moved away, and why
 QUARANTINE = "quarantine"
@@ -99,40 +99,15 @@ def too_deep(relative, info):
     return ""
 
 
-TOO_MANY = f"past the first {MAX_SUBMITTED_ENTRIES} files and folders a submission may hold, not read"
-
-
-class Count:
-    """The entries of one submission folder in the order they are walked: those past
-    MAX_SUBMITTED_ENTRIES are left out (a folder whole), but for the assignment's own notebooks
-    (`notebooks`, names at the top), which are never counted: leaving one out would leave the
-    submission not graded, which its author could choose."""
-
-    def __init__(self, notebooks=()):
-        self.notebooks, self.seen, self.over = set(notebooks), 0, set()
-
-    def refusal(self, relative):
-        """Why the entry at `relative` is left out for the number before it, or ""."""
-        if len(relative.parts) == 1 and relative.name in self.notebooks:
-            return ""
-        self.seen += 1
-        if self.seen <= MAX_SUBMITTED_ENTRIES:
-            return ""
-        self.over.add(relative)
-        return TOO_MANY
-
-    def enter(self, relative):
-        return relative not in self.over
-
-
 def summarised(dropped):
-    """`dropped`, with the entries left out for their number said once, at the first of them: each
-    is a line of the instructor's flags and the student's feedback."""
-    over = [d for d in dropped if d.reason == TOO_MANY]
-    if len(over) < 2:
-        return dropped
-    return [d for d in dropped if d.reason != TOO_MANY] + [
-        Dropped(over[0].path, f"{TOO_MANY}, nor the {len(over) - 1} after it")]
+    """`dropped`, with the entries left out for their number, or for the bytes before them, said once
+    each, at the first of them: each is a line of the instructor's flags and the student's feedback."""
+    for reason in (TOO_MUCH, TOO_MANY):
+        over = [d for d in dropped if d.reason == reason]
+        if len(over) > 1:
+            dropped = [d for d in dropped if d.reason != reason] + [
+                Dropped(over[0].path, f"{reason}, nor the {len(over) - 1} after it")]
+    return dropped
 
 
 def entries_under(folder, enter=lambda relative, info: not too_deep(relative, info)):
@@ -162,7 +137,7 @@ def entries_under(folder, enter=lambda relative, info: not too_deep(relative, in
 
 def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES, notebooks=()):
     """Every entry under `folder` that may not be taken in, the folder itself included (as "."):
-    `notebooks`, the assignment's, are never left out for their number (`Count`)."""
+    `notebooks`, the assignment's, are never left out for their number or bytes (`Count`)."""
     folder = Path(folder)
     top = os.lstat(folder)
     if not stat.S_ISDIR(top.st_mode):
@@ -176,6 +151,8 @@ def unsafe_entries(folder, max_bytes=MAX_SUBMITTED_FILE_BYTES, notebooks=()):
         reason = count.refusal(relative) or refusal(info, top.st_uid, max_bytes) or too_deep(relative, info)
         if not reason and str(relative) == TIMESTAMP:
             reason = read_time(path)[1]
+        if not reason and stat.S_ISREG(info.st_mode):
+            reason = count.weigh(relative, info.st_size)
         if reason:
             dropped.append(Dropped(str(relative), reason))
     return dropped
@@ -235,10 +212,10 @@ def disarm(folder):
             os.close(fd)
 
 
-def _copy_file(top, relative, dest, owner_uid, max_bytes):
+def _copy_file(top, relative, dest, owner_uid, max_bytes, count):
     """Copy the regular file `relative` below the folder `top` without following a link, re-checking
     what was opened (the student may swap the entry, or a folder above it, between the walk and the
-    copy). Returns why it was refused, or ""."""
+    copy), and weighing it in `count` (`Count`). Returns why it was refused, or ""."""
     try:
         fd = open_below(top, relative.parts)
     except OSError as error:  # ELOOP: it, or a folder on its way, became a link
@@ -246,17 +223,21 @@ def _copy_file(top, relative, dest, owner_uid, max_bytes):
     with os.fdopen(fd, "rb") as source:
         opened = os.fstat(fd)
         reason = refusal(opened, owner_uid, max_bytes)
-        if reason:
-            return reason
+        room = count.room(relative)
+        if reason or count.weigh(relative, opened.st_size):
+            return reason or TOO_MUCH
         with open(dest, "wb") as target:
             copied = 0
             for block in iter(lambda: source.read(1 << 20), b""):
                 copied += len(block)
-                if copied > max_bytes:  # it grew while being copied
+                if copied > max_bytes or (room is not None and copied > room):  # it grew while being copied
                     target.close()
                     os.unlink(dest)
-                    return f"grew past the {max_bytes / 1000**2:g} MB a file may hold while copied"
+                    count.settle(relative, opened.st_size, 0)
+                    return (f"grew past the {max_bytes / 1000**2:g} MB a file may hold while copied"
+                            if copied > max_bytes else f"grew while copied: {TOO_MUCH}")
                 target.write(block)
+        count.settle(relative, opened.st_size, copied)
     # The times and mode of the file that was opened: the path may name another entry by now, or none.
     os.utime(dest, ns=(opened.st_atime_ns, opened.st_mtime_ns))
     os.chmod(dest, stat.S_IMODE(opened.st_mode) & ~UNSAFE_MODE_BITS)
@@ -285,7 +266,7 @@ def safe_copy(src, dest, max_bytes=MAX_SUBMITTED_FILE_BYTES, keep=lambda relativ
         if not reason and stat.S_ISDIR(info.st_mode):
             (dest / relative).mkdir(exist_ok=True)
             continue
-        reason = reason or _copy_file(src, relative, dest / relative, top.st_uid, max_bytes)
+        reason = reason or _copy_file(src, relative, dest / relative, top.st_uid, max_bytes, count)
         if reason:
             dropped.append(Dropped(str(relative), reason))
     return summarised(dropped)

@@ -31,12 +31,14 @@ from autograder.limits import (
     MAX_COPIED_ENTRIES,
     MAX_HANDED_IN_OUTPUTS,
     MAX_NOTEBOOK_CELLS,
+    MAX_SUBMITTED_BYTES,
     MAX_SUBMITTED_ENTRIES,
+    MAX_SUBMITTED_FILE_BYTES,
     TMPFS_INODES,
 )
 from autograder.reference import reference_source
 from autograder.steps import STEPS
-from coursekit import intake
+from coursekit import intake, submission_budget
 from coursekit.course_dir import CourseDir
 from coursekit.nbgrader_plugins import ignored
 
@@ -151,3 +153,51 @@ def test_intake_clears_the_outputs_of_a_notebook_that_holds_more_than_it_may(tmp
     assert intake.flags(root, A, "mallory") == [
         f"{A}.ipynb replaced: its {MAX_HANDED_IN_OUTPUTS + 1} outputs were cleared before nbgrader read them "
         "(autograde clears every output)"]
+
+
+def sparse_files(folder, sizes):
+    """Files of these sizes in name order, holding no disk (sparse), and the assignment's notebook."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, size in enumerate(sizes):
+        with open(folder / f"data-{index}.bin", "wb") as handle:
+            handle.truncate(size)
+    (folder / f"{A}.ipynb").write_text("{}")
+
+
+def test_intake_takes_in_no_more_bytes_than_a_submission_may_hold_and_never_leaves_the_notebook_out(tmp_path):
+    """Each file may hold 100 MB and a folder 1000 of them: collect, and autograde again, would have copied 100 GB
+    of one student's onto the course's disk. The files past MAX_SUBMITTED_BYTES together, in the order they are
+    walked, are left out (said once), the assignment's notebook never."""
+    root = tmp_path / "course"
+    (root / "release" / A).mkdir(parents=True)
+    (root / "release" / A / f"{A}.ipynb").write_text("{}")
+    folder = root / "submitted" / "mallory" / A
+    each = MAX_SUBMITTED_FILE_BYTES - 1
+    sparse_files(folder, [each] * (MAX_SUBMITTED_BYTES // each + 2))
+    dropped = intake.quarantine(root, A, "mallory", folder)
+    kept = [p for p in folder.iterdir() if p.suffix == ".bin"]
+    assert len(kept) == MAX_SUBMITTED_BYTES // each and (folder / f"{A}.ipynb").exists()
+    assert sum(p.stat().st_size for p in kept) <= MAX_SUBMITTED_BYTES
+    assert [d.reason for d in dropped] == [f"{intake.TOO_MUCH}, nor the 1 after it"]
+
+
+def test_collect_copies_no_more_bytes_than_a_submission_may_hold_even_of_a_file_that_grows(tmp_path, monkeypatch):
+    """Weighed as opened, and again as copied: a file that grows past what is left while it is copied is left out
+    too (the student's folder is theirs to change meanwhile)."""
+    monkeypatch.setattr(submission_budget, "MAX_SUBMITTED_BYTES", 3000)
+    sparse_files(tmp_path / "inbound", [1000, 1000, 500, 400])
+    grows = tmp_path / "inbound" / "data-2.bin"
+
+    class Growing(submission_budget.Count):
+        def weigh(self, relative, size):
+            reason = super().weigh(relative, size)
+            if relative.name == grows.name and size == 500:  # just opened: it grows before it is read
+                with open(grows, "ab") as handle:
+                    handle.write(b"x" * 1500)
+            return reason
+
+    monkeypatch.setattr(intake, "Count", Growing)
+    dropped = intake.safe_copy(tmp_path / "inbound", tmp_path / "copy", notebooks={f"{A}.ipynb"})
+    copied = sorted(p.name for p in (tmp_path / "copy").iterdir())
+    assert copied == sorted(["data-0.bin", "data-1.bin", "data-3.bin", f"{A}.ipynb"]), copied
+    assert [(d.path, d.reason) for d in dropped] == [("data-2.bin", f"grew while copied: {intake.TOO_MUCH}")]
