@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from autograder.kernel import still
+from autograder.kernel import procfs, still
 
 LET_GO = {
     "untouched": lambda pid: None,
@@ -60,9 +60,9 @@ def test_a_process_is_settled_only_once_every_thread_stopped():
     charged before it (`KernelChannel._call_process`)."""
     process = subprocess.Popen([sys.executable, "-c", POPULATING])
     try:
-        while not still.stopped(process.pid):
+        while procfs.state(process.pid) not in "Tt":  # its first thread has stopped
             time.sleep(0.001)
-        assert not still.settled(process.pid)
+        assert not still.settled(process.pid) and not still.stopped(process.pid)
         deadline = time.monotonic() + 30
         while not still.settled(process.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -90,3 +90,26 @@ def test_where_proc_never_names_where_a_thread_waits_a_stopped_process_is_settle
         still._wchan_shown.cache_clear()
         process.kill()
         process.wait()
+
+
+def test_a_process_whose_first_thread_ended_is_held_only_once_its_other_threads_stopped():
+    """`still.hold`, which keeps the notebook's kernel still while a reference is lent (`lending.py`), asked each
+    process's first thread alone: a process whose first thread had ended showed a zombie's state, so it counted as
+    stopped (and ended) at once while its other thread ran on (10 tries of 10 here, that thread faulting memory in).
+    Every thread is asked now."""
+    program = os.path.join(os.path.dirname(__file__), "programs", "first_thread_gone.py")
+    monitor = subprocess.Popen(["sh", "-c", f"{sys.executable} {program}; :"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert monitor.stdout.readline().strip() == "ready"
+        (pid,) = procfs.descendants(monitor.pid)
+        while "Z" not in procfs.thread_states(pid):  # its first thread has ended; the other runs on
+            time.sleep(0.001)
+        assert not still.ended(pid)
+        held = still.hold(monitor.pid)
+        states = procfs.thread_states(pid)
+        still.release(held)
+        assert held == [pid] and sorted(states) == ["T", "Z"], states
+    finally:
+        for pid in procfs.descendants(monitor.pid):
+            os.kill(pid, signal.SIGKILL)
+        monitor.wait()

@@ -33,6 +33,18 @@ def state(pid):
     return _stat_fields(pid)[0]
 
 
+def thread_states(pid):
+    """The state letter of each thread of process `pid`; OSError when the process is gone. The process's own
+    (`state`) is its first thread's alone: a zombie's once that thread has ended, while the others run on."""
+    letters = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            letters.append(state(f"{pid}/task/{task}"))
+        except (OSError, IndexError):
+            continue  # a thread that ended meanwhile
+    return letters
+
+
 def parent(pid):
     """The id of the process's parent; None when it is gone."""
     try:

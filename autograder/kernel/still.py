@@ -36,15 +36,18 @@ STOP_WAIT = 2.0  # seconds for the processes to show as stopped (one in the kern
 
 
 def stopped(pid: int) -> bool:
+    """Whether every thread of process `pid` is stopped (or has ended). Asked of its first thread alone, a process
+    whose first thread had ended (a zombie) counted as stopped at once while another thread of it ran on."""
     try:
-        return procfs.state(pid) in ("T", "t", "Z", "X")
+        return all(letter in "TtZX" for letter in procfs.thread_states(pid))
     except OSError:
         return True  # gone
 
 
 def ended(pid: int) -> bool:
+    """Whether every thread of process `pid` has ended: one whose first thread alone has is still running."""
     try:
-        return procfs.state(pid) in ("Z", "X")
+        return all(letter in "ZX" for letter in procfs.thread_states(pid))
     except OSError:
         return True  # gone
 
