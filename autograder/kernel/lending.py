@@ -31,7 +31,7 @@ from typing import Any
 
 from jupyter_core.utils import run_sync
 
-from autograder.kernel import procfs
+from autograder.kernel import procfs, still
 from autograder.limits import INTERRUPT_GRACE
 from autograder.steps import STEPS
 
@@ -87,10 +87,7 @@ class SideKernel:
 
 
 def _running(pid):
-    try:
-        return procfs.state(pid) not in ("Z", "X")  # a zombie holds no memory
-    except OSError:
-        return False
+    return not still.ended(pid)  # a zombie holds no memory, but one whose first thread alone has ended does
 
 
 @dataclass
