@@ -255,10 +255,29 @@ def test_graders_any_distance_apart_run_their_kernels_as_users_of_their_own():
     """Kernels ran as the user numbered by their grader's process id modulo 100000: where pid_max is higher (4194304,
     as systemd sets it), two Dask workers 100000 apart ran theirs as one user, whose count of processes
     (RLIMIT_NPROC, `sandbox._sandboxed_child`) they shared, so that one's forks could starve the other's kernel."""
-    pids = [1, 2, 99_999, 100_000, 100_001, 200_001, 4_194_303]  # up to PID_MAX_LIMIT - 1
+    pids = [1, 2, 99_999, 100_000, 100_001, 200_001, sandbox.PID_MAX_LIMIT - 1]
     uids = [sandbox.uid_of_grader(pid) for pid in pids]
     assert len(set(uids)) == len(pids), uids
-    assert all(sandbox.SANDBOX_UID_BASE < uid < 2**32 - 1 for uid in uids), uids
+    assert all(sandbox.SANDBOX_UID_BASE < uid < 2**31 for uid in uids), uids
+
+
+def test_kernels_users_are_no_accounts_subordinate_ids():
+    """useradd gives each new account 65536 subordinate ids (/etc/subuid), from 100000 up: the first account's were
+    every kernel's user (100000 + pid), which its owner may map into a user namespace of their own (newuidmap) and
+    so signal a kernel graded on the machine. No range useradd hands out by default, nor one this machine lists, holds
+    a kernel's user now."""
+    import re
+    from pathlib import Path
+
+    ranges = [(100_000, 600_100_000 + 65_536)]  # login.defs' SUB_UID_MIN, SUB_UID_MAX (+ one count) by default
+    for listed in ("/etc/subuid", "/etc/subgid", "/etc/login.defs"):
+        text = Path(listed).read_text() if Path(listed).exists() else ""
+        ranges += [(int(first), int(first) + int(count)) for first, count in re.findall(r"^[^:#\s]+:(\d+):(\d+)$", text, re.M)]
+        limits = dict(re.findall(r"^(SUB_[UG]ID_(?:MIN|MAX))\s+(\d+)", text, re.M))
+        if "SUB_UID_MAX" in limits:
+            ranges.append((int(limits.get("SUB_UID_MIN", 100_000)), int(limits["SUB_UID_MAX"]) + 65_536))
+    lowest, highest = sandbox.uid_of_grader(1), sandbox.uid_of_grader(sandbox.PID_MAX_LIMIT - 1)
+    assert not [(a, b) for a, b in ranges if a <= highest and lowest < b], ranges
 
 
 @needs_sandbox

@@ -49,9 +49,14 @@ from autograder.limits import (
 
 # When grading runs as root, each kernel runs as a user of its own, numbered from here by the
 # judge's process id: kernels graded in parallel cannot signal, trace or starve each other.
-# Process ids run below PID_MAX_LIMIT (2**22), so every one of them names a user of its own
-# (uids run to 2**32 - 2).
-SANDBOX_UID_BASE = 100_000
+# Process ids run below PID_MAX_LIMIT (2**22), so every one of them names a user of its own.
+# The range lies where no one else hands out ids: above useradd's subordinate ids (/etc/subuid,
+# SUB_UID_MAX 600100000; numbered from 100000, the first account's range held every kernel's
+# user until now, so its owner could map them in a user namespace of theirs and signal them),
+# above systemd-nspawn's container ranges, and below both systemd's foreign range (0x7FFE0000)
+# and 2**31, past which some tools take an id for negative.
+SANDBOX_UID_BASE = 0x7000_0000
+PID_MAX_LIMIT = 2**22  # Linux's highest pid_max
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Our own packages: never visible inside, even when installed into site-packages.
 _HIDDEN_PACKAGES = ("autograder", "solutions", "coursekit")
