@@ -201,6 +201,7 @@ class KernelChannel(PeakMemory):
         it (`agent.apart`), which stops itself at once, and the call's window opens then (`_open_window`)."""
         call = ApartCall()
         self._apart = {"before": set(self.pids()), "held": [], "call": call}
+        kernels_child = []
         try:
             yield call
         finally:
@@ -217,10 +218,13 @@ class KernelChannel(PeakMemory):
                 with suppress(OSError):  # started for the block: the kernel's child, let go, reaps the call's process
                     # first (ended after its parent, it was left a zombie to the kernel, PID 1 of its namespace, which
                     # then took 2.5 s to shut down)
-                    still.release(self._kernels_child())
+                    still.release(kernels_child := self._kernels_child())
                     still.end([pid for pid in self.pids() if pid not in self._apart["before"]], reaped=called)
             finally:
                 still.release(self._apart["held"])
+                # the kernel, let go, reaps its child (`agent.apart`): not yet reaped, CI's next cell saw it as the
+                # kernel's child once
+                still.await_reaped(kernels_child)
                 self._apart = None
 
     def _started(self):  # in `apart`: the processes that run (started for it, not ended)

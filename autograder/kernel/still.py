@@ -33,6 +33,9 @@ from contextlib import contextmanager
 from autograder.kernel import procfs
 
 STOP_WAIT = 2.0  # seconds for the processes to show as stopped (one in the kernel's D state waits)
+# Seconds for a parent of ours (the kernel, or its child) to reap a child that ended. Their own code reaps it at once,
+# once it runs; on a loaded machine that may take long, and a child not reaped was left to the kernel for good.
+REAP_WAIT = 10.0
 
 
 def stopped(pid: int) -> bool:
@@ -75,13 +78,18 @@ def hold(monitor: int, running: Collection[int] = (), their_children: bool = Tru
             time.sleep(0.001)
 
 
+def await_reaped(pids: Collection[int]) -> None:
+    """Wait, at most REAP_WAIT, until `pids` are gone from /proc: reaped by their parent, not only ended."""
+    deadline = time.monotonic() + REAP_WAIT
+    while any(os.path.exists(f"/proc/{pid}") for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def end(pids: Collection[int], reaped: Collection[int] = ()) -> None:
-    """Once `reaped` are gone (waiting at most STOP_WAIT: their parent, among `pids`, reaps them), kill `pids` and wait,
+    """Once `reaped` are gone (`await_reaped`: their parent, among `pids`, reaps them), kill `pids` and wait,
     for at most STOP_WAIT, for them to end. Killed at once, a parent that had just been let go was ended before it
     reaped them (in one memory case of four here), and they were left zombies to the kernel (PID 1 of its namespace)."""
-    deadline = time.monotonic() + STOP_WAIT
-    while any(os.path.exists(f"/proc/{pid}") for pid in reaped) and time.monotonic() < deadline:
-        time.sleep(0.001)
+    await_reaped(reaped)
     deadline = time.monotonic() + STOP_WAIT
     while (left := [pid for pid in pids if not ended(pid)]) and time.monotonic() < deadline:
         for pid in left:
