@@ -182,17 +182,21 @@ checks.BEFORE_UNNAMED.append(explain_unsteady_forward)
 
 def unloaded_layers(module):
     """The nn.Linear layers `module` holds that the grader never loaded weights into (`load_linear` records each
-    path it loads): layers the task does not name, which keep their random start. Empty where nothing was loaded."""
+    path it loads): layers the task does not name, which keep their random start, {path: the shape of its weight}.
+    Empty where nothing was loaded. The shape is that of the weight the kernel sent, which the judge holds (so a
+    reply bounds it), and describe() must say the same: a shape the kernel only names, from a weight expanded to
+    (40000, 40000) over one number, had the judge make and send 6.4 GB of zeros (red-team round r63)."""
     loaded = module.__dict__.get("loaded_paths")
     if not loaded:
-        return []
+        return {}
     try:
         state = module.call("state_dict")
     except RemoteError:
-        return []
-    paths = [key.removesuffix(".weight") for key, value in state.items()
-             if key.endswith(".weight") and torch.is_tensor(value) and value.dim() == 2]
-    return [path for path in paths if path not in loaded and "weight_shape" in module.describe(path)]
+        return {}
+    shapes = {key.removesuffix(".weight"): list(value.shape) for key, value in state.items()
+              if key.endswith(".weight") and torch.is_tensor(value) and value.dim() == 2}
+    return {path: shape for path, shape in shapes.items()
+            if path not in loaded and module.describe(path).get("weight_shape") == shape}
 
 
 def explain_unloaded_layer():
@@ -203,8 +207,7 @@ def explain_unloaded_layer():
     if last is None:
         return
     layer, args, kwargs = last
-    for path in unloaded_layers(layer):
-        out_features, in_features = layer.describe(path)["weight_shape"]
+    for path, (out_features, in_features) in unloaded_layers(layer).items():
         try:  # a copy, so the layer the case holds keeps its weights; one that cannot be copied tells nothing
             twin = layer.copy()
             twin.set_linear(path, np.zeros((out_features, in_features), dtype=np.float32))

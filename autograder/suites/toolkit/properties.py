@@ -81,7 +81,7 @@ def explain_built_alike(name, module, twin, x):
     named where the module holds one."""
     if close(module(x), twin(x), 0, 0):
         return
-    unloaded = unloaded_layers(module)
+    unloaded = list(unloaded_layers(module))
     raise CaseFailure(f"two {name} built with the same arguments and given the same weights give other outputs on the "
                       "same input, so no case that compares two layers can pass: " + (
                           f"each has `{unloaded[0]}`, a layer the task does not name: {name} {UNNAMED_LAYER}"
