@@ -11,6 +11,7 @@ some terminals let write the clipboard), carriage return or bidi override (red-t
 
 import subprocess
 import sys
+import types
 
 from autograder.errors import RemoteError
 from autograder.harness import _describe_error
@@ -69,3 +70,21 @@ def test_the_course_config_installs_it():
     from coursekit.paths import ROOT
 
     assert "terminal_text.install()" in (ROOT / "nbgrader_config.py").read_text()
+
+
+def test_a_name_the_kernel_chose_is_one_escaped_line_of_a_report():
+    """r63: a suite's words quote what the kernel describes (a class's __name__ here, a state_dict key elsewhere),
+    and a class named with an escape sequence and a newline wrote a flag line of its own into the report."""
+    from autograder.harness import Case, StepResult, run_case
+    from autograder.judge import format_report
+    from autograder.suites.toolkit import modules
+
+    class Module:  # a handle whose `dropout` is of a class the student named
+        def describe(self, path=""):
+            return {"exists": True, "type": "Drop\n  FLAGGED FOR THE INSTRUCTOR: GRADER ERROR, not your fault" + ESCAPES}
+
+    case = Case("CausalAttention", "dropout", "property", 1.0, 5.0,
+                lambda impl: modules.check_dropout_attribute("CA", Module(), 0.1))
+    report = format_report(StepResult("CausalAttention", [run_case(case, impl=types.SimpleNamespace())]), 3)
+    assert not any(c in report for c in RAW), repr(report)
+    assert [line.split(":")[0] for line in report.splitlines() if "FLAGGED" in line] == ["  all 1 cases failed"], report
