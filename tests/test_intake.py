@@ -217,13 +217,14 @@ def test_nbgrader_collect_takes_when_a_submission_was_handed_in_from_its_files_n
     assert note.startswith("**Changed by the grader") and "1970" in note and "Left out" not in note
 
 
-@pytest.mark.parametrize("named", ["..", ".", ".hidden"])
-def test_nbgrader_collect_takes_no_folder_whose_student_id_is_a_path(tmp_path, named):
+@pytest.mark.parametrize("named", ["..", ".", ".hidden", "mallory\x1b[2K\nalice", "eve\u202e"])
+def test_nbgrader_collect_takes_no_folder_whose_student_id_is_a_path_or_no_line_of_text(tmp_path, named):
     """A student id comes from the inbound folder's name, which the student chooses: `..` would put
     the submission at submitted/../<assignment>, outside submitted/, and `.` at submitted/<assignment>
     (red-team round r27 read this in nbgrader's collect, without running it). Run, nothing is
     collected: collect finds the folders with a glob, whose `*` matches no name that starts with a
-    dot. This keeps it so."""
+    dot. This keeps it so. Nor one whose id is not one line of printable text (r63: a student of no account,
+    named with an escape sequence and a newline, wrote a row of its own into the instructor's results table)."""
     course = grading.prepare(tmp_path / "course")
     exchange = tmp_path / "exchange"
     stamp = "2026-11-20 09:00:00.000000 UTC"

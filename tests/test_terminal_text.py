@@ -88,3 +88,22 @@ def test_a_name_the_kernel_chose_is_one_escaped_line_of_a_report():
     report = format_report(StepResult("CausalAttention", [run_case(case, impl=types.SimpleNamespace())]), 3)
     assert not any(c in report for c in RAW), repr(report)
     assert [line.split(":")[0] for line in report.splitlines() if "FLAGGED" in line] == ["  all 1 cases failed"], report
+
+
+def test_a_students_id_is_one_escaped_line_of_the_results_table(monkeypatch):
+    """r63: the exchange takes a folder in the name of a student with no account of their own (nbgrader only warns),
+    so a student chooses the id of a submission: one with an escape sequence and a newline cleared the instructor's
+    table and wrote a row of its own there, and under it."""
+    from coursekit import results_table
+
+    forged = "mallory\x1b[1A\x1b[2K\nalice  " + ESCAPES
+    rows = [results_table.StudentResult(forged, "01_simplified_self_attention", True, flags=["late"]),
+            results_table.StudentResult(forged, "01_simplified_self_attention", False, problem="no notebook\r")]
+    report = types.SimpleNamespace(assignment="01_simplified_self_attention", outcomes=[], failed=[], skipped=[],
+                                   workers=0, seconds=1.0)
+    monkeypatch.setattr(results_table, "class_results", lambda db_url, report, root: rows)
+    shown = results_table.summary("sqlite://", report)
+    assert not any(c in shown for c in RAW), repr(shown)
+    assert [line.split("\\x1b")[0] for line in shown.splitlines() if "mallory" in line] == ["mallory", "mallory",
+                                                                                            "  mallory", "  mallory"]
+    assert "alice" not in "".join(line[:7] for line in shown.splitlines())
