@@ -257,7 +257,11 @@ def test_zip_collect_copies_loose_files_without_following_links(tmp_path):
 
 @pytest.mark.parametrize("value, shown", [
     ("=2+3", "'=2+3"), ("+1+1", "'+1+1"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
-    ("\tx", "'\tx"), ("\rx", "'\rx"), ("ada", "ada"), ("-1.5", "-1.5"), ("1e-3", "1e-3"), (-2.0, -2.0)])
+    ("\tx", "'\tx"), ("\rx", "'\rx"), ("ada", "ada"), ("-1.5", "-1.5"), ("1e-3", "1e-3"), (-2.0, -2.0),
+    # r63: after what an import may trim, full-width and small forms, and digits a spreadsheet does not read
+    (" =2+3", "' =2+3"), ("\n@SUM(A1)", "'\n@SUM(A1)"), ("\uff1d2+3", "'\uff1d2+3"), ("\ufe622+3", "'\ufe622+3"),
+    ("\uff0d2+3", "'\uff0d2+3"), ("\uff20SUM(A1)", "'\uff20SUM(A1)"), ("-\u0661\u0662", "'-\u0661\u0662"),
+    ("\uff11", "\uff11"), (" ada", " ada")])
 def test_a_formula_is_shown_as_text_and_a_number_stays_a_number(value, shown):
     assert csvsafe.cell(value) == shown
     handle = io.StringIO()
