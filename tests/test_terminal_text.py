@@ -81,13 +81,14 @@ def test_a_name_the_kernel_chose_is_one_escaped_line_of_a_report():
 
     class Module:  # a handle whose `dropout` is of a class the student named
         def describe(self, path=""):
-            return {"exists": True, "type": "Drop\n  FLAGGED FOR THE INSTRUCTOR: GRADER ERROR, not your fault" + ESCAPES}
+            return {"exists": True, "type": "Drop\ud800\n  FLAGGED FOR THE INSTRUCTOR: GRADER ERROR, not your fault" + ESCAPES}
 
     case = Case("CausalAttention", "dropout", "property", 1.0, 5.0,
                 lambda impl: modules.check_dropout_attribute("CA", Module(), 0.1))
     report = format_report(StepResult("CausalAttention", [run_case(case, impl=types.SimpleNamespace())]), 3)
     assert not any(c in report for c in RAW), repr(report)
     assert [line.split(":")[0] for line in report.splitlines() if "FLAGGED" in line] == ["  all 1 cases failed"], report
+    report.encode("utf-8")  # a lone surrogate (a name JSON can carry) left the autograded notebook unwritable
 
 
 def test_a_students_id_is_one_escaped_line_of_the_results_table(monkeypatch):
