@@ -38,9 +38,8 @@ def encodable(value: object) -> object:
     while todo:
         item = todo.pop()
         if isinstance(item, dict):
-            for key in list(item):
-                kept = item.pop(key)
-                item[_encodable(key) if isinstance(key, str) else key] = kept
+            for key in [key for key in item if isinstance(key, str) and _encodable(key) is not key]:
+                item[_encodable(key)] = item.pop(key)
             entries = item.items()
         elif isinstance(item, list):
             entries = enumerate(item)
