@@ -197,6 +197,14 @@ class StepResult:
 EXCEPTION_VALUE = re.compile(r"\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d{4,}")
 
 
+def exception_line(error: object, limit: int = 200) -> str:
+    """The first line of the text of the code under test's exception (or of any text its kernel sent), as a report
+    may quote it: escaped, without the numbers EXCEPTION_VALUE names; "" where there is none. Every suite quotes
+    through it: r63's backward, whose error text held the case's inputs to six decimals, was quoted whole."""
+    lines = EXCEPTION_VALUE.sub("…", printable(str(error))).strip().splitlines()
+    return lines[0][:limit] if lines else ""
+
+
 def _describe_error(step: str, error: BaseException, show_details: bool = True) -> str:
     """What the student reads for an exception of the code under test. Without `show_details`
     (a step run with a dependency's reference in the kernel) the exception's own text is left out:

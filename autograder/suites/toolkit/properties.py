@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import exception_line
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import NAN_HINT
@@ -183,7 +184,7 @@ def check_gradients(name, module, x, paths, seed=99):
 
 def backward_error_line(error):
     """The first line of a failed backward's error (autograd's words), short enough for a message."""
-    return (str(error).strip().splitlines() or ["RuntimeError"])[0][:150]
+    return exception_line(error, 150) or "RuntimeError"
 
 
 def explain_gradients(name, report, paths, module=None):
