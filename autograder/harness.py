@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from autograder.error_causes import ERROR_CAUSES, SHAPE_MISMATCH, error_cause  # noqa: F401 - suites read them here
-from autograder.errors import CaseFailure, CaseTimeout, DiagnosisTimeout, KernelStuck, RemoteError, printable
+from autograder.errors import (
+    CaseFailure,
+    CaseTimeout,
+    DiagnosisTimeout,
+    KernelStuck,
+    RemoteError,
+    one_line,
+    printable,
+)
 from autograder.limits import CASE_TIMEOUT, ENDLESS_RETRY, MAX_MESSAGE, SEVERAL_FIT, STEP_BUDGET
 from autograder.sealed_reports import builtin_name, sealed_failure
 from autograder.steps import STEPS, suite_module
@@ -189,6 +197,14 @@ class StepResult:
 EXCEPTION_VALUE = re.compile(r"\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d{4,}")
 
 
+def exception_line(error: object, limit: int = 200) -> str:
+    """The first line of the text of the code under test's exception (or of any text its kernel sent), as a report
+    may quote it: escaped, without the numbers EXCEPTION_VALUE names; "" where there is none. Every suite quotes
+    through it: r63's backward, whose error text held the case's inputs to six decimals, was quoted whole."""
+    lines = EXCEPTION_VALUE.sub("…", printable(str(error))).strip().splitlines()
+    return lines[0][:limit] if lines else ""
+
+
 def _describe_error(step: str, error: BaseException, show_details: bool = True) -> str:
     """What the student reads for an exception of the code under test. Without `show_details`
     (a step run with a dependency's reference in the kernel) the exception's own text is left out:
@@ -276,7 +292,9 @@ def run_case(case_: Case, impl: Implementation, timeout: float | None = None, sh
     finally:
         impl.deadline = None
     causes = min(3, 1 + message.count("; or ")) if SEVERAL_FIT in message else 1
-    return CaseResult(case_, passed, message[:MAX_MESSAGE * causes], time.perf_counter() - start)
+    # One line, escaped: a suite's words quote names the kernel chose (a class's __name__, a state_dict key), and
+    # r63's class named with an escape sequence and a newline wrote its own flag line into the report
+    return CaseResult(case_, passed, one_line(message)[:MAX_MESSAGE * causes], time.perf_counter() - start)
 
 
 def run_step(step: str, impl: Implementation, reference_source: str = "", reference_names: Sequence[str] = (),

@@ -39,6 +39,7 @@ from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import blocking_client
 from autograder.kernel.lending import LendingKernel, SideKernel, may_lend_later
 from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
+from autograder.kernel_messages import encodable, text_size
 from autograder.limits import (
     CASE_TIMEOUT,
     CELL_TIMEOUT,
@@ -73,22 +74,6 @@ def format_report(result: StepResult, max_points: float) -> str:
                 lines.append(f"           {r.message}")
     lines += [f"  {FLAG}: {flag}" for flag in instructor_flags(result.as_record())]
     return "\n".join(lines)
-
-
-def _text_size(value: object) -> int:
-    """About how many bytes `value` (a message's content: text, lists, dicts) holds, at least 8 for
-    each value (an empty list counted nothing: r44's 5 million of them passed the output budget).
-    Without recursion: a kernel chooses how deeply its messages nest."""
-    size, todo = 0, [value]
-    while todo:
-        item = todo.pop()
-        size += len(item) if isinstance(item, str | bytes) else 8
-        if isinstance(item, dict):
-            size += sum(len(str(key)) for key in item)
-            todo.extend(item.values())
-        elif isinstance(item, list | tuple):
-            todo.extend(item)
-    return size
 
 
 def graded_outputs(result: StepResult, max_points: float) -> list[NotebookNode]:
@@ -137,7 +122,8 @@ class JudgedExecute(Execute):
         autograded notebook. Past the budget a cell's output is dropped, with one line saying so."""
         msg_type = msg["msg_type"]
         if msg_type in self._OUTPUT_MESSAGES or msg_type.startswith("comm"):
-            self._output_bytes += _text_size(msg.get("content"))
+            self._output_bytes += text_size(msg.get("content"))
+            msg["content"] = encodable(msg.get("content"))
             if self._output_bytes > MAX_NOTEBOOK_OUTPUT_BYTES:
                 if cell_index not in self._cut_cells:
                     self._cut_cells.add(cell_index)

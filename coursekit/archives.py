@@ -32,6 +32,7 @@ import zlib
 from pathlib import Path
 
 from nbgrader.utils import unzip
+from setuptools import archive_util
 from setuptools.archive_util import UnrecognizedFormat
 
 from autograder.limits import MAX_EXTENDED_HEADERS, MAX_UNPACKED_BYTES, MAX_UNPACKED_MEMBERS
@@ -39,9 +40,12 @@ from coursekit import intake
 
 # What nbgrader's unzip raises on an archive whose members cannot all be read or written, or that is none (its
 # reader's errors: zipfile's, a decompressor's, tarfile's, setuptools' for neither; the file system's, for
-# members that cannot all be, as a file and a folder of one name)
+# members that cannot all be, as a file and a folder of one name), and setuptools' for a member it will not write where
+# its name says (above the folder, an absolute path, a backslash: r63's upload stopped zip_collect for the whole class;
+# the setuptools of earlier rounds skipped such a member without a word)
 UNREADABLE = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, RuntimeError, NotImplementedError,
-              ValueError, tarfile.TarError, UnrecognizedFormat, OSError)
+              ValueError, tarfile.TarError, UnrecognizedFormat, getattr(archive_util, "UnsafeMember", UnrecognizedFormat),
+              OSError)
 
 
 class Budget:

@@ -22,12 +22,14 @@ instructor's flags, the exports and the student's feedback say so.
 
 import json
 import os
+import re
 import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder.errors import one_line
+from autograder.kernel_messages import encodable
 from autograder.limits import (
     MAX_HANDED_IN_OUTPUTS,
     MAX_NOTEBOOK_CELLS,
@@ -356,16 +358,20 @@ def take_in(root, assignment, student, folder):
 
 CELL = b'"cell_type"'  # once in each cell of a notebook's JSON (a key elsewhere, too: an upper bound)
 OUTPUT = b'"output_type"'  # likewise, once in each output
+SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]", re.ASCII)  # JSON's escape of half a pair, or of a lone one
 
 
 def trim_notebook(root, assignment, student, notebook):
     """Leave out the cells of `notebook` past its first MAX_NOTEBOOK_CELLS (a graded cell among them
     nbgrader puts back, as one deleted), and its outputs where it holds more than
-    MAX_HANDED_IN_OUTPUTS (nbgrader validates each, about 0.1 ms, then clears them all); the notebook
+    MAX_HANDED_IN_OUTPUTS (nbgrader validates each, about 0.1 ms, then clears them all), and each lone
+    surrogate its JSON spells (valid JSON, which no UTF-8 file holds: r63's "\\ud800" in a Markdown cell
+    failed the write of the autograded notebook, and it was not graded) shown as its escape; the notebook
     as handed in is kept in the quarantine. A notebook that is no JSON, or of an old format, is left as
     it is: nbgrader says why it cannot be graded."""
     raw = notebook.read_bytes()
-    if raw.count(CELL) <= MAX_NOTEBOOK_CELLS and raw.count(OUTPUT) <= MAX_HANDED_IN_OUTPUTS:
+    if raw.count(CELL) <= MAX_NOTEBOOK_CELLS and raw.count(OUTPUT) <= MAX_HANDED_IN_OUTPUTS \
+            and not SURROGATE.search(raw):
         return
     try:
         nb = json.loads(raw)
@@ -375,6 +381,12 @@ def trim_notebook(root, assignment, student, notebook):
     if not isinstance(cells, list):
         return
     said = []
+    try:
+        json.dumps(nb, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        nb = encodable(nb)
+        said.append("its lone surrogates (half of a UTF-16 pair, which no notebook file can hold) are shown as "
+                    "their escapes, \\ud800")
     if len(cells) > MAX_NOTEBOOK_CELLS:
         said.append(f"its {len(cells) - MAX_NOTEBOOK_CELLS} cells after the first {MAX_NOTEBOOK_CELLS} were left "
                     "out, not run (a graded one among them was put back as released)")

@@ -69,7 +69,7 @@ def _grade(course, assignments, cluster, stage):
         print(results_table.table(list(results.values()), assignment, average=True))
         for r in results.values():
             for flag in r.flags:
-                print(f"  flag {r.student}: {flag}")
+                print(f"  flag {r.shown}: {flag}")
     return all_results
 
 

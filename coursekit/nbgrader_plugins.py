@@ -60,7 +60,7 @@ class SafeCollect(ExchangeCollect):
         student = self.coursedir.student_id or "*"
         paths = glob.glob(os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*"))
         records = [self._handed_in(r) for r in map(self._path_to_record, paths)]
-        owned = [r for r in records if not (self.check_owner and self._in_anothers_name(r))]
+        owned = [r for r in records if self._one_printable_line(r) and not (self.check_owner and self._in_anothers_name(r))]
         self.src_records = [self._chosen(records) for records in groupby(owned, lambda r: r["username"]).values()]
 
     def _handed_in(self, record):
@@ -69,6 +69,15 @@ class SafeCollect(ExchangeCollect):
         files were last changed chose an old submission as the newest, or a late one as on time."""
         changed = handed_in.last_change(os.path.join(self.inbound_path, record["filename"]))
         return dict(record, timestamp=handed_in.trusted(record["timestamp"], changed), changed=changed)
+
+    def _one_printable_line(self, record):
+        """Whether the student id the folder's name gives is one line of printable text, as an account's name is: a
+        folder in the name of no account is collected (above), and r63's, an escape sequence and a newline, became a
+        student whose id cleared the instructor's terminal and wrote a row of its own into the results table."""
+        if record["username"].isprintable():
+            return True
+        self.log.warning("%s: not collected: its student id is not one line of printable text", record["filename"])
+        return False
 
     def _in_anothers_name(self, record):
         try:

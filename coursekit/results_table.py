@@ -6,6 +6,7 @@ and why, and every flag. Every row's standing is `coursekit/standing.py`'s.
 
 from dataclasses import dataclass, field
 
+from autograder.errors import one_line
 from autograder.steps import STEPS, steps_of
 from coursekit import grading, standing
 
@@ -23,6 +24,13 @@ class StudentResult:
     late_penalty: float = 0.0  # points off for lateness (nbgrader's AssignLatePenalties)
 
     @property
+    def shown(self):
+        """The student's id as a terminal shows it: a folder's name, which the exchange lets a student choose for an
+        account that does not exist, and r63's, an escape sequence and a newline, cleared the table's lines and
+        wrote a row of its own (`errors.one_line`)."""
+        return one_line(self.student)
+
+    @property
     def total(self):
         """The score every export shows: the steps' points less the late penalty, never below 0."""
         return max(0.0, sum(self.points.values()) - self.late_penalty)
@@ -35,7 +43,7 @@ def table(results, assignment, average=False):
     steps = [s.name for s in steps_of(assignment)]
     maximum = sum(STEPS[s].points for s in steps)
     widths = [max(len(s), 6) for s in steps]
-    first = max([len("student"), len("class average")] + [len(r.student) for r in results])
+    first = max([len("student"), len("class average")] + [len(r.shown) for r in results])
     head = f"{'student':<{first}}  " + "  ".join(f"{s:>{w}}" for s, w in zip(steps, widths)) + "       total  flags"
     lines = [head, "-" * len(head)]
     for r in results:
@@ -45,7 +53,7 @@ def table(results, assignment, average=False):
         else:  # never a score: the reason is listed under the table
             cells = "  ".join(f"{'-':>{w}}" for w in widths)
             total = "not graded"
-        lines.append(f"{r.student:<{first}}  {cells}  {total:>10}  {len(r.flags) or ''}")
+        lines.append(f"{r.shown:<{first}}  {cells}  {total:>10}  {len(r.flags) or ''}")
     graded = [r for r in results if r.graded]
     if average and graded:
         means = [sum(r.points.get(s, 0) for r in graded) / len(graded) for s in steps]
@@ -88,8 +96,8 @@ def summary(db_url, report, root="."):
     ungraded = [r for r in rows if not r.graded]
     if ungraded:
         lines.append("Could not be graded (no score exported; `coursekit feedback` tells the student why):")
-        lines += [f"  {r.student}: {r.problem}" for r in ungraded]
-    flagged = [(r.student, f) for r in rows if r.graded for f in r.flags]
+        lines += [f"  {r.shown}: {one_line(r.problem)}" for r in ungraded]
+    flagged = [(r.shown, f) for r in rows if r.graded for f in r.flags]
     if flagged:
         lines.append("Flags:")
         lines += [f"  {student}: {flag}" for student, flag in flagged]

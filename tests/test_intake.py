@@ -217,13 +217,14 @@ def test_nbgrader_collect_takes_when_a_submission_was_handed_in_from_its_files_n
     assert note.startswith("**Changed by the grader") and "1970" in note and "Left out" not in note
 
 
-@pytest.mark.parametrize("named", ["..", ".", ".hidden"])
-def test_nbgrader_collect_takes_no_folder_whose_student_id_is_a_path(tmp_path, named):
+@pytest.mark.parametrize("named", ["..", ".", ".hidden", "mallory\x1b[2K\nalice", "eve\u202e"])
+def test_nbgrader_collect_takes_no_folder_whose_student_id_is_a_path_or_no_line_of_text(tmp_path, named):
     """A student id comes from the inbound folder's name, which the student chooses: `..` would put
     the submission at submitted/../<assignment>, outside submitted/, and `.` at submitted/<assignment>
     (red-team round r27 read this in nbgrader's collect, without running it). Run, nothing is
     collected: collect finds the folders with a glob, whose `*` matches no name that starts with a
-    dot. This keeps it so."""
+    dot. This keeps it so. Nor one whose id is not one line of printable text (r63: a student of no account,
+    named with an escape sequence and a newline, wrote a row of its own into the instructor's results table)."""
     course = grading.prepare(tmp_path / "course")
     exchange = tmp_path / "exchange"
     stamp = "2026-11-20 09:00:00.000000 UTC"
@@ -256,7 +257,11 @@ def test_zip_collect_copies_loose_files_without_following_links(tmp_path):
 
 @pytest.mark.parametrize("value, shown", [
     ("=2+3", "'=2+3"), ("+1+1", "'+1+1"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
-    ("\tx", "'\tx"), ("\rx", "'\rx"), ("ada", "ada"), ("-1.5", "-1.5"), ("1e-3", "1e-3"), (-2.0, -2.0)])
+    ("\tx", "'\tx"), ("\rx", "'\rx"), ("ada", "ada"), ("-1.5", "-1.5"), ("1e-3", "1e-3"), (-2.0, -2.0),
+    # r63: after what an import may trim, full-width and small forms, and digits a spreadsheet does not read
+    (" =2+3", "' =2+3"), ("\n@SUM(A1)", "'\n@SUM(A1)"), ("\uff1d2+3", "'\uff1d2+3"), ("\ufe622+3", "'\ufe622+3"),
+    ("\uff0d2+3", "'\uff0d2+3"), ("\uff20SUM(A1)", "'\uff20SUM(A1)"), ("-\u0661\u0662", "'-\u0661\u0662"),
+    ("\uff11", "\uff11"), (" ada", " ada")])
 def test_a_formula_is_shown_as_text_and_a_number_stays_a_number(value, shown):
     assert csvsafe.cell(value) == shown
     handle = io.StringIO()

@@ -201,3 +201,26 @@ def test_collect_copies_no_more_bytes_than_a_submission_may_hold_even_of_a_file_
     copied = sorted(p.name for p in (tmp_path / "copy").iterdir())
     assert copied == sorted(["data-0.bin", "data-1.bin", "data-3.bin", f"{A}.ipynb"]), copied
     assert [(d.path, d.reason) for d in dropped] == [("data-2.bin", f"grew while copied: {intake.TOO_MUCH}")]
+
+
+def test_intake_shows_a_notebooks_lone_surrogates_as_their_escapes_and_keeps_its_pairs(tmp_path):
+    """r63: JSON may spell half of a UTF-16 pair alone ("\\ud800"), which no UTF-8 file holds: a notebook handed
+    in with one in a Markdown cell, or in a string of its code, read as valid and failed the write of the
+    autograded notebook, and was not graded. A pair spelled so (an emoji, as `ensure_ascii` writes it) is kept."""
+    root = tmp_path / "course"
+    folder = root / "submitted" / "mallory" / A
+    folder.mkdir(parents=True)
+    cells = [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": "half \ud800 a pair, a pair \U0001f600"},
+             {"cell_type": "code", "id": "c", "metadata": {"\udfff": 1}, "source": "x = '\udc80'", "execution_count": 1,
+              "outputs": []}]
+    handed = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (folder / f"{A}.ipynb").write_text(json.dumps(handed))  # ensure_ascii: the surrogates spelled as escapes
+    intake.take_in(root, A, "mallory", folder)
+    taken = (folder / f"{A}.ipynb").read_text(encoding="utf-8")
+    taken.encode("utf-8")
+    assert [cell["source"] for cell in json.loads(taken)["cells"]] == ["half \\ud800 a pair, a pair \U0001f600",
+                                                                       "x = '\\udc80'"]
+    assert list(json.loads(taken)["cells"][1]["metadata"]) == ["\\udfff"]
+    assert intake.flags(root, A, "mallory") == [
+        f"{A}.ipynb replaced: its lone surrogates (half of a UTF-16 pair, which no notebook file can hold) are shown "
+        "as their escapes, \\ud800"]

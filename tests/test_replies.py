@@ -253,8 +253,8 @@ def test_a_kernels_message_is_unpacked_only_within_bounds():
     """The unpacking of r44's 5 million empty lists, and their size against the output budget."""
     import json
 
-    from autograder.judge import _text_size
     from autograder.kernel.client import HostileMessage, bounded_unpack
+    from autograder.kernel_messages import text_size
     from autograder.limits import MAX_NOTEBOOK_OUTPUT_BYTES
 
     with pytest.raises(HostileMessage):
@@ -262,7 +262,7 @@ def test_a_kernels_message_is_unpacked_only_within_bounds():
     with pytest.raises(HostileMessage):
         bounded_unpack(b"[" * 5000 + b"]" * 5000)
     assert bounded_unpack(b'{"name": "stdout", "text": "[{}]"}') == {"name": "stdout", "text": "[{}]"}
-    assert _text_size({"text": [[]] * 3_000_000}) > MAX_NOTEBOOK_OUTPUT_BYTES
+    assert text_size({"text": [[]] * 3_000_000}) > MAX_NOTEBOOK_OUTPUT_BYTES
 
 
 def test_a_request_the_kernel_never_reads_runs_into_its_deadline(tmp_path):
@@ -280,3 +280,26 @@ def test_a_request_the_kernel_never_reads_runs_into_its_deadline(tmp_path):
     assert time.monotonic() - started < 3.0
     assert reply["error"]["type"] == "NoAnswer"
     theirs.close()
+
+
+def test_a_lone_surrogate_a_kernel_prints_is_kept_as_its_escape(tmp_path):
+    """r63: JSON may spell half of a UTF-16 pair alone ("\\ud800"), which no UTF-8 file holds: a kernel whose
+    session packs its messages with `ensure_ascii` printed one, nbformat could not write the autograded notebook,
+    and a notebook handed in as valid was not graded. Every string of an output, its keys too, is one UTF-8 holds."""
+    import nbformat
+    from test_envelope import SEALED
+    from test_judge import notebook, printed
+
+    from autograder.judge import judge_notebook
+    from autograder.kernel_messages import encodable
+
+    assert encodable({"\ud800": ["a", {"b": "\udfff", "c": 1}], "\U0001f600": "\U0001f600"}) == {
+        "\\ud800": ["a", {"b": "\\udfff", "c": 1}], "\U0001f600": "\U0001f600"}
+    if not SEALED:
+        pytest.skip("a kernel of the judge's")
+    printing = ("import json\nsession = get_ipython().kernel.session\n"
+                "session.pack = lambda o: json.dumps(o, ensure_ascii=True, default=str).encode()\n"
+                "print('half \\ud800 a pair')\nraise ValueError('\\udfff')")
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [printing, "print('graded on')"]))
+    assert judged.problem == "" and printed(judged, 0) == "half \\ud800 a pair\n" and printed(judged, 1) == "graded on\n"
+    nbformat.writes(judged.notebook).encode("utf-8")

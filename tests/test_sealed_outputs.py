@@ -3,6 +3,8 @@ the judge marks each ordinary cell that ran after its kernel was sent a case's i
 next stage of the pipeline keeps one line in place of what it showed. Through real nbgrader, with
 the hostile catalogue's `record-inputs`, in test_end_to_end.py."""
 
+import re
+
 import nbformat
 from test_envelope import needs_sandbox
 from test_judge import notebook, printed, program
@@ -38,3 +40,23 @@ def test_the_judge_marks_every_cell_that_ran_after_inputs_were_sent(tmp_path):
     assert cells[3].metadata.get(SEALED_KEY) is True
     SealOutputs()(judged.notebook, {})
     assert printed(judged, 3) == NOTE
+
+
+def test_a_suite_quotes_an_error_text_without_the_numbers_it_may_hold():
+    """r63: suites quote the first line of an error of the code under test themselves (`modules.first_line`, and
+    `properties.backward_error_line` for a backward's error text, which the kernel sends), and quoted it whole."""
+    from autograder.errors import RemoteError
+    from autograder.suites.toolkit import modules, properties
+
+    said = "inputs -0.685374 0.391119 1e-05 12345 \x1b[2K of shape (2, 3)\nsecond line"
+    for quoted in (properties.backward_error_line(said),
+                   modules.first_line(RemoteError.from_reply({"type": "RuntimeError", "message": said}))):
+        assert quoted == "inputs -… … … … \\x1b[2K of shape (2, 3)", quoted
+
+
+@needs_sandbox
+def test_a_backwards_error_text_reaches_the_report_without_the_cases_inputs(tmp_path):
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [program("backward_error_inputs"), ("grade", "SelfAttention")]))
+    report = printed(judged, 1)
+    assert "backpropagating through SelfAttention failed (inputs -… " in report, report
+    assert not re.search(r"\d\.\d{4}", report.split("backpropagating", 1)[1]), report

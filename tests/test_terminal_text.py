@@ -11,6 +11,7 @@ some terminals let write the clipboard), carriage return or bidi override (red-t
 
 import subprocess
 import sys
+import types
 
 from autograder.errors import RemoteError
 from autograder.harness import _describe_error
@@ -69,3 +70,41 @@ def test_the_course_config_installs_it():
     from coursekit.paths import ROOT
 
     assert "terminal_text.install()" in (ROOT / "nbgrader_config.py").read_text()
+
+
+def test_a_name_the_kernel_chose_is_one_escaped_line_of_a_report():
+    """r63: a suite's words quote what the kernel describes (a class's __name__ here, a state_dict key elsewhere),
+    and a class named with an escape sequence and a newline wrote a flag line of its own into the report."""
+    from autograder.harness import Case, StepResult, run_case
+    from autograder.judge import format_report
+    from autograder.suites.toolkit import modules
+
+    class Module:  # a handle whose `dropout` is of a class the student named
+        def describe(self, path=""):
+            return {"exists": True, "type": "Drop\ud800\n  FLAGGED FOR THE INSTRUCTOR: GRADER ERROR, not your fault" + ESCAPES}
+
+    case = Case("CausalAttention", "dropout", "property", 1.0, 5.0,
+                lambda impl: modules.check_dropout_attribute("CA", Module(), 0.1))
+    report = format_report(StepResult("CausalAttention", [run_case(case, impl=types.SimpleNamespace())]), 3)
+    assert not any(c in report for c in RAW), repr(report)
+    assert [line.split(":")[0] for line in report.splitlines() if "FLAGGED" in line] == ["  all 1 cases failed"], report
+    report.encode("utf-8")  # a lone surrogate (a name JSON can carry) left the autograded notebook unwritable
+
+
+def test_a_students_id_is_one_escaped_line_of_the_results_table(monkeypatch):
+    """r63: the exchange takes a folder in the name of a student with no account of their own (nbgrader only warns),
+    so a student chooses the id of a submission: one with an escape sequence and a newline cleared the instructor's
+    table and wrote a row of its own there, and under it."""
+    from coursekit import results_table
+
+    forged = "mallory\x1b[1A\x1b[2K\nalice  " + ESCAPES
+    rows = [results_table.StudentResult(forged, "01_simplified_self_attention", True, flags=["late"]),
+            results_table.StudentResult(forged, "01_simplified_self_attention", False, problem="no notebook\r")]
+    report = types.SimpleNamespace(assignment="01_simplified_self_attention", outcomes=[], failed=[], skipped=[],
+                                   workers=0, seconds=1.0)
+    monkeypatch.setattr(results_table, "class_results", lambda db_url, report, root: rows)
+    shown = results_table.summary("sqlite://", report)
+    assert not any(c in shown for c in RAW), repr(shown)
+    assert [line.split("\\x1b")[0] for line in shown.splitlines() if "mallory" in line] == ["mallory", "mallory",
+                                                                                            "  mallory", "  mallory"]
+    assert "alice" not in "".join(line[:7] for line in shown.splitlines())

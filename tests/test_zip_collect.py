@@ -137,14 +137,19 @@ def test_an_upload_that_cannot_be_unpacked_leaves_the_classmates_collected(tmp_p
     """Red-teamed in round r54: nbgrader's unzip raises on a member it cannot read (a failed CRC here; a
     password or a compression method zipfile lacks do too), which zipfile's list of members does not show,
     and zip_collect stopped there: no classmate's upload was collected. So did an upload that is no archive, and one whose
-    members are a file and a folder of one name."""
+    members are a file and a folder of one name, and (r63) one with a member setuptools will not write where its name
+    says: above the archive's folder, at an absolute path, or with a backslash (a Windows tool's separator)."""
     collected, said = zip_collect(tmp_path, None, UPLOADS, loose={
         "ps1_alice_attempt_2026-11-20 09:00:00_work.zip": zipped({f"{A}.ipynb": "alice's"}),
         "ps1_bob_attempt_2026-11-20 08:00:00_work.zip": zipped({f"{A}.ipynb": "bob's"}),
         "ps1_mallory_attempt_2026-11-20 10:00:00_work.zip": _corrupt(zipped({f"{A}.ipynb": "x" * 100})),
         "ps1_trudy_attempt_2026-11-20 11:00:00_work.zip": b"no archive at all",
-        "ps1_oscar_attempt_2026-11-20 12:00:00_work.zip": zipped({"a": "a file", "a/b": "in a folder of that name"})})
+        "ps1_oscar_attempt_2026-11-20 12:00:00_work.zip": zipped({"a": "a file", "a/b": "in a folder of that name"}),
+        "ps1_peggy_attempt_2026-11-20 13:00:00_work.zip": zipped({f"{A}.ipynb": "{}", "../up.txt": "up"}),
+        "ps1_victor_attempt_2026-11-20 14:00:00_work.zip": zipped({f"{A}.ipynb": "{}", "/abs.txt": "abs"}),
+        "ps1_walter_attempt_2026-11-20 15:00:00_work.zip": zipped({f"work\\{A}.ipynb": "{}"})})
     assert collected == {"alice": ("alice's", "2026-11-20 09:00:00"), "bob": ("bob's", "2026-11-20 08:00:00")}
     for who in ("mallory_attempt_2026-11-20 10:00:00", "trudy_attempt_2026-11-20 11:00:00",
-                "oscar_attempt_2026-11-20 12:00:00"):
+                "oscar_attempt_2026-11-20 12:00:00", "peggy_attempt_2026-11-20 13:00:00",
+                "victor_attempt_2026-11-20 14:00:00", "walter_attempt_2026-11-20 15:00:00"):
         assert f"{who}_work.zip: it could not be unpacked" in said, said

@@ -106,8 +106,8 @@ def decode(data, resolve=None):
         torch = _torch() or __import__("torch")  # "_inductor" imported 800 modules into the judge (r44)
         tensor = torch.from_numpy(_from_npy(data["$t"]).copy()) if "$t" in data else None
         dtype = vars(torch).get(str(data["$dtype"] if tensor is None else data.get("dtype", str(tensor.dtype)[6:])))
-        if not isinstance(dtype, torch.dtype):
-            raise ValueError("a dtype torch does not have")
+        if not isinstance(dtype, torch.dtype) or tensor is not None and dtype.itemsize > tensor.element_size():
+            raise ValueError("a dtype torch does not have, or one wider than its data (r63: bool named complex128)")
         return dtype if tensor is None else tensor.to(dtype)
     if "$tuple" in data:
         return tuple(decode(v, resolve) for v in data["$tuple"])

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from autograder.errors import CaseFailure, RemoteError
-from autograder.harness import SHAPE_MISMATCH
+from autograder.harness import SHAPE_MISMATCH, exception_line
 from autograder.seam import Handle
 from autograder.steps import PROJECTIONS
 from autograder.suites.toolkit import checks
@@ -31,8 +31,7 @@ SIGNATURES = {
 # --- building modules ---------------------------------------------------------------------
 
 def first_line(error, limit=160):
-    text = str(error).strip().splitlines()
-    return text[0][:limit] if text else type(error).__name__
+    return exception_line(error, limit) or type(error).__name__
 
 
 def _is_signature_error(error):
@@ -182,17 +181,21 @@ checks.BEFORE_UNNAMED.append(explain_unsteady_forward)
 
 def unloaded_layers(module):
     """The nn.Linear layers `module` holds that the grader never loaded weights into (`load_linear` records each
-    path it loads): layers the task does not name, which keep their random start. Empty where nothing was loaded."""
+    path it loads): layers the task does not name, which keep their random start, {path: the shape of its weight}.
+    Empty where nothing was loaded. The shape is that of the weight the kernel sent, which the judge holds (so a
+    reply bounds it), and describe() must say the same: a shape the kernel only names, from a weight expanded to
+    (40000, 40000) over one number, had the judge make and send 6.4 GB of zeros (red-team round r63)."""
     loaded = module.__dict__.get("loaded_paths")
     if not loaded:
-        return []
+        return {}
     try:
         state = module.call("state_dict")
     except RemoteError:
-        return []
-    paths = [key.removesuffix(".weight") for key, value in state.items()
-             if key.endswith(".weight") and torch.is_tensor(value) and value.dim() == 2]
-    return [path for path in paths if path not in loaded and "weight_shape" in module.describe(path)]
+        return {}
+    shapes = {key.removesuffix(".weight"): list(value.shape) for key, value in state.items()
+              if key.endswith(".weight") and torch.is_tensor(value) and value.dim() == 2}
+    return {path: shape for path, shape in shapes.items()
+            if path not in loaded and module.describe(path).get("weight_shape") == shape}
 
 
 def explain_unloaded_layer():
@@ -203,8 +206,7 @@ def explain_unloaded_layer():
     if last is None:
         return
     layer, args, kwargs = last
-    for path in unloaded_layers(layer):
-        out_features, in_features = layer.describe(path)["weight_shape"]
+    for path, (out_features, in_features) in unloaded_layers(layer).items():
         try:  # a copy, so the layer the case holds keeps its weights; one that cannot be copied tells nothing
             twin = layer.copy()
             twin.set_linear(path, np.zeros((out_features, in_features), dtype=np.float32))
@@ -408,8 +410,9 @@ def check_dropout_attribute(name, module, p):
     if "p" not in info:
         found = info.get("type", "nothing") if info.get("exists") else "nothing"
         raise CaseFailure(f"{name} should have an attribute `dropout` = nn.Dropout({p}); found {found}")
-    if abs(float(info["p"]) - p) > 1e-12:
-        raise CaseFailure(f"{name}(..., dropout={p}).dropout has p={info['p']}; pass the dropout "
+    if not abs(float(info["p"]) - p) <= 1e-12:  # a nan the kernel names is no p either
+        # two digits: a p the kernel set to a number of its choice (an earlier case's input) is quoted no further
+        raise CaseFailure(f"{name}(..., dropout={p}).dropout has p={float(info['p']):.2g}; pass the dropout "
                           "argument to nn.Dropout")
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from autograder.errors import CaseFailure, RemoteError
+from autograder.harness import exception_line
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
 from autograder.suites.toolkit.model import NAN_HINT
@@ -81,7 +82,7 @@ def explain_built_alike(name, module, twin, x):
     named where the module holds one."""
     if close(module(x), twin(x), 0, 0):
         return
-    unloaded = unloaded_layers(module)
+    unloaded = list(unloaded_layers(module))
     raise CaseFailure(f"two {name} built with the same arguments and given the same weights give other outputs on the "
                       "same input, so no case that compares two layers can pass: " + (
                           f"each has `{unloaded[0]}`, a layer the task does not name: {name} {UNNAMED_LAYER}"
@@ -183,7 +184,7 @@ def check_gradients(name, module, x, paths, seed=99):
 
 def backward_error_line(error):
     """The first line of a failed backward's error (autograd's words), short enough for a message."""
-    return (str(error).strip().splitlines() or ["RuntimeError"])[0][:150]
+    return exception_line(error, 150) or "RuntimeError"
 
 
 def explain_gradients(name, report, paths, module=None):
