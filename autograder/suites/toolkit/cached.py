@@ -4,6 +4,7 @@ cache's use (`model`, `CACHE_MISTAKES`), the diagnoses of a forward that raised 
 cache wrongly (`explain_failed_forward`, `expect_grown`), and the suite's layer handle (`WholeInputs`), which names
 what a forward without a cache refused or sliced wrongly."""
 
+import functools
 import re
 
 import numpy as np
@@ -393,6 +394,24 @@ _RIGHT_WITHOUT_CACHE = [(dict(mask="none"), UNMASKED_WITH_CACHE), (dict(roles="q
 def seen_right_without_cache(switches, why):
     """`why`, or what the mistake of `switches` is through a cache alone, where it has a message of that kind."""
     return next((said for known, said in _RIGHT_WITHOUT_CACHE if known == switches), why)
+
+
+def through_cache_where_right_without(ladder, full_mistakes, right_without_cache):
+    """`ladder`, with each message of `full_mistakes` that has a through-a-cache form (`seen_right_without_cache`) in
+    that form, where `right_without_cache()` finds the layer right on a whole input without a cache; a probe that
+    raises finds nothing."""
+    forms = {why: seen_right_without_cache(switches, why) for switches, why in full_mistakes}
+    forms = {why: said for why, said in forms.items() if said != why}
+    if not any(why in message for _, message in ladder for why in forms):
+        return ladder
+    try:
+        right = right_without_cache()
+    except Exception:  # noqa: BLE001 - a layer that fails the probe is not seen right
+        right = None
+    if not right:
+        return ladder
+    return [(candidate, functools.reduce(lambda m, pair: m.replace(*pair), forms.items(), message))
+            for candidate, message in ladder]
 
 
 CACHE_MISTAKES = [
