@@ -167,7 +167,13 @@ MASK_COLUMNS_STOP_SHORT = ("its columns stop where the tokens before this call e
 
 def _mask_not_wide_enough(error, start, size, call, dimension):
     """The new tokens' scores (size x start + size) met a mask slice only `size` wide (CausalAttention's
-    mask[:t, :t]), or one with a row per token so far."""
+    mask[:t, :t]), or one with a row per token so far. Where t is len(cache) + 1, one new token's row (ONE_TOKEN_ROW) is
+    as wide, and the error's sizes cannot tell the two apart: both are named."""
+    if dimension == "2" and start + 1 == size:
+        raise CaseFailure(f"{call} raised {error.type_name}: the mask slice is {size} columns wide where the scores "
+                          f"have {start} + {size}, one per key held: is it cut t wide (the new tokens' rows of the mask "
+                          f"span every key so far), or, as wide here, one new token's row (len(cache) + 1)"
+                          f"{ONE_TOKEN_ROW}?") from None
     if dimension == "2":
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
                           f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
