@@ -136,8 +136,9 @@ ERROR_CAUSES = (
      "num_tokens = x.shape` fails on an x of three axes; name every axis (`b, num_tokens, _ = x.shape`) or index "
      "the one needed (x.shape[1])"),
     (("only supports boolean masks", "where expected condition to be a boolean tensor"),
-     "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask; a "
-     "mask built from torch.ones (torch.triu of it, say) holds floats, so keep the mask bool"),
+     "masked_fill (or torch.where) got a mask of numbers, not of True/False: it takes a torch.bool mask. Is the "
+     "mask built from torch.ones (whose torch.triu holds floats), or are the scores handed over where the mask "
+     "goes (the two arguments of masked_softmax(scores, mask) in the other order)?"),
     (("'torch.return_types.",),
      "tensor.max(dim=...) (and .min, .sort, .topk) returns a pair, (values, indices), not the values alone: take "
      "its .values, or use torch.amax (torch.amin), which returns the values only"),

@@ -125,12 +125,16 @@ def _full_symptoms(x, linears, context_length=None):
         *cached.from_end_mistake(whole, context_length)])
 
 
+def _chapter():
+    """The chapter's batch and layers (seed 123) as the worked examples give them: (x, linears)."""
+    layers = chapter_linear_weights(123, [(3, 2, False)] * 3)
+    return journey_batch().numpy(), {name: (weight.numpy(), None) for name, (weight, _) in zip(PROJECTIONS, layers)}
+
+
 def _notes_symptoms(example):
     """The known mistakes on the chapter's batch with the chapter's layers (seed 123): of the
     full forward, or of the six tokens fed one at a time."""
-    layers = chapter_linear_weights(123, [(3, 2, False)] * 3)
-    linears = {name: (weight.numpy(), None) for name, (weight, _) in zip(PROJECTIONS, layers)}
-    x = journey_batch().numpy()
+    x, linears = _chapter()
     if example.key == "journey_cached_full":
         return _full_symptoms(x, linears)
     return _cache_symptoms(x, linears, [1] * 6)
@@ -144,7 +148,16 @@ def _notes_probe(impl):
     _module(impl, 3, 2, 4, toolkit.random_projections(r, 3, 2, False))(toolkit.tensor(r.normal(size=(2, 4, 3))))
 
 
-test_notes = notes_cases(STEP, symptoms=_notes_symptoms, probe=_notes_probe)
+def _notes_confirmed(impl, ladder):
+    """The cached example's ladder, its mistakes that a cache alone can make named so where the same layer is right
+    on the chapter's whole batch without a cache (`cached.seen_right_without_cache`), as the other cases name them."""
+    x, linears = _chapter()
+    return cached.through_cache_where_right_without(ladder, cached.CACHE_MISTAKES + FULL_MISTAKES, lambda: checks.named_mistake(
+        checks.to_array(_module(impl, 3, 2, 6, linears)(toolkit.tensor(x)), "the output"),
+        [(cached.model(x, linears, [6]), "right")]))
+
+
+test_notes = notes_cases(STEP, symptoms=_notes_symptoms, probe=_notes_probe, confirmed=_notes_confirmed)
 
 
 def _sizes_text(sizes):
@@ -337,18 +350,6 @@ def test_last_token_through_cache_is_self_attention(impl):
                           f"{checks.UNNAMED}")
 
 
-def _expect_value_error(call, what, same_total=None):
-    """call() raises ValueError; same_total, the same number of tokens given to a new cache, names a length check
-    that counts the new tokens only (`cached_length_checks.refused_otherwise`)."""
-    try:
-        call()
-    except ValueError:
-        return
-    except RemoteError as error:
-        raise cached_length_checks.refused_otherwise(what, error, same_total) from None
-    raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")
-
-
 @case(STEP, "property")
 def test_refuses_to_grow_past_context_length(impl):
     """raises ValueError when cached and new tokens would exceed context_length (not before), the cache unchanged"""
@@ -360,12 +361,12 @@ def test_refuses_to_grow_past_context_length(impl):
     cache = impl.KVCache()
     _forward(module, x, cache, 0, 3, f"{what}: forward(x[:, 0:3], cache=cache)")
     _forward(module, x, cache, 3, 2, f"{what}: forward(x[:, 3:5], cache=cache)")  # exactly context_length: allowed
-    _expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more",
+    cached_length_checks.expect_value_error(lambda: module(x[:, 5:6], cache=cache), f"{what} with 5 cached tokens and 1 more",
                         lambda: module(x[:, :6], cache=impl.KVCache()))
-    _expect_value_error(lambda: module(x[:, :6], cache=impl.KVCache()), f"{what} given 6 tokens and an empty cache")
+    cached_length_checks.expect_value_error(lambda: module(x[:, :6], cache=impl.KVCache()), f"{what} given 6 tokens and an empty cache")
     cache = impl.KVCache()
     module(x[:, :4], cache=cache)
-    _expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more",
+    cached_length_checks.expect_value_error(lambda: module(x[:, 4:6], cache=cache), f"{what} with 4 cached tokens and 2 more",
                         lambda: module(x[:, :6], cache=impl.KVCache()))
     if len(cache) != 4:  # the refused tokens' keys went in: every later call would attend to them
         raise CaseFailure(f"{what}: a refused forward left {len(cache)} tokens in the cache that held 4; check the "

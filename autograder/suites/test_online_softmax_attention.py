@@ -18,9 +18,10 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
-from autograder.suites.toolkit import blockwise, checks, model
+from autograder.suites.toolkit import blockwise, causal_blocks, checks, model
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS, TWICE_D_K, told_apart
+from autograder.suites.toolkit.shifts import SHIFT_BELOW_MAX
 
 STEP = "online_softmax_attention"
 
@@ -114,38 +115,21 @@ MISTAKES = [
     (dict(rescale="acc_twice"), blockwise.RESCALED_TWICE),
     (dict(sum_axis=None), "the running sum adds up every weight of the block at once, one total for all queries "
                           "(and sequences): each query sums its own weights, over the keys (the last axis)"),
-]
-CAUSAL_MISTAKES = [
-    (dict(mask="local"), "the causal mask of a block compares the query's position with the key's position "
-                         "inside the block: use the key's position in the whole sequence (block start + column)"),
-    (dict(mask="next"), "the causal block mask is off by one: each query also sees the next key; block key j "
-                        "when j > i"),
-    (dict(mask="diagonal"), "the causal block mask is off by one: it blocks each query's own key; block key j "
-                            "only when j > i"),
-    (dict(mask="zero"), "the blocked scores are set to 0, and exp(0 - max) still gives those keys weight: a "
-                        "blocked key needs a score of -inf (weight exactly 0)"),
-    (dict(mask="kept"), "the causal block mask is applied the wrong way round: the later keys (j > i), which must "
-                        "be blocked, keep their scores and every other score is set to -inf (np.where(condition, a, "
-                        "b) takes a where the condition holds), so a query may be left with no key at all (nan)"),
-    (dict(max_before_mask=True), blockwise.MAX_BEFORE_MASK),
-    (dict(mask="additive"), blockwise.ADDITIVE_MASK),
-    (dict(mask="open_first"), blockwise.FIRST_BLOCK_OPEN),
-    (dict(mask="reversed"), "the causal block mask is reversed: it blocks the keys before each query and keeps "
-                            "the later ones; query i attends to keys 0..i"),
-    (dict(mask="shifted_on"), "the causal mask of a block is shifted the wrong way by the block's start "
-                              "(np.triu(..., k=start + 1)?): a later block's keys sit further on in the sequence, so "
-                              "more of them, not fewer, lie after each query; here query i sees keys up to i + 2 start"),
+    (dict(shift_by=np.mean), SHIFT_BELOW_MAX), (dict(shift_by=np.min), SHIFT_BELOW_MAX),
+    (dict(loop="first"), "only the first block is read: the answer is returned inside the loop, after the first block "
+                         "(is the return indented into it?); the running quantities are complete only after the last"),
 ]
 
 
 def _symptoms(Q, K, V, block_size, causal, positions=None, impl=None):
     """The known mistakes on these arguments; with `impl`, twins a probe of its code tells apart are (`order_confirmed`)."""
-    found = blockwise.with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (CAUSAL_MISTAKES if causal else [])
+    found = blockwise.with_block_scale(MISTAKES, block_size, np.shape(K)[-1]) + (causal_blocks.MISTAKES if causal else [])
     # twins only where the models agree to rounding: the tolerance a student's output is named in would also join
     # models that differ in one block of tiny inputs
     ladder = told_apart([((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
                          for kw, message in found], same=_same_to_rounding)
-    return ladder if impl is None else blockwise.order_confirmed(impl, ladder, WRONG_IN_ORDER)
+    return ladder if impl is None else blockwise.shift_confirmed(impl, blockwise.order_confirmed(impl, ladder,
+                                                                                                 WRONG_IN_ORDER))
 
 
 def _same_to_rounding(a, b):
@@ -163,7 +147,8 @@ def _recorded_symptoms(record, k):
 _PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
 test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
                          confirmed=lambda impl, ladder: blockwise.mask_confirmed(
-                             impl, blockwise.order_confirmed(impl, ladder, WRONG_IN_ORDER), _PROBE),
+                             impl, blockwise.shift_confirmed(impl, blockwise.order_confirmed(impl, ladder, WRONG_IN_ORDER)),
+                             _PROBE),
                          probe=lambda impl: [_call(impl, *_PROBE, size, causal, _label((2, 5, 4), (2, 5, 4), size, causal))
                                              for size, causal in ((2, False), (2, True), (1, False))])
 
@@ -333,14 +318,18 @@ def test_same_answer_for_every_block_size(impl):
 
 @case(STEP, "property")
 def test_weights_sum_to_one(impl):
-    """with every value 1 the output is 1 (the implied weights sum to 1), also where every score is far below 0"""
+    """with every value 1 the output is 1 (the implied weights sum to 1), also where every score is far below 0 or one far above"""
     r = rng(1514)
-    for causal, block_size, low in ((False, 3, False), (True, 2, False), (False, 3, True)):
+    for causal, block_size, kind in ((False, 3, ""), (True, 2, ""), (False, 3, "low"), (False, 3, "high")):
         Q, K = (r.normal(size=(10, 5)).astype(np.float32) for _ in range(2))
+        low = kind == "low"
         if low:  # every score near -1000: exp(score) is 0 even in float64, exp(score - its row's maximum) is not
             Q, K = (0.1 * Q - 30).astype(np.float32), (0.1 * K + 15).astype(np.float32)
+        if kind == "high":  # key 8 scores near 2200, the rest near 0: a shift below each block's maximum overflows
+            Q[:, 0], K, K[8] = Q[:, 0] + 50, 0.1 * K, [100, 0, 0, 0, 0]
         V = np.ones((10, 1), dtype=np.float32)
-        what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones" + (", every score near -1000" * low)
+        what = _label(Q.shape, K.shape, block_size, causal) + " with V = ones" + (", every score near -1000" * low) + (
+            ", key 8 scoring near 2000 above the rest" * (kind == "high"))
         out = _call(impl, Q, K, V, block_size, causal, what)
         checks.expect_shape(out, (10, 1), what)
         blockwise.name_nan_mask(impl, out, what, Q, K, V, block_size, causal)

@@ -159,6 +159,7 @@ def mistakes(Q, K, V, mask, k):
         (lambda: _softmax(fill(raw / d_k, mask, -np.inf)), "the scores are divided by d_k: divide by sqrt(d_k), once "
          "(scaled_attention_scores divides by it already: scores divided again are divided by d_k)"),
         (lambda: _softmax(fill(raw / d_k / 2, mask, -np.inf)), model.TWICE_D_K),
+        (lambda: _softmax(fill(np.floor_divide(raw, np.sqrt(d_k)), mask, -np.inf)), model.FLOOR_DIVIDED),
         *[(lambda w=w: _softmax(fill(raw / np.sqrt(w), mask, -np.inf)), s) for w, s in widths.wrong_widths(Q, K, V)],
         (lambda: _softmax(fill(np.swapaxes(raw, -1, -2) / np.sqrt(d_k), mask, -np.inf)),
          "computes K Qᵀ (row i belongs to key i): the scores are Q Kᵀ, one row per query"),
@@ -421,8 +422,9 @@ def test_large_scores_stay_finite(impl):
     checks.expect_finite(context, "the context for scores in the thousands", hint)
     q, k, v = (torch.from_numpy(a) for a in (Q, K, V))
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v).numpy()
+    overflowed = (lambda: model.shift_above_only(Q @ K.T / np.sqrt(8), overflowed=0.0) @ V, model.UNSHIFTED_SUM)
     checks.expect_close(context, want, "the context for scores in the thousands, compared with torch",
-                        symptoms=mistakes(Q, K, V, None, 0))
+                        symptoms=_confirmed(impl, [*mistakes(Q, K, V, None, 0), overflowed], (model.UNSHIFTED_SUM,)))
     Q, K, V, mask = sdpa_probes.blocked_far_above()
     context, _ = _call(impl, Q, K, V, mask, "a blocked key scoring far above the open ones")
     checks.expect_close(context, _model(dict(Q=Q, K=K, V=V, mask=mask))[0], "the context where a blocked key "

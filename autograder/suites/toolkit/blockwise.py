@@ -10,11 +10,13 @@ import numpy as np
 from autograder.errors import CaseFailure, RemoteError
 from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import rng
+from autograder.suites.toolkit.shifts import SHIFT_BELOW_MAX, shifts_below_max
 
 
 def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale="sqrt", normalise=True,
           shift="new", keep_max=True, tail=True, sum_axis=-1, block_max=False, values="block", loop="keys",
-          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False, exp=np.exp):
+          width="full", max_axis=-1, max_before_mask=False, positions=None, keys_first=False, exp=np.exp,
+          shift_by=np.max):
     """Blockwise attention in float64. rescale "both" | "acc" (only the output) | "sum" (only the
     sum) | "none" | "inverted" (both, by exp(new_max - old_max)) | "late" (the output after adding the
     block) | "acc_twice" (the output by the factor squared, the sum right) | "new" (the block's values, not the running output) | "sum_late" (the output right, the sum after adding
@@ -48,7 +50,9 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
     exponential every weight and rescale factor takes (np.exp2: base 2, as FlashAttention's kernels, which scale the
     scores by log2(e) first).
     `positions`: the queries' positions in the sequence, when Q holds only some rows of it (the
-    causal mask needs them; a long input's spot checks model only the rows they read)."""
+    causal mask needs them; a long input's spot checks model only the rows they read). `shift_by`: what each block
+    offers the running maximum, np.max, or np.mean or np.min (a shift below the maximum); loop "first": the answer
+    returned after the first block (a return inside the loop)."""
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n_q, n_k, d_k = Q.shape[-2], K.shape[-2], K.shape[-1]
     divisor = {"sqrt": np.sqrt(d_k), "none": 1.0, "linear": float(d_k), "d_v": np.sqrt(V.shape[-1]),
@@ -63,7 +67,8 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
         end = {True: n_q if loop == "queries" else n_k, False: n_k - block_size + 1, "last": n_k - block_size}[tail]
         starts = {"keys": range(0, end, block_size), "queries": range(0, end, block_size),
                   "from_one": range(1, end, block_size), "block_numbers": range(n_k // block_size),
-                  "reversed": reversed(range(0, end, block_size)), "backwards": range(n_k - block_size, -1, -block_size)}[loop]
+                  "reversed": reversed(range(0, end, block_size)), "backwards": range(n_k - block_size, -1, -block_size),
+                  "first": range(0, end, block_size)[:1]}[loop]
         for start in starts:
             reach = width if isinstance(width, int) else block_size - (width == "short")
             stop = min(start + reach, n_k - (width == "last_key"))
@@ -83,7 +88,7 @@ def model(Q, K, V, block_size, causal=False, *, rescale="both", mask="ok", scale
                            "shifted_on": keys > rows + 2 * start}[mask]
                 scores = scores + blocked * -np.inf if mask == "additive" else \
                     np.where(blocked, 0.0 if mask == "zero" else -np.inf, scores)
-            new_max = (unmasked if max_before_mask else scores).max(axis=max_axis, keepdims=True)
+            new_max = shift_by(unmasked if max_before_mask else scores, axis=max_axis, keepdims=True)
             new_max = new_max if block_max else np.maximum(row_max, new_max)
             if rescale == "inverted":
                 shrink = exp(new_max - row_max)
@@ -347,6 +352,22 @@ def order_confirmed(impl, ladder, wrong_in_order):
     out = _answer(impl, "the probe", Q, K, V, 2, False)
     wrong = (REVERSED,) if out is None or not _same(out, model(Q, K, V, 2)) else wrong_in_order
     return [(value, _without(message, wrong)) for value, message in ladder]
+
+
+def shift_confirmed(impl, ladder):
+    """A tie that names a shift below the maximum (shifts.SHIFT_BELOW_MAX: with causal=True and V = ones, a first block
+    whose mean is -inf makes the nan a key never read or blocked makes) kept to that mistake where a probe of one
+    block without causal=True shows it (`shifts.shifts_below_max`), and without it where the probe does not."""
+    if not any(SHIFT_BELOW_MAX in message and message != SHIFT_BELOW_MAX for _, message in ladder):
+        return ladder
+
+    def softmax_of(scores):
+        out = _answer(impl, "the probe", np.ones((1, 1)), scores[:, None], np.eye(len(scores)), len(scores), False)
+        return None if out is None else out[0]
+
+    shifts_below = shifts_below_max(softmax_of)
+    return [(value, SHIFT_BELOW_MAX if shifts_below and SHIFT_BELOW_MAX in message else
+             message if shifts_below else _without(message, (SHIFT_BELOW_MAX,))) for value, message in ladder]
 
 
 def _without(message, wrong):

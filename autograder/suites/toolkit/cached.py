@@ -4,6 +4,7 @@ cache's use (`model`, `CACHE_MISTAKES`), the diagnoses of a forward that raised 
 cache wrongly (`explain_failed_forward`, `expect_grown`), and the suite's layer handle (`WholeInputs`), which names
 what a forward without a cache refused or sliced wrongly."""
 
+import functools
 import re
 
 import numpy as np
@@ -166,7 +167,13 @@ MASK_COLUMNS_STOP_SHORT = ("its columns stop where the tokens before this call e
 
 def _mask_not_wide_enough(error, start, size, call, dimension):
     """The new tokens' scores (size x start + size) met a mask slice only `size` wide (CausalAttention's
-    mask[:t, :t]), or one with a row per token so far."""
+    mask[:t, :t]), or one with a row per token so far. Where t is len(cache) + 1, one new token's row (ONE_TOKEN_ROW) is
+    as wide, and the error's sizes cannot tell the two apart: both are named."""
+    if dimension == "2" and start + 1 == size:
+        raise CaseFailure(f"{call} raised {error.type_name}: the mask slice is {size} columns wide where the scores "
+                          f"have {start} + {size}, one per key held: is it cut t wide (the new tokens' rows of the mask "
+                          f"span every key so far), or, as wide here, one new token's row (len(cache) + 1)"
+                          f"{ONE_TOKEN_ROW}?") from None
     if dimension == "2":
         raise CaseFailure(f"{call} raised {error.type_name}: the new tokens' scores have a column for every key "
                           f"held, cached ones included ({start} + {size}), but the mask slice has only {size}: "
@@ -393,6 +400,24 @@ _RIGHT_WITHOUT_CACHE = [(dict(mask="none"), UNMASKED_WITH_CACHE), (dict(roles="q
 def seen_right_without_cache(switches, why):
     """`why`, or what the mistake of `switches` is through a cache alone, where it has a message of that kind."""
     return next((said for known, said in _RIGHT_WITHOUT_CACHE if known == switches), why)
+
+
+def through_cache_where_right_without(ladder, full_mistakes, right_without_cache):
+    """`ladder`, with each message of `full_mistakes` that has a through-a-cache form (`seen_right_without_cache`) in
+    that form, where `right_without_cache()` finds the layer right on a whole input without a cache; a probe that
+    raises finds nothing."""
+    forms = {why: seen_right_without_cache(switches, why) for switches, why in full_mistakes}
+    forms = {why: said for why, said in forms.items() if said != why}
+    if not any(why in message for _, message in ladder for why in forms):
+        return ladder
+    try:
+        right = right_without_cache()
+    except Exception:  # noqa: BLE001 - a layer that fails the probe is not seen right
+        right = None
+    if not right:
+        return ladder
+    return [(candidate, functools.reduce(lambda m, pair: m.replace(*pair), forms.items(), message))
+            for candidate, message in ladder]
 
 
 CACHE_MISTAKES = [

@@ -1,6 +1,6 @@
-"""CachedCausalAttention's length check named when it refuses the wrong way: an assert where ValueError is promised,
-and a check that counts the call's new tokens only, told by the same number of tokens given at once to a new cache.
-It lives apart from `cached`, whose file is full."""
+"""CachedCausalAttention's length check: a call expected to be refused (`expect_value_error`), and the check named when
+it refuses the wrong way: an assert where ValueError is promised, and a check that counts the call's new tokens only,
+told by the same number of tokens given at once to a new cache. It lives apart from `cached`, whose file is full."""
 
 from autograder.errors import CaseFailure, RemoteError
 
@@ -39,3 +39,15 @@ def _refuses(call):
     except (RemoteError, CaseFailure):
         return False
     return False
+
+
+def expect_value_error(call, what, same_total=None):
+    """call() raises ValueError; same_total, the same number of tokens given to a new cache, names a length check
+    that counts the new tokens only (`refused_otherwise`)."""
+    try:
+        call()
+    except ValueError:
+        return
+    except RemoteError as error:
+        raise refused_otherwise(what, error, same_total) from None
+    raise CaseFailure(f"{what} did not raise: raise ValueError when the cache would grow past context_length")

@@ -57,14 +57,30 @@ ONE_MATRIX_SUMS = ("the row sums are indexed for one matrix ([:, None]), which o
                    "not last: with as many queries as keys each row is divided by another row's sum, and other "
                    "shapes do not fit; keepdims=True (or [..., None]) keeps it last")
 LOG_SOFTMAX = "returns the log of the softmax (log-softmax): the weights are the normalised exponentials themselves"
+# exp(x - max) / sum(exp(x)): the shift written above the fraction only, so each row is the softmax times exp(-max)
+UNSHIFTED_SUM = ("divides the shifted exponentials, exp(x - max), by the sum of unshifted ones, exp(x): the shift "
+                 "cancels only where the exponentials and their sum are shifted alike, so each row sums to exp(-max), "
+                 "not 1 (and to 0 where exp(x) overflows)")
 NOT_A_SOFTMAX = ("the softmax exponentiates every score and divides by its row's sum of exponentials, so the "
                  "weights are positive, sum to 1 and keep the scores' order")
 
 
+def shift_above_only(s, axis=-1, overflowed=np.nan):
+    """UNSHIFTED_SUM's weights, exp(s - max) / sum(exp(s)); a slice whose sum overflows, 0 there, is `overflowed`: nan
+    (claiming nothing) unless a probe confirmed the mistake, since every softmax that overflows gives those zeros."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = np.exp(s).sum(axis=axis, keepdims=True)
+        return np.where(np.isinf(sums), overflowed, np.exp(s - s.max(axis=axis, keepdims=True)) / sums)
+
+
 def hand_written_softmax_mistakes(s, axis=-1):
     """(candidate, symptom) of a hand-written softmax's slips in the formula, on scores s: exp in base 2, the
-    log-softmax, other normalisations, and an epsilon added to the normaliser (to the sum, or to every exponential
-    inside it)."""
+    log-softmax, other normalisations, the shift left out of the sum alone, and an epsilon added to the normaliser (to
+    the sum, or to every exponential inside it)."""
+    def unshifted():
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.exp(s)
+
     @functools.cache  # the eight epsilon candidates share one array of exponentials
     def shifted(base_two=False):
         with np.errstate(invalid="ignore", over="ignore"):
@@ -87,10 +103,8 @@ def hand_written_softmax_mistakes(s, axis=-1):
                   f"their sum), so the largest weight is 1: {NOT_A_SOFTMAX}"),
         (lambda: (s == s.max(axis=axis, keepdims=True)).astype(float),
          f"puts all the weight on each row's largest score (a one-hot maximum, hard attention): {NOT_A_SOFTMAX}"),
+        (lambda: shift_above_only(s, axis), UNSHIFTED_SUM),
     ]
-    def unshifted():
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.exp(s)
 
     if np.ndim(s) == 3 and axis in (-1, 2):  # on one matrix [:, None] is right, on more axes it raises
         # off the diagonal the row maxima no longer cancel, so with and without the shift differ

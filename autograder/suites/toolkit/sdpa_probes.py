@@ -1,6 +1,6 @@
 """Mistakes of scaled_dot_product_attention told apart by probes of their own, which live here since its suite is
-full: blocked scores filled with +inf (np.inf for -np.inf), told from a mask multiplied by -inf, which also makes every
-row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; large
+full: blocked scores filled with +inf (np.inf for -np.inf), told from a mask multiplied by -inf and from a shift below
+each row's maximum (its mean), which also make every row that blocks a key nan; the queries scored against themselves (Q Qᵀ), which fits only as many keys; large
 scores' nan from a maximum taken without keepdims, which does shift, by another row's maximum; the right weights
 returned transposed, told from K Qᵀ (whose rows, not columns, sum to 1); a context of V @ weights or of
 weights.T @ V, which run only on square inputs or one matrix; a row's maximum subtracted before its blocked
@@ -21,6 +21,8 @@ def nan_from_mask_times_inf(attend, Q, K, V, full_mask, nan_rows, label):
     of every query but the first."""
     if not model.nan_in_every_mixed_row(attend, Q, K, V, full_mask, nan_rows):
         return False
+    if shifts.shifts_below_max(_row_softmax(attend)):  # the same nan, from a shift that a blocked key makes -inf
+        raise CaseFailure(f"the weights are nan in every row that blocks a key: {shifts.SHIFT_BELOW_MAX} ({label})")
     first = (0,) * (Q.ndim - 2)
     q, k, v = Q[first], K[first], V[first]
     blocked = np.zeros((q.shape[-2], k.shape[-2]), dtype=bool)
@@ -36,6 +38,18 @@ def nan_from_mask_times_inf(attend, Q, K, V, full_mask, nan_rows, label):
                           "the blocked scores are filled with +inf (np.inf), which becomes the row's maximum, and "
                           f"inf - inf is nan; fill them with -np.inf, whose exponential is 0 ({label})")
     return True
+
+
+def _row_softmax(attend):
+    """scores (n,) -> the weights `attend` gives a query whose scores they are (Q = [[1]], K = the scores as a column,
+    so that Q Kᵀ / sqrt(1) is them), or None where it raised."""
+    def weights(scores):
+        try:
+            return checks.to_array(attend(np.ones((1, 1)), scores[:, None], np.eye(len(scores)), None)[1],
+                                   "the weights")[0]
+        except Exception:  # noqa: BLE001 - only asks what these scores give
+            return None
+    return weights
 
 
 # Q Qᵀ has the weights' shape only where there are as many queries as keys: elsewhere weights @ V raises.
@@ -132,6 +146,8 @@ def why_nan(attend, scores, nan_rows, mask=None, weights=None):
     an entry above that maximum by more than exp can take overflows; or unless the rows that are nan are those whose
     maximum over every key, blocked ones too, is far above the open ones; or unless `weights` are those of the mask
     read the other way round. Ends with what to do."""
+    if shifts.shifts_below_max(_row_softmax(attend)):
+        return shifts.SHIFT_BELOW_MAX
     if mask is not None and weights is not None and checks.named_mistake(
             weights, [(lambda: model.softmax(np.where(mask, scores, -np.inf)), MASK_READ_INVERTED)]):
         return MASK_READ_INVERTED

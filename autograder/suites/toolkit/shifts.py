@@ -25,3 +25,26 @@ def why_nan(scores, nan_rows):
     if all_negative.any() and (nan_rows == all_negative).all():
         return "every exponential of a row of scores far below 0 underflows to 0, and the row is 0 / 0"
     return "exp overflows"
+
+
+# A shift below each row's maximum (its mean, its minimum) cancels in exact arithmetic, as any shift does, but the
+# exponential of a score far above it overflows, and a blocked key's -inf makes the mean (or minimum) -inf, so that
+# exp(score + inf) is inf and the row is inf / inf, nan.
+SHIFT_BELOW_MAX = ("the scores are shifted by less than their largest (their mean or minimum?) before exp: any shift "
+                   "cancels, but exp(score - shift) overflows where a score lies far above it, and a blocked key's -inf "
+                   "makes such a shift -inf and its row nan; only the largest score keeps every exponential at most 1")
+# A row with one score far above the rest (where a shift by less than the maximum overflows), and a row of scores all
+# far below 0 (where no shift at all, or a running maximum started at 0, underflows to 0 / 0).
+_FAR_ABOVE = np.array([0.0, 0.0, 0.0, 2000.0])
+_FAR_BELOW = np.array([-1000.0, -1001.0, -1000.0, -1002.0])
+
+
+def shifts_below_max(softmax_of):
+    """Whether a softmax, `softmax_of(scores)` (a row's weights, or None where the code raised), is not finite on a row
+    with one score far above the rest, yet right on a row of scores all far below 0: it shifts the scores, by less
+    than their maximum."""
+    high, low = softmax_of(_FAR_ABOVE), softmax_of(_FAR_BELOW)
+    if high is None or low is None or np.shape(low) != _FAR_BELOW.shape or np.isfinite(high).all():
+        return False
+    exps = np.exp(_FAR_BELOW - _FAR_BELOW.max())
+    return bool(np.allclose(low, exps / exps.sum(), atol=1e-6))
