@@ -200,8 +200,7 @@ class KernelChannel(PeakMemory):
         yields the block's `ApartCall`: a call request marked "apart" is made in a process the kernel's child forks for
         it (`agent.apart`), which stops itself at once, and the call's window opens then (`_open_window`)."""
         call = ApartCall()
-        self._apart = {"before": set(self.pids()), "held": [], "call": call}
-        kernels_child = []
+        self._apart = {"before": set(self.pids()), "held": [], "child": [], "call": call}
         try:
             yield call
         finally:
@@ -218,13 +217,13 @@ class KernelChannel(PeakMemory):
                 with suppress(OSError):  # started for the block: the kernel's child, let go, reaps the call's process
                     # first (ended after its parent, it was left a zombie to the kernel, PID 1 of its namespace, which
                     # then took 2.5 s to shut down)
-                    still.release(kernels_child := self._kernels_child())
+                    still.release(self._kernels_child())
                     still.end([pid for pid in self.pids() if pid not in self._apart["before"]], reaped=called)
             finally:
                 still.release(self._apart["held"])
                 # the kernel, let go, reaps its child (`agent.apart`): not yet reaped, CI's next cell saw it as the
                 # kernel's child once
-                still.await_reaped(kernels_child)
+                still.await_reaped(self._apart["child"], self._apart["before"])
                 self._apart = None
 
     def _started(self):  # in `apart`: the processes that run (started for it, not ended)
@@ -234,7 +233,8 @@ class KernelChannel(PeakMemory):
         """In `apart`, once the kernel's child answered: every process but those it started is stopped (`still.hold`),
         until the block ends (r48's helper process and kernel thread computed a call's score matrix on memory held
         before)."""
-        self._apart["held"] = still.hold(self.launcher_pid, [p for p in self.pids() if p not in self._apart["before"]])
+        self._apart["child"] = [p for p in self.pids() if p not in self._apart["before"]]  # the kernel's child
+        self._apart["held"] = still.hold(self.launcher_pid, self._apart["child"])
 
     def _kernels_child(self):
         """In `apart`: the processes started for it whose parent is the kernel's (its child, the one that answers)."""

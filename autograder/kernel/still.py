@@ -78,18 +78,26 @@ def hold(monitor: int, running: Collection[int] = (), their_children: bool = Tru
             time.sleep(0.001)
 
 
-def await_reaped(pids: Collection[int]) -> None:
-    """Wait, at most REAP_WAIT, until `pids` are gone from /proc: reaped by their parent, not only ended."""
+def await_reaped(pids: Collection[int], parents: Collection[int]) -> None:
+    """Wait, at most REAP_WAIT, until `pids` are gone from /proc: reaped by their parent among `parents` (whose own code
+    reaps them), not only ended. Not for one whose parent cannot reap it now: held still by the judge (a kernel whose
+    child made the call itself waited out the whole wait in each memory case), gone, or another (an orphan's)."""
     deadline = time.monotonic() + REAP_WAIT
-    while any(os.path.exists(f"/proc/{pid}") for pid in pids) and time.monotonic() < deadline:
+    while any(_reapable(pid, parents) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.001)
+
+
+def _reapable(pid: int, parents: Collection[int]) -> bool:
+    """Whether `pid` is still there, and its parent is one of `parents` that runs (so will reap it)."""
+    parent = procfs.parent(pid)
+    return parent is not None and parent in parents and not stopped(parent)
 
 
 def end(pids: Collection[int], reaped: Collection[int] = ()) -> None:
     """Once `reaped` are gone (`await_reaped`: their parent, among `pids`, reaps them), kill `pids` and wait,
     for at most STOP_WAIT, for them to end. Killed at once, a parent that had just been let go was ended before it
     reaped them (in one memory case of four here), and they were left zombies to the kernel (PID 1 of its namespace)."""
-    await_reaped(reaped)
+    await_reaped(reaped, pids)
     deadline = time.monotonic() + STOP_WAIT
     while (left := [pid for pid in pids if not ended(pid)]) and time.monotonic() < deadline:
         for pid in left:
