@@ -91,7 +91,7 @@ def test_each_planted_misconception_is_a_row_of_its_step_with_its_student(graded
     results, _, stats = graded
     by_step = {s.step: s for s in stats.steps}
     planted = [m for m in catalogue.by_assignment(catalogue.MISTAKES, A) if m.id in results]
-    assert len(planted) > 5
+    assert len(planted) >= 5  # one of each step of 03 (`matrix.nbgrader_sample`)
     for mistake in planted:
         for name in mistake.loses:
             rows = [d for d in by_step[name].diagnoses if mistake.id in d.students]

@@ -207,8 +207,10 @@ class KernelChannel(PeakMemory):
             called = []
             try:
                 with suppress(OSError):  # the kernel is gone
-                    called = self._started()
-                    still.end(called)  # the call's process first: the held ones are read as it left them
+                    # the call's process first: the held ones are read as it left them. Not the kernel's child, which
+                    # reaps it: killed with it, it left the call's process to the kernel, a zombie for good (CI, twice)
+                    called = [pid for pid in self._started() if pid not in self._apart["child"]]
+                    still.end(called)
                     if self._apart.get("late") and self.connection and select.select([self.connection], [], [], 0)[0]:
                         self.close()  # what the child sent of a late reply is still in the stream
                 if "pages" in self._apart:  # the window was opened
@@ -217,8 +219,9 @@ class KernelChannel(PeakMemory):
                 with suppress(OSError):  # started for the block: the kernel's child, let go, reaps the call's process
                     # first (ended after its parent, it was left a zombie to the kernel, PID 1 of its namespace, which
                     # then took 2.5 s to shut down)
+                    started = [pid for pid in self.pids() if pid not in self._apart["before"]]
                     still.release(self._kernels_child())
-                    still.end([pid for pid in self.pids() if pid not in self._apart["before"]], reaped=called)
+                    still.end(started, reaped=[pid for pid in started if pid not in self._apart["child"]])
             finally:
                 still.release(self._apart["held"])
                 # the kernel, let go, reaps its child (`agent.apart`): not yet reaped, CI's next cell saw it as the
