@@ -8,6 +8,7 @@ real nbgrader.
 """
 
 import json
+import os
 
 import pytest
 from test_judge import notebook, printed, processes_left, program
@@ -61,6 +62,19 @@ def test_no_kernel_sets_the_times_of_a_device_node(tmp_path):
     assert _printed_json(judged, 0, "TOUCHED") == []
     assert "WROTE 1 3" in printed(judged, 1), printed(judged, 1)
     assert processes_left() == []
+
+
+@needs_sandbox
+def test_a_kernel_reads_none_of_the_machines_event_counters(tmp_path):
+    """Each of `zygote.MACHINE_COUNTERS` the host has reads empty in a kernel: counts of the whole machine's
+    events (pages locked, r39) and its tasks' waits (/proc/pressure, which a stall of the kernel's choosing
+    raises for a later reader), each a channel from a kernel that held a reference to one that runs later."""
+    present = [name for name in zygote.MACHINE_COUNTERS if os.path.exists(f"/proc/{name}")]
+    present += [f"pressure/{name}" for name in sorted(os.listdir("/proc/pressure"))] if os.path.isdir("/proc/pressure") else []
+    assert "vmstat" in present
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        f"import json\nprint('READ', json.dumps({{n: len(open('/proc/' + n).read()) for n in {present!r}}}))"]))
+    assert _printed_json(judged, 0, "READ") == dict.fromkeys(present, 0)
 
 
 @needs_sandbox

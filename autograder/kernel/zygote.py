@@ -190,9 +190,11 @@ def _deny_calls():
 # /proc's counts of events on the whole machine, hidden from the kernel (an empty file over each):
 # nothing else here locks pages (vmstat's unevictable_pgs_mlocked), so the lending kernel, holding
 # a reference, raised that count by a number of its choosing and the notebook's kernel read it once
-# it ran again, 16 bits of the reference a lending step (red-team round r39, `still.py`).
+# it ran again, 16 bits of the reference a lending step (red-team round r39, `still.py`). The pressure
+# files (PSI) total the time the machine's tasks waited for CPU, memory and I/O, in microseconds: a stall
+# of the kernel's choosing shows there to any later reader, as the load average does (README).
 MACHINE_COUNTERS = ("vmstat", "schedstat", "softirqs", "interrupts", "diskstats", "zoneinfo", "buddyinfo",
-                    "pagetypeinfo")
+                    "pagetypeinfo", "pressure/cpu", "pressure/memory", "pressure/io", "pressure/irq")
 # The terminals one kernel may hold at once (IPython's `!` line takes one, and gives it back). Every kernel's devpts
 # instance draws on one pool of the machine's (kernel.pty.max less what is kept for the machine's own instance,
 # 3,072 here): a kernel held them all (red-team round r58), and no other kernel on the machine, another student's
