@@ -2,6 +2,8 @@
 of wrong value is named by its own message, an unrelated error by none, and a comparison of two
 outputs of the same code (relation=False) never claims to know the right value."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -115,3 +117,33 @@ def test_an_infinite_candidate_matches_only_its_own_infinity():
     tolerance, relative to an infinity, would be infinite."""
     assert checks.named_mistake(np.array(-0.99), [(np.array(-np.inf), "divides by zero")]) is None
     assert checks.named_mistake(np.array([1.0, -np.inf]), [(np.array([1.0, -np.inf]), "the same")]) == "the same"
+
+
+# Red-team round r63: code that saw a case's inputs returned, for each later case, an empty array whose sizes were
+# digits of those inputs, and every failed case's message spelt them out.
+SIZES_OF_AN_EMPTY_RESULT = '''
+import re
+
+import numpy as np
+SEEN = []
+def softmax(x, axis=-1):
+    SEEN.append(np.asarray(x, dtype=float))
+    return np.empty([0] + [int(abs(v) * 1000) % 1000 + 101 for v in SEEN[0].flatten()[:6]])
+'''
+
+
+def test_an_empty_results_sizes_carry_no_digits_of_a_cases_inputs():
+    from autograder.harness import run_step
+    from autograder.judge import format_report
+    from autograder.reference import reference_with
+
+    result = run_step("softmax", reference_with({"softmax": SIZES_OF_AN_EMPTY_RESULT}))
+    report = format_report(result, 3)
+    assert "axes, at least one of size 0" in report, report
+    assert not re.search(r"\(0, \d{3}", report), report
+
+
+def test_an_empty_shape_a_mistake_can_make_is_shown_whole():
+    assert checks.fmt_shape((2, 3072, 0)) == "(2, 3072, 0)"
+    assert checks.fmt_shape((0,)) == "(0,)"
+    assert checks.fmt_shape((0, 141, 321, 501)) == "(4 axes, at least one of size 0)"

@@ -5,6 +5,7 @@ a known mistake) and never prints an expected value of a hidden case.
 """
 
 import contextlib
+import math
 
 import numpy as np
 import torch
@@ -16,8 +17,19 @@ from autograder.suites.toolkit import differences
 asarray = np.asarray
 
 
+# An empty array holds no values, so nothing bounds its other sizes, and a shape is the student's to
+# choose: code that had seen a case's hidden inputs returned an empty array whose sizes spelt them out,
+# 18 digits a message (red-team round r63). A non-empty array's sizes are bounded by what a reply may
+# carry. An empty shape is shown while its other sizes multiply to at most this, which every empty
+# result a plausible mistake makes of a case's sizes fits (a slice one past the end: (4, 0), (2, 3072, 0)).
+EMPTY_SHAPE_SHOWN = 2**16
+
+
 def fmt_shape(shape):
-    return "(" + ", ".join(str(int(n)) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+    sizes = [int(n) for n in shape]
+    if 0 in sizes and math.prod(n for n in sizes if n) > EMPTY_SHAPE_SHOWN:
+        return f"({len(sizes)} axes, at least one of size 0)"
+    return "(" + ", ".join(map(str, sizes)) + ("," if len(sizes) == 1 else "") + ")"
 
 
 def returned_none(what):
