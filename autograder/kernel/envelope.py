@@ -42,6 +42,7 @@ LEAF_PREFIX = "grading-"  # the leaf a grading process moves into on v2 (`_enabl
 # v1: the memory group inside a kernel's own that holds all its processes while one call is measured
 # (`Envelope.reset_peak`): its peak counts only what is charged during the call.
 CALL_GROUP = "call"
+KERNEL_GROUP_PREFIX = "kernel-"  # then the enclosure's name and the job's (`kernel_group`)
 CPU_PERIOD_US = 100_000
 # Seconds for a group's killed processes to end before it is left: each tears down what it holds, inside the
 # kernel's CPU budget, and 100 of 65,000 mappings each took more than the 2 s once waited, which left the group
@@ -191,14 +192,25 @@ def _remove_group(path, deadline=None):
             time.sleep(0.02)
 
 
+def kernel_group(enclosure, job):
+    """The name of the group of a kernel forked by the warm parent of `enclosure` (its folder's name) for
+    the job folder `job`: named after both, so the enclosure's groups are found by name once it is gone."""
+    return f"{KERNEL_GROUP_PREFIX}{enclosure}-{job}"
+
+
+def _belongs_to(group, enclosure):
+    """Whether the group named `group` is the enclosure's own or one of its kernels' (`kernel_group`)."""
+    return group == enclosure or group.startswith(kernel_group(enclosure, ""))
+
+
 def remove_abandoned(name):
-    """Remove the groups of the enclosure `name` and of its kernels (`kernel-<name>-...`), killing
+    """Remove the groups of the enclosure `name` and of its kernels (`kernel_group`), killing
     what is left in them: for an enclosure whose owning process is gone (killed, so its own
     `remove` never ran)."""
     deadline = time.monotonic() + END_WAIT  # one wait for them all: they were all killed at once
     for folder in _group_folders():
         try:
-            found = [p for p in folder.iterdir() if p.name == name or p.name.startswith(f"kernel-{name}-")]
+            found = [p for p in folder.iterdir() if _belongs_to(p.name, name)]
         except OSError:
             continue
         for path in found:
@@ -217,11 +229,11 @@ def remove_orphans(enclosures, prefix):
     now = time.time()
     for folder in _group_folders():
         try:
-            paths = [p for p in folder.iterdir() if p.name.startswith((prefix, f"kernel-{prefix}"))]
+            paths = [p for p in folder.iterdir() if p.name.startswith((prefix, KERNEL_GROUP_PREFIX + prefix))]
         except OSError:
             continue
         for path in paths:
-            if any(path.name == e or path.name.startswith(f"kernel-{e}-") for e in enclosures):
+            if any(_belongs_to(path.name, e) for e in enclosures):
                 continue
             with suppress(OSError):
                 if now - path.stat().st_mtime >= ORPHAN_AGE:

@@ -23,7 +23,7 @@ from traitlets import Type
 
 from autograder.kernel import sandbox
 from autograder.kernel.client import QuickStartClient
-from autograder.kernel.envelope import Envelope
+from autograder.kernel.envelope import Envelope, kernel_group
 from autograder.limits import MAX_COPIED_BYTES, MAX_COPIED_ENTRIES
 
 
@@ -48,7 +48,7 @@ class SandboxedKernel:
             self.root = Path(tempfile.mkdtemp(prefix="job-", dir=warm.jobs))
             uid, self.owns_envelope = warm.enclosure.uid, envelope is None
             self.envelope = envelope if envelope is not None else Envelope(
-                f"kernel-{warm.enclosure.root.name}-{self.root.name}")
+                kernel_group(warm.enclosure.root.name, self.root.name))
         os.chmod(self.root, 0o755)
         self.inbox = self.root / "inbox"  # judge -> kernel, read-only inside
         self.outbox = self.root / "outbox"  # the kernel's ZeroMQ sockets
