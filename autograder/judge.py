@@ -39,7 +39,7 @@ from autograder.kernel.channel import KernelChannel
 from autograder.kernel.client import blocking_client
 from autograder.kernel.lending import LendingKernel, SideKernel, may_lend_later
 from autograder.kernel.manager import SandboxedKernel, SandboxKernelManager
-from autograder.kernel_messages import encodable, text_size
+from autograder.kernel_messages import sized_and_encodable
 from autograder.limits import (
     CASE_TIMEOUT,
     CELL_TIMEOUT,
@@ -122,8 +122,8 @@ class JudgedExecute(Execute):
         autograded notebook. Past the budget a cell's output is dropped, with one line saying so."""
         msg_type = msg["msg_type"]
         if msg_type in self._OUTPUT_MESSAGES or msg_type.startswith("comm"):
-            self._output_bytes += text_size(msg.get("content"))
-            msg["content"] = encodable(msg.get("content"))
+            msg["content"], size = sized_and_encodable(msg.get("content"))
+            self._output_bytes += size
             if self._output_bytes > MAX_NOTEBOOK_OUTPUT_BYTES:
                 if cell_index not in self._cut_cells:
                     self._cut_cells.add(cell_index)

@@ -303,3 +303,16 @@ def test_a_lone_surrogate_a_kernel_prints_is_kept_as_its_escape(tmp_path):
     judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [printing, "print('graded on')"]))
     assert judged.problem == "" and printed(judged, 0) == "half \\ud800 a pair\n" and printed(judged, 1) == "graded on\n"
     nbformat.writes(judged.notebook).encode("utf-8")
+
+
+def test_the_judges_one_walk_of_a_message_sizes_it_as_it_was_and_mends_it():
+    """`process_message` sizes and mends each output in one walk: the size is the message's as the kernel sent it
+    (a lone surrogate counted as one character, not as its six-character escape), and the mending is encodable's."""
+    import copy
+
+    from autograder.kernel_messages import encodable, sized_and_encodable, text_size
+
+    sent = {"\ud800": ["a\udfff", {"b": "\udfff", "c": [[]] * 3}], "text": "x" * 100}
+    assert sized_and_encodable(copy.deepcopy(sent)) == (encodable(copy.deepcopy(sent)), text_size(sent))
+    # the outer dict and its keys, the list, its string, the inner dict and its keys, its string, [[]] * 3, the text
+    assert text_size(sent) == (8 + 1 + 4) + 8 + 2 + (8 + 1 + 1) + 1 + (8 + 3 * 8) + 100
