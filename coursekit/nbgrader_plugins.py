@@ -54,13 +54,17 @@ class SafeCollect(ExchangeCollect):
         nbgrader's `check_owner` only warns when someone else owns it, then collects it, so a
         folder in a classmate's name with a later timestamp replaced the classmate's submission
         (red-team round r27). A folder is refused when the student it names has an account of
-        their own that does not own it (this course's model: one account per person). Without
-        such an account (one account shared by every student) nbgrader's warning is all there is."""
+        their own that does not own it (this course's model: one account per person), and when it names
+        no account but is owned by a student who hands in in their own name too: one student's folders
+        in a thousand made-up names were a thousand submissions to grade. Without such accounts (one
+        account shared by every student) nbgrader's warning is all there is."""
         super().init_src()
         student = self.coursedir.student_id or "*"
         paths = glob.glob(os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*"))
         records = [self._handed_in(r) for r in map(self._path_to_record, paths)]
-        owned = [r for r in records if self._one_printable_line(r) and not (self.check_owner and self._in_anothers_name(r))]
+        named = {r["username"] for r in records}
+        owned = [r for r in records if self._one_printable_line(r)
+                 and not (self.check_owner and self._in_anothers_name(r, named))]
         self.src_records = [self._chosen(records) for records in groupby(owned, lambda r: r["username"]).values()]
 
     def _handed_in(self, record):
@@ -79,15 +83,20 @@ class SafeCollect(ExchangeCollect):
         self.log.warning("%s: not collected: its student id is not one line of printable text", record["filename"])
         return False
 
-    def _in_anothers_name(self, record):
-        try:
-            uid = pwd.getpwnam(record["username"]).pw_uid
-        except KeyError:
-            return False  # no account of that name to compare with
+    def _in_anothers_name(self, record, named):
+        """Whether the folder is in a name its owner may not hand in under (`init_src`); `named`: every student id
+        a folder of the inbound names."""
         path = os.path.join(self.inbound_path, record["filename"])
         owner = os.lstat(path).st_uid
-        if owner == uid:
-            return False
+        try:
+            if pwd.getpwnam(record["username"]).pw_uid == owner:
+                return False
+        except KeyError:  # no account of that name: refused only where its owner is a student handing in
+            try:
+                if pwd.getpwuid(owner).pw_name not in named:
+                    return False
+            except KeyError:
+                return False
         try:
             owner = pwd.getpwuid(owner).pw_name
         except KeyError:

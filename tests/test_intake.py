@@ -142,7 +142,9 @@ def test_nbgrader_collect_takes_no_submission_in_a_classmates_name(tmp_path):
     """Every student may write the inbound folder, and a folder's name says whose submission it is.
     nbgrader's check_owner only warned: a folder named for a classmate, with a later timestamp,
     replaced the classmate's own submission. Here `daemon` and `nobody` are the two students (two
-    accounts every system has): nobody's folder in daemon's name is refused, each keeps their own."""
+    accounts every system has): nobody's folder in daemon's name is refused, each keeps their own. So is
+    nobody's folder in the name of no account: a student's folders in made-up names were each a submission
+    to grade, a thousand of them as easily as one."""
     import pwd
 
     course = grading.prepare(tmp_path / "course")
@@ -150,7 +152,8 @@ def test_nbgrader_collect_takes_no_submission_in_a_classmates_name(tmp_path):
     inbound = exchange / "self-attention" / "inbound"
     folders = {("daemon", "daemon", now_stamp(timedelta(minutes=2))): '{"own": "daemon"}',
                ("daemon", "nobody", now_stamp()): '{"forged": "by nobody"}',
-               ("nobody", "nobody", now_stamp(timedelta(minutes=1))): '{"own": "nobody"}'}
+               ("nobody", "nobody", now_stamp(timedelta(minutes=1))): '{"own": "nobody"}',
+               ("ghost", "nobody", now_stamp()): '{"made up": "by nobody"}'}
     for (named, owner, stamp), text in folders.items():
         folder = inbound / f"{named}+{A}+{stamp}+{owner}"
         folder.mkdir(parents=True)
@@ -165,6 +168,7 @@ def test_nbgrader_collect_takes_no_submission_in_a_classmates_name(tmp_path):
     for student in ("daemon", "nobody"):
         assert (course / "submitted" / student / A / f"{A}.ipynb").read_text() == f'{{"own": "{student}"}}'
     assert "not collected" in result.stderr and "owned by nobody" in result.stderr
+    assert not (course / "submitted" / "ghost").exists() and "in ghost's name" in result.stderr
 
 
 def test_nbgrader_collect_takes_when_a_submission_was_handed_in_from_its_files_not_its_word(tmp_path):
