@@ -377,25 +377,6 @@ def _without(message, wrong):
     fits = [fit for fit in message[len(checks.SEVERAL_FIT):].split("; or ") if not any(w in fit for w in wrong)]
     return checks.one_or_all(fits) if fits else message
 
-def held_too_much(what, peak, num_tokens):
-    """The CaseFailure of a call on `num_tokens` queries and keys that held `peak` bytes at once, more than half an
-    (n_q, n_k) array of float32 scores. Less than one such array is no whole float32 scores or weights: it is a few
-    (n_q, n_k) arrays of True/False (a byte an entry), a mask made whole before the blocks are cut, or whole
-    scores in float16 (two bytes an entry), which pass every check of the values (red-team round r54)."""
-    scores = num_tokens * num_tokens * 4 / 2**20
-    if peak < num_tokens * num_tokens * 4:
-        return CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once, less than whole float32 scores "
-                           f"({scores:.0f} MiB): {NARROWER_SCORES}{WHOLE_MASK}")
-    return CaseFailure(f"{what} held {peak / 2**20:.0f} MiB at once, as much as a whole (n_q, n_k) array of "
-                       f"scores or weights ({scores:.0f} MiB in float32): keep only one block "
-                       "of scores (n_q, block_size) at a time, with the running maximum, sum and output")
-
-
-# Both questions fit in a case's message (limits.MAX_MESSAGE) after the call's description.
-NARROWER_SCORES = "are the scores kept whole in a narrower type (float16: half the bytes), or "
-WHOLE_MASK = ("is a mask (the causal one, say) made for every query and key at once? Either is an (n_q, n_k) "
-              "array: make only each block's part, (n_q, block_size)")
-
 BY_BLOCK = ("the scores are divided by sqrt(block_size), the number of keys in a block: the scale is sqrt(d_k), "
             "the width of the queries and keys, whatever the block size")
 
