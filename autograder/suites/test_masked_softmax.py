@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks, differences
+from autograder.suites.toolkit import checks, differences, masked_batches
 from autograder.suites.toolkit.cases import causal_blocked as _causal
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
@@ -59,28 +59,14 @@ def stored_inputs():
 
 def _weights(impl, scores, mask, what):
     """impl.masked_softmax(scores, mask), with the mistakes that only a retry or the raw value shows
-    named: boolean indexing with a mask that must broadcast, and log-probabilities."""
+    named: code written for fewer axes than the scores have, and log-probabilities."""
     try:
         weights = impl.masked_softmax(scores, mask)
     except RemoteError as error:
         if scores.dim() <= 2:
             raise
-        one = scores[(0,) * (scores.dim() - 2)].clone()  # one matrix of scores, and of the mask where it has more
-        one_mask = mask[(0,) * (mask.dim() - 2)].clone() if mask.dim() > 2 else mask
-        try:
-            single = impl.masked_softmax(one, one_mask)
-        except RemoteError:
-            raise error from None
-        if "does not match the shape of the indexed tensor" in str(error):  # only boolean indexing says so
-            raise CaseFailure(f"masked_softmax works when the mask has the scores' shape but raised {error.type_name} "
-                              f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
-                              "leading axes; one (T, T) mask must serve a whole batch") from None
-        named = checks.named_mistake(checks.to_array(single, "masked_softmax"),
-                                     stored_symptoms(dict(scores=one.numpy(), mask=one_mask.numpy()), 0))
-        if named is None:
-            raise error from None
-        raise CaseFailure(f"masked_softmax raised {error.type_name} on {what} but runs on one matrix of its "
-                          f"scores, where it shows why: {named}") from None
+        masked_batches.explain_batch_raise(impl, error, scores, mask, what, lambda one, one_mask: stored_symptoms(
+            dict(scores=one, mask=one_mask), 0))
     _not_log_weights(weights, what)
     return weights
 
