@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks, differences, masked_batches
+from autograder.suites.toolkit import checks, differences, masked_batches, shifts
 from autograder.suites.toolkit.cases import causal_blocked as _causal
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
@@ -234,7 +234,7 @@ def test_stored_outputs(impl):
         check_stored(impl, STEP, apply, "masked_softmax(scores, mask)", symptoms=stored_symptoms)
     except CaseFailure as failure:
         if str(failure).endswith("contains nan"):
-            raise CaseFailure(f"{failure}: {_NAN_HINT}") from None
+            raise CaseFailure(f"{failure}: {_nan_hint(impl)}") from None
         raise
 
 
@@ -248,6 +248,17 @@ FINITE_FILL_LEAK = 0.01  # the most weight a finite fill value below the row's s
 
 _NAN_HINT = ("nan means a row had every entry blocked (0/0; is the mask inverted? True means BLOCKED) "
              "or exp overflowed (use torch.softmax, or subtract the row maximum)")
+
+
+def _nan_hint(impl):
+    """Why the weights hold nan: the position of the row maximum subtracted, where a probe shows it, else _NAN_HINT."""
+    def softmax_of(row):
+        try:
+            out = impl.masked_softmax(torch.tensor(row[None]), torch.zeros(1, len(row), dtype=torch.bool))
+            return checks.to_array(out, "masked_softmax")[0]
+        except Exception:  # noqa: BLE001 - a probe asks only what these scores give
+            return None
+    return shifts.SHIFT_BY_POSITION if shifts.shifts_by_position(softmax_of) else _NAN_HINT
 
 
 @case(STEP, "property")
@@ -274,7 +285,7 @@ def test_blocked_entries_exactly_zero(impl):
         named = wrong and checks.named_mistake(out, known, atol=1e-4)
         if named:
             raise CaseFailure(f"{what}: {named}")
-        checks.expect_finite(out, what, _NAN_HINT)
+        checks.expect_finite(out, what, _nan_hint(impl))
         if bool((out[..., _causal(5)] != 0).any()):
             largest = float(abs(out[..., _causal(5)]).max())
             if largest > FINITE_FILL_LEAK:  # more than a finite fill far below the scores lets through
