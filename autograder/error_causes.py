@@ -177,6 +177,11 @@ ERROR_CAUSES = (
     (("is out of bounds for array of dimension",),
      "it names an axis the array does not have (axis=1 of a vector, say): an array of n axes has axes 0 to n - 1, or "
      "-1 for the last, so a vector's one axis is 0 (or -1), and axis=1 belongs to an array of rows"),
+    # torch's words for the same: softmax(dim=2) written for a batch (batch, T, T), given one (T, T) matrix
+    (("Dimension out of range",),
+     "it names a dim the tensor does not have (dim=2 of one (T, T) matrix, say): a dim counted from the front "
+     "fits tensors of one number of dims only, where one counted from the back (-1 for the last) is the same "
+     "dim of a matrix, a batch and a batch of heads"),
     # last: the kinds of object above have causes of their own
     (("object has no attribute", "module 'numpy' has no attribute", "module 'torch' has no attribute"),
      "it reads an attribute that does not exist: a module's own (self.name) must be set in __init__ and spelled "

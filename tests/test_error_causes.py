@@ -1,8 +1,10 @@
 """Exceptions named by their own words (autograder/error_causes.py) beyond the table that
-tests/test_harness.py raises for real: a whole shape used as a number, an axis an array does not have."""
+tests/test_harness.py raises for real: a whole shape used as a number, an axis an array (or a dim a tensor)
+does not have."""
 
 import numpy as np
 import pytest
+import torch
 
 from autograder.error_causes import ERROR_CAUSES, SHAPE_AS_NUMBER
 from autograder.harness import _describe_error
@@ -25,5 +27,15 @@ def test_an_axis_a_vector_does_not_have_is_named():
     with pytest.raises(np.exceptions.AxisError) as raised:
         np.linalg.norm(np.ones(3), axis=1)
     message = _describe_error("cosine_similarity", raised.value)
+    assert "cannot name" not in message
+    assert sum(cause in message for _, cause in ERROR_CAUSES) == 1
+
+
+def test_a_dim_a_tensor_does_not_have_is_named():
+    """torch.softmax(scores, dim=2), written for a batch (batch, T, T), on one (T, T) matrix: torch's words differ
+    from NumPy's for an axis that does not exist."""
+    with pytest.raises(IndexError) as raised:
+        torch.softmax(torch.ones(3, 3), dim=2)
+    message = _describe_error("masked_softmax", raised.value)
     assert "cannot name" not in message
     assert sum(cause in message for _, cause in ERROR_CAUSES) == 1

@@ -14,7 +14,8 @@ at least half (`SLIP_MIN_KEPT`). A case's weight is chosen for that:
   (`LAYERS` below) they weigh at least twice all property cases together, so such an error
   keeps at most a third of the step. Where the notes' examples cannot show a conceptual error
   (those of `scaled_dot_product_attention` have no mask, those of `softmax` are single rows,
-  `MultiHeadAttention`'s has head_dim 1, where no scale shows),
+  `MultiHeadAttention`'s has head_dim 1, where no scale shows, `CausalAttention`'s a batch of two
+  with d_out 2, where sqrt(2) written in, or the batch size read for d_k, is the right scale),
   they weigh little and the stored outputs carry the step.
 - **Output cases are split by kind of input** where a slip tells the kinds apart: one sequence
   and a batch, a mask of the weights' full shape and one that must broadcast, d_in == d_out and

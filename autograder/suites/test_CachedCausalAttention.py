@@ -27,10 +27,10 @@ from autograder.steps import PROJECTIONS
 from autograder.suites import toolkit
 from autograder.suites.toolkit import (
     cached,
+    cached_ladders,
     cached_length_checks,
     cached_positions,
     checks,
-    self_attention_slips,
 )
 from autograder.suites.toolkit.cases import notes_cases, rng
 
@@ -99,30 +99,26 @@ def _generate(impl, module, x, sizes, what):
     return np.concatenate(outs, axis=1), lengths
 
 
-FULL_MISTAKES = (toolkit.MASK_MISTAKES + [toolkit.FILLED_WITH_PLUS_INF] + toolkit.SCALE_MISTAKES + toolkit.SOFTMAX_AXIS_MISTAKES
-                 + [(dict(axis=0), self_attention_slips.SOFTMAX_OVER_BATCH)] + toolkit.ROLE_MISTAKES)
+_cache_symptoms = cached_ladders.cache_symptoms
 
 
-def _cache_symptoms(x, linears, sizes, masked_without_cache=False, context_length=None):
-    """The known mistakes of a layer fed x in chunks through a cache: the cache's own, and those of
-    attention itself, made on each chunk (one axis or mask or scale mistake fails every path).
-    masked_without_cache: the same layer was seen right on the whole input, so nothing masked through the cache is
-    a mask left out where a cache is given, not everywhere, and keys and values swapped are the cache's returns
-    unpacked the other way round, not the projections (`cached.seen_right_without_cache`). context_length: the layer's, where the rows of the
-    mask's end can be named."""
-    mistakes = [(switches, cached.seen_right_without_cache(switches, why) if masked_without_cache else why)
-                for switches, why in cached.CACHE_MISTAKES + FULL_MISTAKES]
-    compute = lambda **kw: cached.model(x, linears, sizes, **kw)  # noqa: E731
-    return toolkit.told_apart(toolkit.symptoms(compute, mistakes) + cached.from_end_mistake(compute, context_length))
+def _full_symptoms(x, linears, context_length=None, impl=None):
+    """The whole input's ladder; with `impl`, a missing mask is named as a mask slice of one new token's row where
+    a prompt through a cache shows that slice."""
+    return cached_ladders.full_symptoms(x, linears, context_length, impl and (lambda: _mask_one_token_row(impl)))
 
 
-def _full_symptoms(x, linears, context_length=None):
-    whole = lambda **kw: cached.model(x, linears, [np.shape(x)[-2]], **kw)  # noqa: E731
-    return toolkit.told_apart(toolkit.symptoms(lambda **kw: toolkit.attention(x, linears, **kw), FULL_MISTAKES) + [
-        ((lambda: whole(mask="inverted")), cached.INVERTED_MASK),
-        *[((lambda shift=shift: whole(shift=shift)), message)
-          for shift, message in ((1, cached.SEES_NEXT), (-1, cached.BLOCKS_ITSELF))],
-        *cached.from_end_mistake(whole, context_length)])
+def _mask_one_token_row(impl):
+    """Whether a prompt of 3 tokens after 2 cached ones raises as a mask slice of one new token's row does."""
+    linears = toolkit.random_projections(rng(1547), 3, 4, False)
+    try:
+        _generate(impl, _module(impl, 3, 4, 8, linears), toolkit.tensor(rng(1548).normal(size=(2, 5, 3))), [2, 3],
+                  "a probe")
+    except CaseFailure as failure:
+        return cached.ONE_TOKEN_ROW in str(failure)
+    except RemoteError:
+        return False
+    return False
 
 
 def _chapter():
@@ -152,9 +148,11 @@ def _notes_confirmed(impl, ladder):
     """The cached example's ladder, its mistakes that a cache alone can make named so where the same layer is right
     on the chapter's whole batch without a cache (`cached.seen_right_without_cache`), as the other cases name them."""
     x, linears = _chapter()
-    return cached.through_cache_where_right_without(ladder, cached.CACHE_MISTAKES + FULL_MISTAKES, lambda: checks.named_mistake(
+    ladder = cached.through_cache_where_right_without(ladder, cached.CACHE_MISTAKES + cached_ladders.FULL_MISTAKES,
+                                                      lambda: checks.named_mistake(
         checks.to_array(_module(impl, 3, 2, 6, linears)(toolkit.tensor(x)), "the output"),
         [(cached.model(x, linears, [6]), "right")]))
+    return cached_ladders.named_one_token_row(ladder, lambda: _mask_one_token_row(impl))
 
 
 test_notes = notes_cases(STEP, symptoms=_notes_symptoms, probe=_notes_probe, confirmed=_notes_confirmed)
@@ -215,7 +213,7 @@ def _check_stored_records(impl, one_token_at_a_time):
         if not one_token_at_a_time:
             checks.expect_close(full, record["expected_0"], f"CachedCausalAttention without a cache on {label}",
                                 finite_hint=toolkit.NAN_HINT,
-                                symptoms=_full_symptoms(record["x"], linears, int(record["context_length"])))
+                                symptoms=_full_symptoms(record["x"], linears, int(record["context_length"]), impl))
         if (max(sizes) == 1) == one_token_at_a_time:
             checks.expect_close(cached, record["expected_1"],
                                 f"CachedCausalAttention through a cache, {_sizes_text(sizes)} ({label})",
@@ -264,7 +262,7 @@ def test_matches_torch(impl):
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     checks.expect_close(module(x), want.numpy(), "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)(x) compared "
                         "with F.scaled_dot_product_attention(q, k, v, is_causal=True)",
-                        finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears, 12))
+                        finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears, 12, impl))
     sizes = [4, 3, 2]
     cached, _ = _generate(impl, module, x, sizes, "CachedCausalAttention(4, 6, 12, 0.0, qkv_bias=True)")
     start, known = 0, _cache_symptoms(x.numpy(), linears, sizes, True, 12)  # module(x) was right
@@ -309,7 +307,7 @@ def _check_generation(impl, sizes, seed, bias, with_full_forward=True):
                         relation=not with_full_forward)  # its own full output is no right value
     if with_full_forward:
         checks.expect_close(full, causal, f"{what}(x) without a cache",
-                            finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears, total))
+                            finite_hint=toolkit.NAN_HINT, symptoms=_full_symptoms(x.numpy(), linears, total, impl))
 
 
 @case(STEP, "property", weight=2)
@@ -390,7 +388,7 @@ def test_causal_without_cache(impl):
     """without a cache it is causal attention: later tokens never change earlier outputs"""
     linears = toolkit.random_projections(rng(1537), 4, 3, False)
     toolkit.check_finite_and_causal("CachedCausalAttention", _module(impl, 4, 3, 7, linears), 4, 7, 1538,
-                                    lambda x: _full_symptoms(x, linears))  # a leak need not be a missing mask
+                                    lambda x: _full_symptoms(x, linears, impl=impl))  # a leak need not be a missing mask
 
 
 @case(STEP, "property", weight=0.5)

@@ -243,8 +243,10 @@ def test_matches_torch_causal_attention(impl):
     checks.expect_shape(mask, (n, n), f"causal_mask({n})")
     blocked = mask != 0
     if bool(blocked.all(dim=-1).any()):
+        # which known mask does it, where the stored outputs' ladder knows (the lower triangle read as True = keep)
+        named = checks.named_mistake(blocked.numpy(), stored_symptoms(dict(num_tokens=n), 0), atol=0, rtol=0)
         raise CaseFailure(f"causal_mask({n}) blocks every key of some query; a token must always be "
-                          "allowed to attend to itself")
+                          "allowed to attend to itself" + (f": {named}" if named else ""))
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     # scaled_dot_product_attention's boolean attn_mask is True where attending is ALLOWED
     got = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~blocked)

@@ -5,7 +5,7 @@ import torch
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import case
-from autograder.suites.toolkit import checks, differences
+from autograder.suites.toolkit import checks, differences, masked_batches, shifts
 from autograder.suites.toolkit.cases import causal_blocked as _causal
 from autograder.suites.toolkit.cases import check_stored, notes_cases, rng
 from autograder.suites.toolkit.model import hand_written_softmax_mistakes
@@ -59,28 +59,14 @@ def stored_inputs():
 
 def _weights(impl, scores, mask, what):
     """impl.masked_softmax(scores, mask), with the mistakes that only a retry or the raw value shows
-    named: boolean indexing with a mask that must broadcast, and log-probabilities."""
+    named: code written for fewer axes than the scores have, and log-probabilities."""
     try:
         weights = impl.masked_softmax(scores, mask)
     except RemoteError as error:
         if scores.dim() <= 2:
             raise
-        one = scores[(0,) * (scores.dim() - 2)].clone()  # one matrix of scores, and of the mask where it has more
-        one_mask = mask[(0,) * (mask.dim() - 2)].clone() if mask.dim() > 2 else mask
-        try:
-            single = impl.masked_softmax(one, one_mask)
-        except RemoteError:
-            raise error from None
-        if "does not match the shape of the indexed tensor" in str(error):  # only boolean indexing says so
-            raise CaseFailure(f"masked_softmax works when the mask has the scores' shape but raised {error.type_name} "
-                              f"on {what}: boolean indexing (scores[mask]) does not broadcast the mask over the "
-                              "leading axes; one (T, T) mask must serve a whole batch") from None
-        named = checks.named_mistake(checks.to_array(single, "masked_softmax"),
-                                     stored_symptoms(dict(scores=one.numpy(), mask=one_mask.numpy()), 0))
-        if named is None:
-            raise error from None
-        raise CaseFailure(f"masked_softmax raised {error.type_name} on {what} but runs on one matrix of its "
-                          f"scores, where it shows why: {named}") from None
+        masked_batches.explain_batch_raise(impl, error, scores, mask, what, lambda one, one_mask: stored_symptoms(
+            dict(scores=one, mask=one_mask), 0))
     _not_log_weights(weights, what)
     return weights
 
@@ -248,7 +234,7 @@ def test_stored_outputs(impl):
         check_stored(impl, STEP, apply, "masked_softmax(scores, mask)", symptoms=stored_symptoms)
     except CaseFailure as failure:
         if str(failure).endswith("contains nan"):
-            raise CaseFailure(f"{failure}: {_NAN_HINT}") from None
+            raise CaseFailure(f"{failure}: {_nan_hint(impl)}") from None
         raise
 
 
@@ -262,6 +248,17 @@ FINITE_FILL_LEAK = 0.01  # the most weight a finite fill value below the row's s
 
 _NAN_HINT = ("nan means a row had every entry blocked (0/0; is the mask inverted? True means BLOCKED) "
              "or exp overflowed (use torch.softmax, or subtract the row maximum)")
+
+
+def _nan_hint(impl):
+    """Why the weights hold nan: the position of the row maximum subtracted, where a probe shows it, else _NAN_HINT."""
+    def softmax_of(row):
+        try:
+            out = impl.masked_softmax(torch.tensor(row[None]), torch.zeros(1, len(row), dtype=torch.bool))
+            return checks.to_array(out, "masked_softmax")[0]
+        except Exception:  # noqa: BLE001 - a probe asks only what these scores give
+            return None
+    return shifts.SHIFT_BY_POSITION if shifts.shifts_by_position(softmax_of) else _NAN_HINT
 
 
 @case(STEP, "property")
@@ -288,7 +285,7 @@ def test_blocked_entries_exactly_zero(impl):
         named = wrong and checks.named_mistake(out, known, atol=1e-4)
         if named:
             raise CaseFailure(f"{what}: {named}")
-        checks.expect_finite(out, what, _NAN_HINT)
+        checks.expect_finite(out, what, _nan_hint(impl))
         if bool((out[..., _causal(5)] != 0).any()):
             largest = float(abs(out[..., _causal(5)]).max())
             if largest > FINITE_FILL_LEAK:  # more than a finite fill far below the scores lets through
@@ -371,7 +368,8 @@ def test_inputs_unchanged(impl):
     scores = torch.tensor(r.normal(size=(5, 5)), dtype=torch.float32)
     mask = torch.tensor(_causal(5))
     checks.expect_inputs_unchanged(impl, "masked_softmax", [scores, mask], ["scores", "mask"],
-                                   hints={"scores": "use masked_fill, not the in-place masked_fill_"})
+                                   hints={"scores": lambda after: "use masked_fill, not the in-place masked_fill_"
+                                          if np.isneginf(after).any() else None})  # what masked_fill_ leaves
 
 
 # The layers of 03-05 train through these weights, so autograd must reach the scores; values alone cannot show it.
@@ -381,6 +379,9 @@ GRADIENT_CUT = ("no gradient reaches the scores: the weights are cut off from au
 THROUGH_NUMPY = ("masked_softmax raises when the scores need gradients, as they do inside a layer being "
                  "trained: it converts them to NumPy, which autograd cannot follow; stay with torch "
                  "operations from the scores to the weights")
+SCORES_CHANGED_IN_PLACE = ("backpropagating through masked_softmax failed: the scores, or a step made from them before "
+                           "the softmax (the masked scores, a shift), were changed in place (-=, masked_fill_) after "
+                           "autograd kept them to compute a gradient; make each change out of place")
 WEIGHTS_CHANGED_IN_PLACE = ("backpropagating through masked_softmax failed: the softmax's output, which autograd "
                             "keeps to compute the gradient, was changed in place afterwards; make each change "
                             "out of place, or mask before the softmax")
@@ -406,8 +407,11 @@ def test_gradients_reach_scores(impl):
     if not report.get("differentiable") or report.get("grads", {}).get("0") is None and "backward_error" not in report:
         raise CaseFailure(GRADIENT_CUT)
     if "backward_error" in report:
-        if "inplace" in str(report["backward_error"]):  # autograd's words for a saved tensor changed in place
-            raise CaseFailure(WEIGHTS_CHANGED_IN_PLACE)
+        said = str(report["backward_error"])
+        if "inplace" in said or "in-place operation" in said:  # autograd's words for a saved tensor changed in place
+            # which one: autograd names the operation that made it, the softmax (or exp) for the weights' side
+            weights_side = any(f"output 0 of {op}" in said for op in ("Softmax", "Exp"))
+            raise CaseFailure(WEIGHTS_CHANGED_IN_PLACE if weights_side else SCORES_CHANGED_IN_PLACE)
         first = backward_error_line(report["backward_error"])
         raise CaseFailure(f"backpropagating through masked_softmax failed ({first}), and {checks.UNNAMED}")
     leaf = scores.clone().requires_grad_()

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from autograder.errors import CaseFailure, RemoteError
 from autograder.harness import SHAPE_MISMATCH, case
-from autograder.suites.toolkit import blockwise, causal_blocks, checks, model, peak_memory
+from autograder.suites.toolkit import block_ties, blockwise, causal_blocks, checks, model, peak_memory
 from autograder.suites.toolkit.cases import notes_cases, rng
 from autograder.suites.toolkit.model import MULTIPLIED_BY_SQRT, SCALED_BY_TOKENS, TWICE_D_K, told_apart
 from autograder.suites.toolkit.shifts import SHIFT_BELOW_MAX
@@ -131,8 +131,8 @@ def _symptoms(Q, K, V, block_size, causal, positions=None, impl=None):
     # models that differ in one block of tiny inputs
     ladder = told_apart([((lambda kw=kw: _model(Q, K, V, block_size, causal, positions=positions, **kw)), message)
                          for kw, message in found], same=_same_to_rounding)
-    return ladder if impl is None else blockwise.shift_confirmed(impl, blockwise.order_confirmed(impl, ladder,
-                                                                                                 WRONG_IN_ORDER))
+    return ladder if impl is None else block_ties.ties_confirmed(impl, blockwise.shift_confirmed(
+        impl, blockwise.order_confirmed(impl, ladder, WRONG_IN_ORDER)), found, _model)
 
 
 def _same_to_rounding(a, b):
@@ -149,9 +149,9 @@ def _recorded_symptoms(record, k):
 # which divide the keys (an empty block past the last key, the chapter's 6 keys in blocks of 2, shows there).
 _PROBE = (lambda r: [r.normal(size=shape) for shape in ((2, 5, 4), (2, 5, 4), (2, 5, 3))])(rng(1520))
 test_notes = notes_cases(STEP, replayed=_recorded_symptoms,
-                         confirmed=lambda impl, ladder: blockwise.mask_confirmed(
+                         confirmed=lambda impl, ladder: block_ties.ties_confirmed(impl, blockwise.mask_confirmed(
                              impl, blockwise.shift_confirmed(impl, blockwise.order_confirmed(impl, ladder, WRONG_IN_ORDER)),
-                             _PROBE),
+                             _PROBE), MISTAKES + causal_blocks.MISTAKES, _model),
                          probe=lambda impl: [_call(impl, *_PROBE, size, causal, _label((2, 5, 4), (2, 5, 4), size, causal))
                                              for size, causal in ((2, False), (2, True), (1, False))])
 

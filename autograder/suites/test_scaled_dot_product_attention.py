@@ -428,7 +428,7 @@ def test_large_scores_stay_finite(impl):
     Q, K, V, mask = sdpa_probes.blocked_far_above()
     context, _ = _call(impl, Q, K, V, mask, "a blocked key scoring far above the open ones")
     checks.expect_close(context, _model(dict(Q=Q, K=K, V=V, mask=mask))[0], "the context where a blocked key "
-                        "scores far above the open ones", symptoms=mistakes(Q, K, V, mask, 0))
+                        "scores far above the open ones", symptoms=_confirmed(impl, mistakes(Q, K, V, mask, 0)))
 
 
 @case(STEP, "property", weight=0.5)

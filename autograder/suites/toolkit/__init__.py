@@ -39,6 +39,10 @@
 - `cached`: what the `CachedCausalAttention` suite names a cached forward's mistakes by: a NumPy
   model of attention fed in chunks through a cache, the diagnoses of a forward that raised, and the
   suite's layer handle (`WholeInputs`: a forward without a cache that refused or sliced what fits).
+- `block_ties`: ties of online_softmax_attention's ladder (several mistakes giving one output on a case's inputs)
+  cut to what the same code shows on probes where the twins differ (its suite and `blockwise` are full).
+- `cached_ladders`: the cached layer's ladders (its suite is full): through a cache, and on a whole input without
+  one, where a mask slice of one new token's row blocks nothing and is named as that slice.
 - `cached_length_checks`: the cached layer's length check refusing the wrong way (an assert; the new tokens counted alone).
 - `cache_lengths`: len() of a student's KVCache that raised, named by what __len__ read or returned (its suite is full).
 - `properties`: property checks several suites share: causality, the last token, inputs shorter

@@ -12,9 +12,11 @@ from autograder.suites.toolkit import checks
 from autograder.suites.toolkit.cases import WRITTEN_FOR_ONE_MATRIX, rng
 from autograder.suites.toolkit.model import ONE_MATRIX_SUMS, hand_written_softmax_mistakes, softmax
 
-NP_DOT = ("np.dot (like np.inner) is no batched product: on a batch it keeps the leading axes of both arrays, so "
-          "every item meets every item of the other; @ (np.matmul) multiplies the last two axes, pairing item i "
-          "with item i")
+# Named together: on a batch of one item, np.dot(Q, Kᵀ) and np.tensordot(Q, K, axes=(-1, -1)) give one shape and one
+# value, so no output tells them apart.
+NP_DOT = ("np.dot, np.inner and np.tensordot are no batched products: on a batch they keep the leading axes of both "
+          "arrays, so every item meets every item of the other; @ (np.matmul) multiplies the last two axes, pairing "
+          "item i with item i")
 RESHAPED_SUMS = ("the sums are reshaped to a column (.reshape(-1, 1)), which fits one matrix only: that merges all "
                  "other axes into one, so a vector gains an axis and a batch's sums miss their rows; keepdims=True "
                  "keeps the summed axis in its place, so the sums broadcast on any shape")
@@ -31,9 +33,10 @@ def np_dot_mistakes(a, b, what):
 
 def explain_np_dot(name, error, label, one_item, right, what):
     """An `error` of `name` on a batch (`label`), where the same code on a batch of ONE item, `one_item()`, gives
-    `what` as `right` (its right value there) with an axis of size 1 before the last for each np.dot it takes:
+    `what` as `right` (its right value there) with an axis of size 1 before the last for each np.dot (or
+    np.tensordot over the last axes) it takes:
     np.dot of a (1, n, m) and a (1, m, k) array is (1, n, 1, k), where @ gives (1, n, k). The CaseFailure names
-    np.dot; quiet otherwise (K.T, say, raises there too unless the shapes are square)."""
+    np.dot and np.tensordot; quiet otherwise (K.T, say, raises there too unless the shapes are square)."""
     try:
         out = checks.to_array(one_item(), what)
     except Exception:  # noqa: BLE001 - only asks what a batch of one item gives
@@ -43,7 +46,8 @@ def explain_np_dot(name, error, label, one_item, right, what):
         if out.shape == (*right.shape[:-1], *(1,) * extra, right.shape[-1]) and np.allclose(
                 out.reshape(right.shape), right, atol=1e-5, rtol=1e-4):
             raise CaseFailure(f"{name} raised {error_name(error)} on {label}; on a batch of one item, {what} has "
-                              f"shape {checks.fmt_shape(out.shape)}, an axis of size 1 too many, as np.dot gives it: {NP_DOT}") from None
+                              f"shape {checks.fmt_shape(out.shape)}, an axis of size 1 too many, as a product that is not "
+                              f"batched gives it: {NP_DOT}") from None
 
 
 # The maximum alone reshaped: on one matrix any constant per row cancels, so only a batch, where the shapes meet

@@ -275,11 +275,14 @@ def expect_tensor(value, what):
 
 def expect_inputs_unchanged(impl, name, args, labels, hints=None, more=()):
     """Call `impl.<name>(*args, *more)` with `args` held next to the code under test, then read
-    them back: each must still equal the array it was made from. `hints` may add advice per label."""
+    them back: each must still equal the array it was made from. `hints` may add advice per label: a text, or a
+    function of what the input holds afterwards that gives one where it shows that cause (None where not)."""
     held = impl.hold(*args)
     getattr(impl, name)(*held, *more)
     for original, handle, label in zip(args, held, labels):
         after = handle.call("clone" if torch.is_tensor(original) else "copy")
         before = original.numpy() if torch.is_tensor(original) else np.asarray(original)
-        what = label if not hints or label not in hints else f"{label} ({hints[label]})"
+        hint = (hints or {}).get(label)
+        hint = hint(to_array(after, label)) if callable(hint) else hint
+        what = f"{label} ({hint})" if hint else label
         expect_unchanged(before, after, what)

@@ -169,7 +169,8 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     on the heads' axis, mask.unsqueeze(1), where num_heads == T); `fill` for blocked scores; `after`: mask the weights after
     the softmax; scale "none" | "d_in" | "d_out" | "head_linear" | "d_out_linear" | "twice_linear" | "tokens"
     (sqrt(T)) | "heads" (sqrt(num_heads)) | "times_sqrt" (multiplied by sqrt(head_dim)) | "first_axis"
-    (sqrt(keys.shape[0]): the batch size of a batch) | "floor" (// sqrt(head_dim), each score rounded down); the softmax
+    (sqrt(keys.shape[0]): the batch size of a batch) | "floor" (// sqrt(head_dim), each score rounded down) | "notes"
+    (sqrt(2), the chapter's d_out written in); the softmax
     `axis`; `transpose_weights` (weightsᵀ @ values); `roles` (which projections serve as queries,
     keys, values: "kqv", "qkk", "qkx" with x the raw input ...); `untransposed` (x @ W.weight; "no_bias": without the bias);
     split "no_transpose" | "no_transpose_q" or "_k" (that role's only) | "interleaved"; merge "no_transpose" | "reversed"; `out_proj` False;
@@ -212,7 +213,7 @@ def attention(x, linears, num_heads=1, *, mask="causal", fill=-np.inf, after=Fal
     divisor = {"head": math.sqrt(head_dim), "none": 1.0, "d_in": math.sqrt(d_in), "d_out": math.sqrt(d_out),
                "head_linear": head_dim, "d_out_linear": d_out, "twice_linear": 2 * head_dim, "tokens": math.sqrt(num_tokens),
                "heads": math.sqrt(num_heads), "cut": math.sqrt(d_out // cut), "times_sqrt": 1 / math.sqrt(head_dim),
-               "first_axis": math.sqrt(x.shape[0]), "floor": math.sqrt(head_dim)}[scale]
+               "first_axis": math.sqrt(x.shape[0]), "floor": math.sqrt(head_dim), "notes": math.sqrt(2)}[scale]
     product = q @ (np.swapaxes(k, -1, -2) if keys_axes is None else np.transpose(k, keys_axes))
     scores = np.floor_divide(product, divisor) if scale == "floor" else product / divisor
     ones = np.ones((num_tokens, num_tokens))

@@ -129,6 +129,10 @@ def check_short_input(name, make, d_in, context_length, lengths, seed):
                                   "wherever it is given, or is a length written into the code?") from None
             exact = make(num_tokens)
             exact(x)  # a module built for exactly T tokens must work, or the mask's size is not the cause
+            if num_tokens != lengths[0] and _runs(make(context_length), x):  # what came before is the cause
+                raise CaseFailure(f"{name} with context_length={context_length} failed on an input of {num_tokens} "
+                                  f"tokens after one of {lengths[0]} tokens, though a fresh one runs on it: "
+                                  f"{FIRST_INPUT_KEPT}") from None
             raise CaseFailure(
                 f"{name} with context_length={context_length} failed on an input of {num_tokens} tokens "
                 f"({error.type_name}: {first_line(error, 120)}); inputs may be shorter than "
@@ -139,6 +143,21 @@ def check_short_input(name, make, d_in, context_length, lengths, seed):
             raise CaseFailure(f"{name} with context_length={context_length} gives other outputs on "
                               f"{num_tokens} tokens than a module built with context_length={num_tokens}: "
                               "use the top-left T x T corner of the mask, mask[:T, :T]")
+
+
+# A mask made in forward on the first call and kept (if self.mask is None: self.mask = causal_mask(T)): right until
+# an input of another length comes.
+FIRST_INPUT_KEPT = ("the layer keeps something sized to the first input it saw (a mask made in forward and stored, "
+                    "say), so a later input of another length does not fit it: what a layer keeps is made in "
+                    "__init__, for context_length tokens, and each forward takes from it what its input needs")
+
+
+def _runs(module, x):
+    try:
+        module(x)
+    except RemoteError:
+        return False
+    return True
 
 
 def check_batches(name, module, d_in, num_tokens, seed):

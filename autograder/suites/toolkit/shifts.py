@@ -48,3 +48,24 @@ def shifts_below_max(softmax_of):
         return False
     exps = np.exp(_FAR_BELOW - _FAR_BELOW.max())
     return bool(np.allclose(low, exps / exps.sum(), atol=1e-6))
+
+
+# torch.max(scores, dim=-1, keepdim=True)[1] (or .indices, argmax) for the maximum's value: the position, a small
+# whole number, is subtracted. Any shift cancels, so moderate scores come out right, but exp overflows or underflows
+# as without a shift, a little later.
+SHIFT_BY_POSITION = ("the scores are shifted by the position of each row's largest score (torch.max(..., dim)[1], "
+                     ".indices or argmax), not by the score itself: any shift cancels, so moderate scores come out "
+                     "right, but large ones overflow and very negative ones underflow to 0 / 0, as without a shift")
+# exp(712) overflows a float64 and exp(712 - 3) does not: the largest score at position 3
+_FAR_ABOVE_AT_3 = np.array([0.0, 0.0, 0.0, 712.0])
+
+
+def shifts_by_position(softmax_of):
+    """Whether a float64 softmax, `softmax_of(scores)` (a row's weights, or None where the code raised), is right on a
+    row whose largest score, at position 3, overflows exp by less than 3, yet not finite on a row of scores all far
+    below 0: it shifts the scores by the position of their maximum."""
+    high, low = softmax_of(_FAR_ABOVE_AT_3), softmax_of(_FAR_BELOW)
+    if high is None or low is None or np.shape(high) != _FAR_ABOVE_AT_3.shape or np.isfinite(low).all():
+        return False
+    exps = np.exp(_FAR_ABOVE_AT_3 - _FAR_ABOVE_AT_3.max())
+    return bool(np.allclose(high, exps / exps.sum(), atol=1e-6))
