@@ -102,6 +102,13 @@ class Implementation:
 
         return self._request({"op": "hold", "values": agent.encode(list(values))})
 
+    @property
+    def peaks_are_separate(self) -> bool:
+        """Whether each `measure_peak` call is measured alone, in a process of its own (a kernel's envelope), so two
+        calls' peaks compare: a per-process peak does not count what a call reuses of memory an earlier one freed
+        (in this process, 05's reference style measured 4.5 to 5.6 MiB on the same 1536 tokens)."""
+        return self._channel.counts_children
+
     def measure_peak(self, name: str, *args: Any) -> tuple[Any, int]:
         """(name(*args), the most memory it held at once, in bytes above what was held before).
 

@@ -341,3 +341,16 @@ def test_a_call_that_lets_go_or_ends_a_held_process_fails_the_memory_cases(tmp_p
     assert len(memory) == 2 and not any(r.passed for r in memory.values()), memory
     assert all("held still" in r.message for r in memory.values()), [r.message for r in memory.values()]
     assert all(r.passed for r in results if "memory" not in r.case.name)
+
+
+@needs_sandbox
+@needs_groups
+def test_a_whole_causal_mask_fails_the_causal_memory_case_beside_a_lean_loop(tmp_path):
+    """A whole (n_q, n_k) mask of True/False is 9 MiB at 3072 tokens: beside a lean torch loop it held 14.5 MiB, under
+    the limit, and kept full marks. Measured again on half the tokens, the causal call's memory grows as their square
+    (`peak_memory.grows_as_the_square`); the plain call, which makes no mask, passes."""
+    cells = ["import torch", program("online_whole_causal_mask"), ("grade", "online_softmax_attention")]
+    results = judge_notebook(notebook(tmp_path / "nb.ipynb", cells)).steps["online_softmax_attention"].results
+    failed = {r.case.name: r.message for r in results if not r.passed}
+    assert list(failed) == ["test_causal_memory_far_below_the_score_matrix"], failed
+    assert "more than twice the memory for twice the tokens" in failed["test_causal_memory_far_below_the_score_matrix"]
