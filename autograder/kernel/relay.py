@@ -90,7 +90,8 @@ class _Pair:
         self.judge, self.kernel = judge, kernel
         self.waiting = {judge: b"", kernel: b""}  # what is still to be written to each
         self.frames = Frames()
-        self.registered = {judge, kernel}  # the ends the selector watches (one with nothing to do is not)
+        self.registered = {judge: selectors.EVENT_READ, kernel: selectors.EVENT_READ}  # what the selector watches
+        # each end for (one with nothing to do is not watched)
 
     def other(self, sock):
         return self.kernel if sock is self.judge else self.judge
@@ -173,11 +174,16 @@ class Relay:
             if events & selectors.EVENT_WRITE:
                 sent = sock.send(pair.waiting[sock])
                 pair.waiting[sock] = pair.waiting[sock][sent:]
-            if events & selectors.EVENT_READ and not pair.waiting[pair.other(sock)]:
+            other = pair.other(sock)
+            if events & selectors.EVENT_READ and not pair.waiting[other]:
                 data = sock.recv(CHUNK)
                 if not data or (sock is pair.kernel and not pair.frames.feed(data)):
                     raise ConnectionResetError
-                pair.waiting[pair.other(sock)] = data
+                try:
+                    data = data[other.send(data):]  # most often all of it: nothing waits, no registration changes
+                except BlockingIOError:
+                    pass
+                pair.waiting[other] = data
         except OSError:
             for end in (pair.judge, pair.kernel):
                 if end in pair.registered:
@@ -189,12 +195,14 @@ class Relay:
         for end in (pair.judge, pair.kernel):  # read from an end only once what it sent is passed on
             wanted = (selectors.EVENT_WRITE if pair.waiting[end] else 0) | (
                 0 if pair.waiting[pair.other(end)] else selectors.EVENT_READ)
+            if wanted == pair.registered.get(end, 0):
+                continue
             if not wanted:
-                if end in pair.registered:
-                    self._selector.unregister(end)
-                    pair.registered.discard(end)
+                self._selector.unregister(end)
+                del pair.registered[end]
             elif end in pair.registered:
                 self._selector.modify(end, wanted, pair)
+                pair.registered[end] = wanted
             else:
                 self._selector.register(end, wanted, pair)
-                pair.registered.add(end)
+                pair.registered[end] = wanted
