@@ -39,7 +39,7 @@ RECONNECT_INTERVAL_MS = 10
 
 def _limit(context):
     context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_INTERVAL_MS)  # every socket made from it
-    context.setsockopt(zmq.MAXMSGSIZE, MAX_KERNEL_MESSAGE_BYTES)  # a larger one drops the connection
+    context.setsockopt(zmq.MAXMSGSIZE, MAX_KERNEL_MESSAGE_BYTES)  # a larger frame drops the connection (a message: `relay.py`)
     return context
 
 

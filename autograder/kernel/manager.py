@@ -24,6 +24,7 @@ from traitlets import Type
 from autograder.kernel import sandbox
 from autograder.kernel.client import QuickStartClient
 from autograder.kernel.envelope import Envelope, kernel_group
+from autograder.kernel.relay import Relay
 from autograder.limits import MAX_COPIED_BYTES, MAX_COPIED_ENTRIES
 
 
@@ -36,6 +37,7 @@ class SandboxedKernel:
         self.submission_dir = Path(submission_dir)
         self.root = self.enclosure = self.envelope = None
         self.forked = False  # whether the kernel's outbox is its own tmpfs (a warm kernel)
+        self.relay = None  # between the judge's ZeroMQ sockets and the kernel's (`relay.py`)
         self.owns_envelope = True
 
     def open(self, warm=None, envelope=None):
@@ -55,6 +57,8 @@ class SandboxedKernel:
         self.workdir = self.root / "work"  # the kernel's working copy of the submission folder
         self.inbox.mkdir(mode=0o755)
         self.outbox.mkdir()
+        (self.root / "relay").mkdir(mode=0o700)
+        self.relay = Relay()
         # Warm kernels copy `submission` into a tmpfs at `work` themselves; a cold one works on
         # this copy, on disk.
         copy = self.workdir if warm is None else self.root / "submission"
@@ -83,10 +87,23 @@ class SandboxedKernel:
         temporary.replace(link)
 
     def host_path(self, inner):
-        """Where this process reaches `inner`, a path in the kernel's outbox as it sees it."""
-        return str(inner).replace(str(self.outbox), str(self.sockets), 1)
+        """Where this process reaches `inner`, a path in the kernel's outbox as it sees it: through the relay,
+        which listens for each of the kernel's sockets (`relay_sockets`) and bounds what each message holds."""
+        return str(inner).replace(str(self.outbox), str(self.root / "relay"), 1)
+
+    def relay_sockets(self, base, ports):
+        """Relay the judge's connections to the kernel's socket `base`-`port` (`base` in its outbox) of each of
+        `ports`, from the same name under `relay` (once each: a restarted kernel binds the same ones)."""
+        for port in ports:
+            inner = f"{base}-{port}"
+            path = Path(self.host_path(inner))
+            if not path.exists():
+                self.relay.listen(path, lambda inner=inner: str(inner).replace(str(self.outbox), str(self.sockets), 1))
 
     def close(self):
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
         if self.enclosure is not None:
             self.enclosure.close()
         else:
@@ -148,6 +165,8 @@ class SandboxKernelManager(AsyncKernelManager):
         self.connection_file = str(self.sandbox.inbox / "kernel.json")
         kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
         self.kernel_spec.interrupt_mode = "message"
+        self.sandbox.relay_sockets(self.ip, [self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
+                                             self.hb_port])
         os.chmod(self.connection_file, 0o644)
         return kernel_cmd, kw
 

@@ -1,0 +1,45 @@
+"""The relay between the judge's ZeroMQ sockets and a kernel's (`autograder/kernel/relay.py`): a message from
+the kernel is bounded whole, its frames together, before the judge's ZeroMQ reads it (red-team round r66)."""
+
+import struct
+
+from test_judge import notebook, points, printed, program
+
+from autograder.judge import judge_notebook
+from autograder.kernel.relay import COMMAND, GREETING, LONG, MORE, Frames
+from autograder.reference import reference_source
+
+GREETING_V3 = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x01" + b"NULL".ljust(20, b"\0") + bytes(32)
+
+
+def frame(size, flags=0):
+    if size > 255:
+        return bytes([flags | LONG]) + struct.pack(">Q", size) + bytes(size)
+    return bytes([flags, size]) + bytes(size)
+
+
+def test_a_message_is_bounded_by_its_frames_together_whatever_the_pieces_it_arrives_in():
+    stream = GREETING_V3 + frame(40, COMMAND) + frame(300, MORE) + frame(300, MORE) + frame(300)
+    frames = Frames(limit=1000)
+    assert all(frames.feed(stream[at:at + 7]) for at in range(0, len(stream), 7))
+    assert frames.feed(frame(600, MORE)) and not frames.feed(frame(600)), "1,200 bytes in two frames of 600"
+
+
+def test_a_command_past_the_bound_and_a_greeting_of_an_older_zmtp_are_refused():
+    assert not Frames(limit=1000).feed(GREETING_V3 + frame(2000, COMMAND))
+    older = GREETING_V3[:10] + b"\x02" + GREETING_V3[11:]  # ZMTP 2 tells frames apart otherwise
+    assert not Frames(limit=1000).feed(older)
+    assert len(GREETING_V3) == GREETING
+
+
+def test_a_message_of_many_frames_never_reaches_the_judge_whole(tmp_path):
+    """The kernel sends one message of five 16 MiB frames, one buffer sent five times without a copy (40 of
+    50 MiB took the judge from 315 MiB to 2.4 GB; 400 would have taken the machine): the relay ends the
+    connection before the judge holds it, the judge's socket comes back, and what the kernel sends next, and
+    the step after, are graded as usual."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        reference_source(["softmax"]), program("frames_past_the_bound"), ("grade", "softmax")]))
+    shown = [o.get("data", {}).get("text/plain") for o in judged.notebook.cells[1].outputs]
+    assert "WHOLE" not in shown, "the judge read the whole message"
+    assert "SMALL" in shown and printed(judged, 1) == "SENT\n", shown
+    assert points(judged, "softmax") > 0
