@@ -43,3 +43,36 @@ def test_a_message_of_many_frames_never_reaches_the_judge_whole(tmp_path):
     assert "WHOLE" not in shown, "the judge read the whole message"
     assert "SMALL" in shown and printed(judged, 1) == "SENT\n", shown
     assert points(judged, "softmax") > 0
+
+
+def test_a_fault_in_one_connection_ends_it_and_the_relay_serves_the_next(tmp_path, monkeypatch):
+    """The relay is one thread for all of a kernel's sockets: an error of its own while it pumps one connection
+    (r66's first version raised KeyError) ended the thread, and every socket of the kernel fell silent until the
+    notebook's time ran out. Such an error now ends that connection only."""
+    import socket
+
+    from autograder.kernel import relay
+
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream.bind(str(tmp_path / "kernel"))
+    upstream.listen(4)
+    faulty = iter([True])
+    original = relay.Frames.feed
+    monkeypatch.setattr(relay.Frames, "feed", lambda self, data: (_ for _ in ()).throw(KeyError("ours"))
+                        if next(faulty, False) else original(self, data))
+    box = relay.Relay()
+    box.listen(tmp_path / "judge", lambda: str(tmp_path / "kernel"))
+    try:
+        for attempt in ("first", "second"):
+            judge = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            judge.settimeout(5)
+            judge.connect(str(tmp_path / "judge"))
+            kernel, _ = upstream.accept()
+            kernel.sendall(GREETING_V3)
+            received = judge.recv(len(GREETING_V3))
+            assert received == (b"" if attempt == "first" else GREETING_V3), (attempt, received)
+            judge.close()
+            kernel.close()
+    finally:
+        box.close()
+        upstream.close()

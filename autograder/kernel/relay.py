@@ -145,7 +145,10 @@ class Relay:
                 if callable(key.data):
                     self._accept(key.fileobj, key.data)
                 elif key.fileobj in key.data.registered:  # not closed, nor set aside, by an event before it
-                    self._pump(key.data, key.fileobj, events)
+                    try:
+                        self._pump(key.data, key.fileobj, events)
+                    except Exception:  # noqa: BLE001 - a fault of ours in one connection ends it, not the relay:
+                        self._drop(key.data)  # a dead thread left every socket of the kernel silent until timeouts
 
     def _accept(self, listener, upstream):
         try:
@@ -169,6 +172,15 @@ class Relay:
         self._selector.register(judge, selectors.EVENT_READ, pair)
         self._selector.register(kernel, selectors.EVENT_READ, pair)
 
+    def _drop(self, pair):
+        """End both connections of `pair`: the judge's ZeroMQ socket connects again."""
+        for end in (pair.judge, pair.kernel):
+            if end in pair.registered:
+                self._selector.unregister(end)
+            end.close()
+        pair.registered.clear()
+        self._pairs.discard(pair)
+
     def _pump(self, pair, sock, events):
         try:
             if events & selectors.EVENT_WRITE:
@@ -185,12 +197,7 @@ class Relay:
                     pass
                 pair.waiting[other] = data
         except OSError:
-            for end in (pair.judge, pair.kernel):
-                if end in pair.registered:
-                    self._selector.unregister(end)
-                end.close()
-            pair.registered.clear()
-            self._pairs.discard(pair)
+            self._drop(pair)
             return
         for end in (pair.judge, pair.kernel):  # read from an end only once what it sent is passed on
             wanted = (selectors.EVENT_WRITE if pair.waiting[end] else 0) | (
