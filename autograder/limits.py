@@ -64,6 +64,11 @@ assert MAX_COPIED_ENTRIES < TMPFS_INODES
 # A reply is hostile input: its size, its nesting and the time to read it are all bounded, and
 # the case's deadline holds while it is read (`autograder/kernel/channel.py`).
 MAX_KERNEL_MESSAGE_BYTES = 64 * 1024**2  # one ZeroMQ message from a kernel (an output, a reply)
+# Whole messages of one of a kernel's ZeroMQ sockets that the judge's ZeroMQ reads ahead of the judge (RCVHWM; 1,000
+# by default): r66's kernel sent 40 of 50 MiB while the judge waited on a step and took it to 1.9 GB, and 1,000 of
+# 64 MiB would have taken the machine. Past it ZeroMQ reads no more, the relay stops, and what waits is the kernel's.
+# 4 lost an honest cell's output after a kernel restart (r66); 16 is more than any honest burst.
+KERNEL_MESSAGES_QUEUED = 16
 MAX_REPLY_CONTAINERS = 20_000  # JSON lists and objects in one reply (each costs the judge memory)
 MAX_REPLY_DEPTH = 64  # how deeply they may nest
 WARM_PARENT_START = 120  # seconds for a warm parent to import numpy, torch and ipykernel

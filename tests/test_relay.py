@@ -76,3 +76,25 @@ def test_a_fault_in_one_connection_ends_it_and_the_relay_serves_the_next(tmp_pat
     finally:
         box.close()
         upstream.close()
+
+
+def _judges_peak_under_a_flood(messages, mib):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parent / "scripts" / "iopub_backlog.py"
+    done = subprocess.run([sys.executable, str(script), str(messages), str(mib)], capture_output=True, text=True,
+                          timeout=300, cwd=script.parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.split("resident memory ")[1].split()[0])
+
+
+def test_whole_messages_the_judge_has_not_read_yet_are_bounded_in_number():
+    """r66: ZeroMQ read ahead up to 1,000 whole messages a socket while the judge waited on a step, in the grading
+    process, charged to no envelope (40 of 50 MiB: 2.3 GB). It reads ahead KERNEL_MESSAGES_QUEUED now: 48 messages
+    of 8 MiB cost the judge less than twice that many (without the bound, all 384 MiB of them)."""
+    from autograder.limits import KERNEL_MESSAGES_QUEUED
+
+    quiet, flooded = _judges_peak_under_a_flood(0, 8), _judges_peak_under_a_flood(48, 8)
+    assert flooded - quiet < 2 * KERNEL_MESSAGES_QUEUED * 8, (quiet, flooded)

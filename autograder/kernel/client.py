@@ -25,7 +25,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import AsyncZMQSocketChannel
 from traitlets import Type, default
 
-from autograder.limits import MAX_KERNEL_MESSAGE_BYTES, MAX_REPLY_CONTAINERS
+from autograder.limits import KERNEL_MESSAGES_QUEUED, MAX_KERNEL_MESSAGE_BYTES, MAX_REPLY_CONTAINERS
 
 IOPUB_TIMEOUT = 0.2  # as jupyter_client: no IOPub message this long after the reply: not connected yet
 # IOPub is connected (a message came) but the request's status does not follow: it was sent before
@@ -40,6 +40,7 @@ RECONNECT_INTERVAL_MS = 10
 def _limit(context):
     context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_INTERVAL_MS)  # every socket made from it
     context.setsockopt(zmq.MAXMSGSIZE, MAX_KERNEL_MESSAGE_BYTES)  # a larger frame drops the connection (a message: `relay.py`)
+    context.setsockopt(zmq.RCVHWM, KERNEL_MESSAGES_QUEUED)  # whole messages read ahead of the judge, a socket
     return context
 
 

@@ -12,7 +12,7 @@ counts each message as its frames arrive, and a message, or a command, past the 
 connection, before the judge's ZeroMQ holds it whole: the judge's socket reconnects, and what the
 kernel sends next is read again. What it sends over an older ZMTP than libzmq 4's, whose frames are
 told apart otherwise, ends the connection too. A message not yet read by the judge waits in no
-more than `client.RECEIVE_QUEUE` of them a socket: past it, the relay stops reading, and what
+more than `limits.KERNEL_MESSAGES_QUEUED` of them a socket: past it, the relay stops reading, and what
 waits is the kernel's, in its envelope.
 
 One thread a kernel, which pumps bytes both ways; only connections from this process are taken.

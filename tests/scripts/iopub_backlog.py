@@ -1,23 +1,15 @@
-"""Red-team round r66, left open: a kernel that sends whole IOPub messages, each under
-MAX_KERNEL_MESSAGE_BYTES, while the judge waits on a step (nbclient reads no IOPub then) takes the
-grading process's memory up, charged to no envelope: ZeroMQ's I/O thread reads ahead up to its receive
-queue (RCVHWM, 1,000 messages a socket), and the relay (`autograder/kernel/relay.py`) pumps freely while
-the judge's main thread waits. Each message is signed by copying a signer that has hashed the 50 MiB
-already, so it costs the kernel a copy. Here the kernel queues all of them at once (it holds them too,
-charged to it); sent one at a time, it would hold one, and the judge all.
+"""Red-team round r66: a kernel that sends whole IOPub messages, each under MAX_KERNEL_MESSAGE_BYTES, while the
+judge waits on a step (nbclient reads no IOPub then) took the grading process's memory up, charged to no envelope:
+ZeroMQ's I/O thread read ahead up to its receive queue (RCVHWM, 1,000 messages a socket by default), and the relay
+(`autograder/kernel/relay.py`) pumps freely while the judge's main thread waits. Each message is signed by copying a
+signer that has hashed the 50 MiB already, so it costs the kernel a copy. Here the kernel queues all of them at once
+(it holds them too, charged to it); sent one at a time, it would hold one, and the judge all.
 
-Not in CI (it takes the judge near 2 GB): run by hand as root, from the repository root,
+The judge's sockets now read ahead at most `limits.KERNEL_MESSAGES_QUEUED` (16) whole messages: 40 of 50 MiB took
+the judge to 2,301 MiB without that bound, 850 MiB with it, and 100 of them 850 MiB too (about 300 without the
+attack). tests/test_relay.py runs it with smaller messages. By hand, as root, from the repository root:
 
     .venv/bin/python tests/scripts/iopub_backlog.py [messages] [MiB]
-
-40 of 50 MiB: 1,351 to 1,867 MiB with the relay (two runs), against about 300 without the attack. Sent while a cell runs
-(nbclient reading) instead, 2,196 MiB before the relay and 556 with it (its thread waits for the GIL
-while the judge parses, which holds the read-ahead back only then).
-
-A smaller RCVHWM on the judge's sockets (4) bounds it, but then lost the output of a cell after a kernel
-restart (tests/test_judge.py::test_a_replayed_notebook_keeps_the_shorter_limit_for_cells_that_hang; 8
-kept it), so a bound in messages alone is a trade against honest output; a bound in bytes needs the relay
-to know what the judge has read.
 """
 
 import resource
