@@ -6,7 +6,7 @@ import struct
 from test_judge import notebook, points, printed, program
 
 from autograder.judge import judge_notebook
-from autograder.kernel.relay import COMMAND, GREETING, LONG, MORE, Frames
+from autograder.kernel.relay import COMMAND, FRAME_COST, GREETING, LONG, MORE, Frames
 from autograder.reference import reference_source
 
 GREETING_V3 = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x01" + b"NULL".ljust(20, b"\0") + bytes(32)
@@ -30,6 +30,24 @@ def test_a_command_past_the_bound_and_a_greeting_of_an_older_zmtp_are_refused():
     older = GREETING_V3[:10] + b"\x02" + GREETING_V3[11:]  # ZMTP 2 tells frames apart otherwise
     assert not Frames(limit=1000).feed(older)
     assert len(GREETING_V3) == GREETING
+
+
+def test_each_frame_counts_even_an_empty_one():
+    """r67: 3 million empty frames, 6 MB from the kernel, counted nothing and took the judge 1.2 GB."""
+    frames = Frames(limit=1000)
+    assert frames.feed(GREETING_V3 + frame(0, MORE) * (1000 // FRAME_COST - 1) + frame(0)), "a few empty frames"
+    assert not frames.feed(frame(0, MORE) * (1000 // FRAME_COST + 1)), "more than the bound lets one message hold"
+
+
+def test_a_message_of_empty_frames_never_reaches_the_judge_whole(tmp_path):
+    """300,000 empty frames in one message (r67): the relay ends the connection, and the kernel's next message is
+    shown as usual."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        reference_source(["softmax"]), program("frames_without_bodies"), ("grade", "softmax")]))
+    shown = [o.get("data", {}).get("text/plain") for o in judged.notebook.cells[1].outputs]
+    assert "WHOLE" not in shown, "the judge read the whole message"
+    assert "SMALL" in shown and printed(judged, 1) == "SENT\n", judged.notebook.cells[1].outputs
+    assert points(judged, "softmax") > 0
 
 
 def test_a_message_of_many_frames_never_reaches_the_judge_whole(tmp_path):
