@@ -20,9 +20,9 @@ def frame(size, flags=0):
 
 def test_a_message_is_bounded_by_its_frames_together_whatever_the_pieces_it_arrives_in():
     stream = GREETING_V3 + frame(40, COMMAND) + frame(300, MORE) + frame(300, MORE) + frame(300)
-    frames = Frames(limit=1000)
+    frames = Frames(limit=1000 + 3 * FRAME_COST)
     assert all(frames.feed(stream[at:at + 7]) for at in range(0, len(stream), 7))
-    assert frames.feed(frame(600, MORE)) and not frames.feed(frame(600)), "1,200 bytes in two frames of 600"
+    assert frames.feed(frame(700, MORE)) and not frames.feed(frame(700)), "1,400 bytes in two frames of 700"
 
 
 def test_a_command_past_the_bound_and_a_greeting_of_an_older_zmtp_are_refused():
@@ -116,3 +116,76 @@ def test_whole_messages_the_judge_has_not_read_yet_are_bounded_in_number():
 
     quiet, flooded = _judges_peak_under_a_flood(0, 8), _judges_peak_under_a_flood(48, 8)
     assert flooded - quiet < 2 * KERNEL_MESSAGES_QUEUED * 8, (quiet, flooded)
+
+
+def _relayed(tmp_path, upstream):
+    """What a connection of this process's to a relay of `upstream` receives in 2 s (b"" once it is ended), and
+    how long the relay took to take the next connection."""
+    import socket
+    import time
+
+    from autograder.kernel import relay
+
+    box = relay.Relay()
+    box.listen(tmp_path / "judge", lambda: str(upstream))
+    try:
+        judge = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        judge.settimeout(2)
+        judge.connect(str(tmp_path / "judge"))
+        try:
+            received = judge.recv(len(GREETING_V3))
+        except TimeoutError:
+            received = None
+        began = time.monotonic()
+        second = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        second.settimeout(2)
+        second.connect(str(tmp_path / "judge"))
+        try:
+            second.recv(1)
+        except TimeoutError:
+            pass
+        return received, time.monotonic() - began
+    finally:
+        box.close()
+
+
+def test_the_relay_connects_to_no_link_the_kernel_puts_in_place_of_its_socket(tmp_path):
+    """r67: the kernel owns the folder of its sockets, and the relay, as root, followed a link put in place of one
+    of them to any socket of the machine (another kernel's, say) when the judge's socket connected again."""
+    import os
+    import socket
+
+    elsewhere = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    elsewhere.bind(str(tmp_path / "elsewhere"))
+    elsewhere.listen(4)
+    os.symlink(tmp_path / "elsewhere", tmp_path / "kernel")
+    try:
+        received, _ = _relayed(tmp_path, tmp_path / "kernel")
+        elsewhere.setblocking(False)
+        reached = True
+        try:
+            elsewhere.accept()[0].close()
+        except BlockingIOError:
+            reached = False
+        assert not reached and received == b"", "the relay followed the kernel's link"
+    finally:
+        elsewhere.close()
+
+
+def test_a_kernel_socket_that_takes_no_connection_stalls_no_other(tmp_path):
+    """r67: the relay, one thread for all of a kernel's sockets, connected to the kernel's socket blocking: one
+    whose queue of connections is full (the kernel binds its own, and never accepts) held it, and every socket
+    of the kernel with it, until the kernel ended."""
+    import socket
+
+    full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    full.bind(str(tmp_path / "kernel"))
+    full.listen(0)
+    filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    filler.connect(str(tmp_path / "kernel"))  # fills it: the next connection waits
+    try:
+        received, next_taken = _relayed(tmp_path, tmp_path / "kernel")
+        assert received == b"" and next_taken < 1, (received, next_taken)
+    finally:
+        filler.close()
+        full.close()
