@@ -32,6 +32,63 @@ def test_a_command_past_the_bound_and_a_greeting_of_an_older_zmtp_are_refused():
     assert len(GREETING_V3) == GREETING
 
 
+def test_a_zmtp_1_stream_is_refused_whatever_its_eleventh_byte():
+    """libzmq reads a stream as ZMTP 1.0 when its first byte is not 0xff, or its tenth's lowest bit is 0."""
+    for at, byte in ((0, 0x41), (9, 0x7e)):
+        unversioned = bytearray(GREETING_V3)
+        unversioned[at] = byte
+        assert not Frames(limit=1000).feed(bytes(unversioned)), (at, byte)
+        assert not Frames(limit=1000).feed(bytes(unversioned)[:at + 1]), "refused before that byte is passed on"
+
+
+def test_a_zmtp_1_stream_read_as_zmtp_3_by_the_relay_tells_the_judge_of_no_message_past_the_bound(tmp_path,
+                                                                                                  monkeypatch):
+    """r67: the relay read what a kernel sends as ZMTP 3 when its eleventh byte said so, and libzmq as ZMTP 1.0 when
+    its first byte was not 0xff; a stream laid out for both (each ZMTP 1.0 frame's header inside a small message of
+    ZMTP 3, each ZMTP 3 frame's header inside a frame of ZMTP 1.0) was one message of any number of frames to the
+    judge's ZeroMQ, read whole, and small messages to the relay. Here 50 frames of 200 bytes, past a bound of 1,000;
+    a kernel reaches it by binding a socket of its own where its ZeroMQ's was, then ending the relay's connection."""
+    import socket
+
+    import zmq
+
+    from autograder.kernel import relay
+
+    bound, frames = 1000, 50
+    monkeypatch.setattr(relay.Frames.__init__, "__defaults__", (bound,))
+    routing_id = bytearray([65, 0]) + bytearray(62)  # ZMTP 1.0: 65 bytes, flags first; it ends inside the relay's
+    routing_id[10] = 3  # first frame's header, and to the relay, its first 64 bytes are a greeting of ZMTP 3
+    stream = bytes(routing_id)
+    for n in range(frames):  # the relay's frame header, then a ZMTP 1.0 header (201 bytes, MORE but the last)
+        stream += bytes([0, 200]) + bytes([201, MORE if n < frames - 1 else 0]) + b"x" * 198
+    stream += bytes([0, 200])  # the last ZMTP 1.0 frame ends with this header
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream.bind(str(tmp_path / "kernel"))
+    upstream.listen(4)
+    box = relay.Relay()
+    box.listen(tmp_path / "judge", lambda: str(tmp_path / "kernel"))
+    context = zmq.Context()
+    context.setsockopt(zmq.MAXMSGSIZE, bound)
+    judge = context.socket(zmq.DEALER)
+    judge.setsockopt(zmq.RCVTIMEO, 1000)
+    judge.setsockopt(zmq.LINGER, 0)
+    try:
+        judge.connect(f"ipc://{tmp_path / 'judge'}")
+        kernel, _ = upstream.accept()
+        kernel.sendall(stream)
+        try:
+            message = judge.recv_multipart()
+        except zmq.Again:
+            message = []
+        assert sum(map(len, message)) <= bound, f"the judge read {len(message)} frames, {sum(map(len, message))} bytes"
+        kernel.close()
+    finally:
+        judge.close()
+        context.term()
+        box.close()
+        upstream.close()
+
+
 def test_each_frame_counts_even_an_empty_one():
     """r67: 3 million empty frames, 6 MB from the kernel, counted nothing and took the judge 1.2 GB."""
     frames = Frames(limit=1000)

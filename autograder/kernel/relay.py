@@ -30,7 +30,8 @@ from pathlib import Path
 
 from autograder.limits import MAX_KERNEL_MESSAGE_BYTES
 
-GREETING = 64  # bytes of a ZMTP 3 greeting; its eleventh is the major version
+GREETING = 64  # bytes of a ZMTP 3 greeting
+DECIDING = 11  # of them, those that tell ZMTP 3 from an older one (`_of_zmtp_3`)
 MORE, LONG, COMMAND = 1, 2, 4  # a frame's flags
 CHUNK = 256 * 1024
 # What each frame of a message costs the judge besides its body, an empty one too: ZeroMQ queues it as a zmq_msg_t
@@ -38,6 +39,14 @@ CHUNK = 256 * 1024
 # buffer. Counted at nothing, one message of 3 million empty frames (6 MB from the kernel) took the judge from 318
 # MiB to 1,490 (red-team round r67); counted, a message holds at most MAX_KERNEL_MESSAGE_BYTES / 256 frames.
 FRAME_COST = 256
+
+
+def _of_zmtp_3(index, byte) -> bool:
+    """Whether `byte`, the greeting's at `index`, may be ZMTP 3's, as libzmq tells versions apart: a first byte other
+    than 0xff, or a tenth whose lowest bit is 0, is ZMTP 1.0's (a frame's length, then its flags), and the eleventh
+    is the major version. Read as ZMTP 3 by the relay, a ZMTP 1.0 stream whose eleventh byte is 3 told the judge's
+    ZeroMQ of one message of any number of frames, each of them a small message of its own to the relay (r67)."""
+    return {0: byte == 0xFF, 9: byte & 1 == 1, 10: byte >= 3}.get(index, True)
 
 
 class Frames:
@@ -56,8 +65,9 @@ class Frames:
         while at < end:
             if self.greeting:
                 take = min(self.greeting, end - at)
-                version = GREETING - self.greeting  # where in the greeting `data` starts
-                if version <= 10 < version + take and data[at + 10 - version] < 3:
+                start = GREETING - self.greeting  # where in the greeting `data` starts
+                if not all(_of_zmtp_3(index, data[at + index - start]) for index in range(start, min(
+                        start + take, DECIDING))):
                     return False
                 self.greeting -= take
                 at += take
