@@ -101,7 +101,8 @@ class Frames:
 
 def _connect(sock, path):
     """Connect `sock`, not blocking, to the socket at `path` itself. The kernel owns the folder of its sockets: a
-    link it puts in place of one would lead this process, root, to any socket of the machine, and a socket of its
+    link it puts in place of one would lead this process, root, to any socket of the machine where that folder is not
+    mounted `nosymfollow` (a cold kernel's, or any before Linux 5.10), and a socket of its
     own that takes no connection would hold a blocking connect, and this thread with every socket of the kernel,
     until the kernel ends (red-team round r67)."""
     fd = os.open(path, os.O_PATH | os.O_NOFOLLOW)  # a link is opened as itself, and refused below
