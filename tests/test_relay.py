@@ -6,7 +6,7 @@ import struct
 from test_judge import notebook, points, printed, program
 
 from autograder.judge import judge_notebook
-from autograder.kernel.relay import COMMAND, GREETING, LONG, MORE, Frames
+from autograder.kernel.relay import COMMAND, FRAME_COST, GREETING, LONG, MORE, Frames
 from autograder.reference import reference_source
 
 GREETING_V3 = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x01" + b"NULL".ljust(20, b"\0") + bytes(32)
@@ -20,9 +20,9 @@ def frame(size, flags=0):
 
 def test_a_message_is_bounded_by_its_frames_together_whatever_the_pieces_it_arrives_in():
     stream = GREETING_V3 + frame(40, COMMAND) + frame(300, MORE) + frame(300, MORE) + frame(300)
-    frames = Frames(limit=1000)
+    frames = Frames(limit=1000 + 3 * FRAME_COST)
     assert all(frames.feed(stream[at:at + 7]) for at in range(0, len(stream), 7))
-    assert frames.feed(frame(600, MORE)) and not frames.feed(frame(600)), "1,200 bytes in two frames of 600"
+    assert frames.feed(frame(700, MORE)) and not frames.feed(frame(700)), "1,400 bytes in two frames of 700"
 
 
 def test_a_command_past_the_bound_and_a_greeting_of_an_older_zmtp_are_refused():
@@ -30,6 +30,81 @@ def test_a_command_past_the_bound_and_a_greeting_of_an_older_zmtp_are_refused():
     older = GREETING_V3[:10] + b"\x02" + GREETING_V3[11:]  # ZMTP 2 tells frames apart otherwise
     assert not Frames(limit=1000).feed(older)
     assert len(GREETING_V3) == GREETING
+
+
+def test_a_zmtp_1_stream_is_refused_whatever_its_eleventh_byte():
+    """libzmq reads a stream as ZMTP 1.0 when its first byte is not 0xff, or its tenth's lowest bit is 0."""
+    for at, byte in ((0, 0x41), (9, 0x7e)):
+        unversioned = bytearray(GREETING_V3)
+        unversioned[at] = byte
+        assert not Frames(limit=1000).feed(bytes(unversioned)), (at, byte)
+        assert not Frames(limit=1000).feed(bytes(unversioned)[:at + 1]), "refused before that byte is passed on"
+
+
+def test_a_zmtp_1_stream_read_as_zmtp_3_by_the_relay_tells_the_judge_of_no_message_past_the_bound(tmp_path,
+                                                                                                  monkeypatch):
+    """r67: the relay read what a kernel sends as ZMTP 3 when its eleventh byte said so, and libzmq as ZMTP 1.0 when
+    its first byte was not 0xff; a stream laid out for both (each ZMTP 1.0 frame's header inside a small message of
+    ZMTP 3, each ZMTP 3 frame's header inside a frame of ZMTP 1.0) was one message of any number of frames to the
+    judge's ZeroMQ, read whole, and small messages to the relay. Here 50 frames of 200 bytes, past a bound of 1,000;
+    a kernel reaches it by binding a socket of its own where its ZeroMQ's was, then ending the relay's connection."""
+    import socket
+
+    import zmq
+
+    from autograder.kernel import relay
+
+    bound, frames = 1000, 50
+    monkeypatch.setattr(relay.Frames.__init__, "__defaults__", (bound,))
+    routing_id = bytearray([65, 0]) + bytearray(62)  # ZMTP 1.0: 65 bytes, flags first; it ends inside the relay's
+    routing_id[10] = 3  # first frame's header, and to the relay, its first 64 bytes are a greeting of ZMTP 3
+    stream = bytes(routing_id)
+    for n in range(frames):  # the relay's frame header, then a ZMTP 1.0 header (201 bytes, MORE but the last)
+        stream += bytes([0, 200]) + bytes([201, MORE if n < frames - 1 else 0]) + b"x" * 198
+    stream += bytes([0, 200])  # the last ZMTP 1.0 frame ends with this header
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream.bind(str(tmp_path / "kernel"))
+    upstream.listen(4)
+    box = relay.Relay()
+    box.listen(tmp_path / "judge", lambda: str(tmp_path / "kernel"))
+    context = zmq.Context()
+    context.setsockopt(zmq.MAXMSGSIZE, bound)
+    judge = context.socket(zmq.DEALER)
+    judge.setsockopt(zmq.RCVTIMEO, 1000)
+    judge.setsockopt(zmq.LINGER, 0)
+    try:
+        judge.connect(f"ipc://{tmp_path / 'judge'}")
+        kernel, _ = upstream.accept()
+        kernel.sendall(stream)
+        try:
+            message = judge.recv_multipart()
+        except zmq.Again:
+            message = []
+        assert sum(map(len, message)) <= bound, f"the judge read {len(message)} frames, {sum(map(len, message))} bytes"
+        kernel.close()
+    finally:
+        judge.close()
+        context.term()
+        box.close()
+        upstream.close()
+
+
+def test_each_frame_counts_even_an_empty_one():
+    """r67: 3 million empty frames, 6 MB from the kernel, counted nothing and took the judge 1.2 GB."""
+    frames = Frames(limit=1000)
+    assert frames.feed(GREETING_V3 + frame(0, MORE) * (1000 // FRAME_COST - 1) + frame(0)), "a few empty frames"
+    assert not frames.feed(frame(0, MORE) * (1000 // FRAME_COST + 1)), "more than the bound lets one message hold"
+
+
+def test_a_message_of_empty_frames_never_reaches_the_judge_whole(tmp_path):
+    """300,000 empty frames in one message (r67): the relay ends the connection, and the kernel's next message is
+    shown as usual."""
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [
+        reference_source(["softmax"]), program("frames_without_bodies"), ("grade", "softmax")]))
+    shown = [o.get("data", {}).get("text/plain") for o in judged.notebook.cells[1].outputs]
+    assert "WHOLE" not in shown, "the judge read the whole message"
+    assert "SMALL" in shown and printed(judged, 1) == "SENT\n", judged.notebook.cells[1].outputs
+    assert points(judged, "softmax") > 0
 
 
 def test_a_message_of_many_frames_never_reaches_the_judge_whole(tmp_path):
@@ -98,3 +173,76 @@ def test_whole_messages_the_judge_has_not_read_yet_are_bounded_in_number():
 
     quiet, flooded = _judges_peak_under_a_flood(0, 8), _judges_peak_under_a_flood(48, 8)
     assert flooded - quiet < 2 * KERNEL_MESSAGES_QUEUED * 8, (quiet, flooded)
+
+
+def _relayed(tmp_path, upstream):
+    """What a connection of this process's to a relay of `upstream` receives in 2 s (b"" once it is ended), and
+    how long the relay took to take the next connection."""
+    import socket
+    import time
+
+    from autograder.kernel import relay
+
+    box = relay.Relay()
+    box.listen(tmp_path / "judge", lambda: str(upstream))
+    try:
+        judge = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        judge.settimeout(2)
+        judge.connect(str(tmp_path / "judge"))
+        try:
+            received = judge.recv(len(GREETING_V3))
+        except TimeoutError:
+            received = None
+        began = time.monotonic()
+        second = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        second.settimeout(2)
+        second.connect(str(tmp_path / "judge"))
+        try:
+            second.recv(1)
+        except TimeoutError:
+            pass
+        return received, time.monotonic() - began
+    finally:
+        box.close()
+
+
+def test_the_relay_connects_to_no_link_the_kernel_puts_in_place_of_its_socket(tmp_path):
+    """r67: the kernel owns the folder of its sockets, and the relay, as root, followed a link put in place of one
+    of them to any socket of the machine (another kernel's, say) when the judge's socket connected again."""
+    import os
+    import socket
+
+    elsewhere = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    elsewhere.bind(str(tmp_path / "elsewhere"))
+    elsewhere.listen(4)
+    os.symlink(tmp_path / "elsewhere", tmp_path / "kernel")
+    try:
+        received, _ = _relayed(tmp_path, tmp_path / "kernel")
+        elsewhere.setblocking(False)
+        reached = True
+        try:
+            elsewhere.accept()[0].close()
+        except BlockingIOError:
+            reached = False
+        assert not reached and received == b"", "the relay followed the kernel's link"
+    finally:
+        elsewhere.close()
+
+
+def test_a_kernel_socket_that_takes_no_connection_stalls_no_other(tmp_path):
+    """r67: the relay, one thread for all of a kernel's sockets, connected to the kernel's socket blocking: one
+    whose queue of connections is full (the kernel binds its own, and never accepts) held it, and every socket
+    of the kernel with it, until the kernel ended."""
+    import socket
+
+    full = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    full.bind(str(tmp_path / "kernel"))
+    full.listen(0)
+    filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    filler.connect(str(tmp_path / "kernel"))  # fills it: the next connection waits
+    try:
+        received, next_taken = _relayed(tmp_path, tmp_path / "kernel")
+        assert received == b"" and next_taken < 1, (received, next_taken)
+    finally:
+        filler.close()
+        full.close()

@@ -249,6 +249,35 @@ def test_a_message_that_is_not_what_it_says_costs_nothing_but_itself(tmp_path, k
     assert printed(judged, 2) == "graded on\n"
 
 
+RAW_FRAMES = """
+import time
+kernel = get_ipython().kernel
+frames = %s
+kernel.iopub_thread.schedule(lambda: kernel.iopub_thread.socket.send_multipart(frames))
+time.sleep(0.3)
+print("sent")
+"""
+
+
+@pytest.mark.parametrize("frames", ['[b"x"]', '[b"<IDS|MSG>", b"x"]', '[b"<IDS|MSG>", b"forged", b"{}", b"{}", b"{}", b"{}"]'],
+                         ids=["no-delimiter", "too-few-parts", "bad-signature"])
+def test_frames_that_are_no_message_of_jupyters_cost_nothing_but_themselves(tmp_path, frames):
+    """Red-teamed in round r67: jupyter_client raises ValueError (no delimiter, a bad signature) or TypeError (too few
+    parts) on frames that are no message of its own, and one such message from the kernel on IOPub stopped the
+    notebook's grading (not graded, the student's choice, as r44's messages did). It is dropped, and the notebook is
+    graded on."""
+    from test_envelope import SEALED
+    from test_judge import notebook, printed
+
+    from autograder.judge import judge_notebook
+
+    if not SEALED:
+        pytest.skip("a kernel of the judge's")
+    judged = judge_notebook(notebook(tmp_path / "nb.ipynb", [RAW_FRAMES % frames, "print('graded on')"]))
+    assert judged.problem == ""
+    assert printed(judged, 1) == "graded on\n"
+
+
 def test_a_kernels_message_is_unpacked_only_within_bounds():
     """The unpacking of r44's 5 million empty lists, and their size against the output budget."""
     import json

@@ -83,16 +83,16 @@ def _is_reply(content):
 
 
 class BoundedChannel(AsyncZMQSocketChannel):
-    """A channel of the notebook's client: a message its session's `bounded_unpack` refuses is
-    DROPPED, and an execute_reply nbclient cannot read says NO_REPLY, rather than an error in
-    nbclient, which stopped the notebook's grading (r44: a reply of `{}`, forged with the kernel's
-    own key, left the notebook not graded)."""
+    """A channel of the notebook's client: a message its session's `bounded_unpack` refuses, or
+    jupyter_client cannot read as one of its own, is DROPPED, and an execute_reply nbclient cannot
+    read says NO_REPLY, rather than an error in nbclient, which stopped the notebook's grading (r44:
+    a reply of `{}`, forged with the kernel's own key, left the notebook not graded)."""
 
     async def _recv(self, **kwargs):
         try:
             msg = await super()._recv(**kwargs)
-        except HostileMessage:
-            return copy.deepcopy(DROPPED)
+        except ValueError:  # HostileMessage, and jupyter_client's own on frames without its delimiter: one stopped
+            return copy.deepcopy(DROPPED)  # the notebook's grading (r67)
         if msg.get("msg_type") == "execute_reply" and not _is_reply(msg.get("content")):
             msg["content"] = dict(NO_REPLY)
         return msg
