@@ -10,6 +10,7 @@ machine's disk or in any other kernel's view; the judge reaches its sockets thro
 `/proc/<monitor>/root`, which shows the kernel's own mounts.
 """
 
+import functools
 import os
 import shutil
 import stat
@@ -91,6 +92,10 @@ class SandboxedKernel:
         which listens for each of the kernel's sockets (`relay_sockets`) and bounds what each message holds."""
         return str(inner).replace(str(self.outbox), str(self.root / "relay"), 1)
 
+    def kernel_socket(self, inner):
+        """Where this process reaches the kernel's own socket `inner` (in its outbox as it sees it): the relay's way."""
+        return str(inner).replace(str(self.outbox), str(self.sockets), 1)
+
     def relay_sockets(self, base, ports):
         """Relay the judge's connections to the kernel's socket `base`-`port` (`base` in its outbox) of each of
         `ports`, from the same name under `relay` (once each: a restarted kernel binds the same ones)."""
@@ -98,7 +103,7 @@ class SandboxedKernel:
             inner = f"{base}-{port}"
             path = Path(self.host_path(inner))
             if not path.exists():
-                self.relay.listen(path, lambda inner=inner: str(inner).replace(str(self.outbox), str(self.sockets), 1))
+                self.relay.listen(path, functools.partial(self.kernel_socket, inner))
 
     def close(self):
         if self.relay is not None:

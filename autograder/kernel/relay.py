@@ -159,9 +159,8 @@ class Relay:
             self._thread.join(timeout=5)
         for listener, _ in self._listeners:
             listener.close()
-        for pair in self._pairs:
-            pair.judge.close()
-            pair.kernel.close()
+        for pair in list(self._pairs):
+            self._drop(pair)
         self._wake_read.close()
         self._selector.close()
         self._wake_write.close()
